@@ -1,0 +1,49 @@
+"""User-facing errors.
+
+Every error a user can cause (bad configuration, missing data file, invalid
+message) derives from :class:`FedmosaicError`. The command line prints its
+message on one line and exits with code 2, without a traceback.
+"""
+
+
+class FedmosaicError(Exception):
+    """An error caused by the user's input, reported as one line."""
+
+
+class ConfigError(FedmosaicError, ValueError):
+    """A configuration value is unknown, of the wrong type or impossible.
+
+    Parameters
+    ----------
+    field : str
+        Dotted path of the offending field, e.g. ``"partition.alpha"``.
+    message : str
+        What is accepted, e.g. ``"must be > 0 (got -1)"``.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class DataFileMissing(FedmosaicError, FileNotFoundError):
+    """A dataset file is not in the data directory.
+
+    Parameters
+    ----------
+    path : str
+        The file that was looked for.
+    searched : str
+        The folder that was searched and how it was chosen.
+    source : str
+        Where the dataset is published.
+    """
+
+    def __init__(self, path: str, searched: str, source: str) -> None:
+        self.path = path
+        self.searched = searched
+        self.source = source
+        super().__init__(
+            f"data file not found: {path} (searched {searched}; the dataset is published at {source})"
+        )
