@@ -1,1 +1,34 @@
-"""federation"""
+"""Federation runtime: messages, grids, engines, schedules, checkpoints.
+
+This layer knows no method: server and client logic written against it run
+unchanged on every engine.
+"""
+
+from fedmosaic.federation.aggregate import weighted_average
+from fedmosaic.federation.federation import Federation, RoundRecord
+from fedmosaic.federation.grid import Grid
+from fedmosaic.federation.inprocess import InProcessGrid
+from fedmosaic.federation.logic import ClientContext, ClientLogic, ServerLogic
+from fedmosaic.federation.message import Message
+from fedmosaic.federation.round import QuorumNotMet, RoundContext
+from fedmosaic.federation.schedule import Schedule
+from fedmosaic.federation.seeding import derive_rng, derive_seed
+from fedmosaic.federation.state import ClientState
+
+__all__ = [
+    "ClientContext",
+    "ClientLogic",
+    "ClientState",
+    "Federation",
+    "Grid",
+    "InProcessGrid",
+    "Message",
+    "QuorumNotMet",
+    "RoundContext",
+    "RoundRecord",
+    "Schedule",
+    "ServerLogic",
+    "derive_rng",
+    "derive_seed",
+    "weighted_average",
+]

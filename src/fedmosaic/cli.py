@@ -1,0 +1,169 @@
+"""The ``fedmosaic`` command line: run, presets, report, demo."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from fedmosaic.errors import FedmosaicError
+from fedmosaic.experiments.config import apply_overrides, load_config
+from fedmosaic.experiments.presets import describe_presets, resolve_experiment
+from fedmosaic.experiments.runner import run_experiment
+from fedmosaic.federation import RoundRecord
+from fedmosaic.methods.registry import METHODS
+from fedmosaic.report import load_results, write_report
+
+DEMO_PRESET = "digits-fedavg"
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="fedmosaic: federated learning when every participant holds a different piece of the data.",
+)
+out_console = Console()
+err_console = Console(stderr=True)
+
+
+class RichProgress:
+    """Shows one progress bar per run: rounds done, latest metrics, elapsed time and ETA."""
+
+    def __init__(self, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description:<14}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def start_run(self, name: str, total_rounds: int) -> None:
+        self._tasks[name] = self._progress.add_task(name, total=total_rounds, status="")
+
+    def advance(self, name: str, record: RoundRecord) -> None:
+        shown = {k: v for k, v in record.metrics.items() if k in ("accuracy", "loss")}
+        status = f"round {record.round}" + "".join(f"  {k} {v:.3f}" for k, v in shown.items())
+        if record.status != "ok":
+            status += f"  [yellow]skipped: {record.reason}[/]"
+        self._progress.update(self._tasks[name], advance=1, status=status)
+
+    def finish_run(self, name: str) -> None:
+        self._progress.update(self._tasks[name], status="[green]done[/]")
+
+
+@app.command()
+def run(
+    experiment: Annotated[str, typer.Argument(help="A preset name (see `fedmosaic presets`) or a TOML file.")],
+    set_: Annotated[
+        Optional[list[str]], typer.Option("--set", help="Override a key: --set partition.alpha=0.1")
+    ] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder [default: runs/<name>].")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Experiment seed (overrides the config).")] = None,
+    data_dir: Annotated[
+        Optional[Path], typer.Option(help="Data folder [default: $FEDMOSAIC_DATA, then the cache folder].")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
+) -> None:
+    """Run an experiment and write results.json, summary.json and a report."""
+    overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else [])
+    config = load_config(apply_overrides(resolve_experiment(experiment), overrides))
+    out_dir = out or Path("runs") / config.name
+    if quiet:
+        results = run_experiment(config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite)
+    else:
+        with RichProgress(err_console) as progress:
+            results = run_experiment(
+                config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress
+            )
+    _print_summary(results)
+    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}")
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("runs/demo"),
+) -> None:
+    """Run the demo experiment (no download needed) into a fresh folder."""
+    run(DEMO_PRESET, out=out, overwrite=True)
+
+
+@app.command()
+def presets() -> None:
+    """List the shipped experiments and the registered methods."""
+    table = Table("preset", "description", box=None)
+    for name, description in describe_presets():
+        table.add_row(name, description)
+    out_console.print(table)
+    methods = Table("method", "summary", box=None)
+    for method in METHODS.values():
+        methods.add_row(method.name, method.summary)
+    out_console.print(methods)
+
+
+@app.command()
+def report(
+    directory: Annotated[Path, typer.Argument(help="The output folder of a run.")],
+) -> None:
+    """Write report.md and report.html again from a run's results.json."""
+    markdown, html = write_report(load_results(directory), directory)
+    out_console.print(f"report: {markdown}\nreport: {html}")
+
+
+def _print_summary(results: dict[str, Any]) -> None:
+    metrics = sorted({k for run in results["runs"] for k in run["final"] if not k.endswith("_std")})
+    table = Table("run", *metrics, "MB up", "MB down", "seconds", title=results["experiment"])
+    for run_ in results["runs"]:
+        final = run_["final"]
+        cells = [
+            f"{final[m]:.4f}" + (f" ± {final[m + '_std']:.4f}" if f"{m}_std" in final else "")
+            if m in final
+            else "-"
+            for m in metrics
+        ]
+        table.add_row(
+            run_["name"],
+            *cells,
+            f"{run_['bytes_up_total'] / 1e6:.2f}",
+            f"{run_['bytes_down_total'] / 1e6:.2f}",
+            f"{run_['wall_time_s']:.1f}",
+        )
+    out_console.print(table)
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit code 2."""
+    try:
+        app()
+    except FedmosaicError as error:
+        err_console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; continue with --resume", highlight=False)
+        sys.exit(130)

@@ -1,0 +1,283 @@
+"""The experiment configuration: schema, loading, overrides.
+
+An experiment is a TOML file (or a preset shipped with the package). Every
+section is validated at the boundary; the first problem is reported on one
+line naming the field and what is accepted. ``docs/experiments.md`` documents
+every key; ``tests/experiments/test_config.py`` keeps it in sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.validation import validate
+from fedmosaic.methods.models import ModelParams
+from fedmosaic.methods.registry import MethodParams, get_method
+from fedmosaic.methods.training import TrainParams
+
+
+class Section(BaseModel):
+    """Base of every configuration section: unknown keys and loose types are rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class DataSection(Section):
+    """Which dataset, and where its files are.
+
+    Parameters
+    ----------
+    dataset : {"digits", "mnist", "fashion-mnist", "isolet"}, default "digits"
+        ``digits`` ships with scikit-learn; the others are read from the data
+        directory.
+    data_dir : str or None, default None
+        Data directory; otherwise ``--data-dir``, then ``FEDMOSAIC_DATA``, then
+        the default cache folder.
+    test_fraction : float, default 0.25
+        Share of ``digits`` held out for testing (the others have a fixed
+        test split).
+    """
+
+    dataset: Literal["digits", "mnist", "fashion-mnist", "isolet"] = "digits"
+    data_dir: str | None = None
+    test_fraction: float = Field(default=0.25, gt=0, lt=1)
+
+
+class PartitionSection(Section):
+    """How the training data is split across clients.
+
+    Parameters
+    ----------
+    scheme : {"iid", "dirichlet", "pathological"}, default "dirichlet"
+        Uniform split, Dirichlet label skew, or a few classes per client.
+    num_clients : int, default 10
+        Number of clients (at most the number of training samples).
+    alpha : float, default 0.5
+        Dirichlet concentration (> 0); smaller is more skewed.
+    classes_per_client : int, default 2
+        Classes each client holds under ``pathological``.
+    min_size : int, default 10
+        Fewest training samples a client may hold.
+    """
+
+    scheme: Literal["iid", "dirichlet", "pathological"] = "dirichlet"
+    num_clients: PositiveInt = 10
+    alpha: float = Field(default=0.5, gt=0)
+    classes_per_client: PositiveInt = 2
+    min_size: PositiveInt = 10
+
+
+class ClientsAtRound(Section):
+    """A set of clients and a round (for arrivals, departures, failures)."""
+
+    clients: list[NonNegativeInt] = Field(min_length=1)
+    round: PositiveInt
+
+
+class FederationSection(Section):
+    """How rounds run.
+
+    Parameters
+    ----------
+    engine : {"inprocess"}, default "inprocess"
+        Where clients run.
+    rounds : int, default 20
+        Number of rounds.
+    fraction : float, default 1.0
+        Share of available clients sampled per round, in (0, 1].
+    clients_per_round : int or None, default None
+        Exact number of clients per round (overrides ``fraction``).
+    min_replies : int, default 1
+        Fewest replies a round needs; otherwise it is skipped.
+    dropout : float, default 0.0
+        Probability that a sampled client fails to reply, in [0, 1).
+    arrivals : list of {clients, round}, default []
+        Clients that join at a later round (they receive nothing before).
+    departures : list of {clients, round}, default []
+        Clients gone from a round on.
+    failures : list of {clients, round}, default []
+        Clients that fail to reply in a given round.
+    evaluate_every : int, default 1
+        Evaluate every this many rounds (and after the last).
+    """
+
+    engine: Literal["inprocess"] = "inprocess"
+    rounds: PositiveInt = 20
+    fraction: float = Field(default=1.0, gt=0, le=1)
+    clients_per_round: PositiveInt | None = None
+    min_replies: PositiveInt = 1
+    dropout: float = Field(default=0.0, ge=0, lt=1)
+    arrivals: list[ClientsAtRound] = Field(default_factory=list)
+    departures: list[ClientsAtRound] = Field(default_factory=list)
+    failures: list[ClientsAtRound] = Field(default_factory=list)
+    evaluate_every: PositiveInt = 1
+
+
+class RunSection(Section):
+    """One method to run (several are compared on identical partitions).
+
+    Parameters
+    ----------
+    name : str
+        Label in results and reports (unique within the experiment).
+    method : str
+        A registered method (``fedmosaic presets`` lists them).
+    setting : {"federated", "centralized", "local"}, default "federated"
+        ``centralized`` pools all clients' data into one client;
+        ``local`` trains each client alone and reports mean and std.
+    params : table, default {}
+        The method's own parameters (e.g. ``mu`` for FedProx).
+    """
+
+    name: str = Field(min_length=1)
+    method: str
+    setting: Literal["federated", "centralized", "local"] = "federated"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExperimentConfig(Section):
+    """A whole experiment.
+
+    Parameters
+    ----------
+    name : str
+        Experiment name (default output folder ``runs/<name>``).
+    description : str, default ""
+        One line shown by ``fedmosaic presets`` and in reports.
+    seed : int, default 0
+        Every random draw derives from it.
+    data, partition, federation, model, train, runs
+        The sections above; ``runs`` lists at least one method.
+    """
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    seed: NonNegativeInt = 0
+    data: DataSection = Field(default_factory=DataSection)
+    partition: PartitionSection = Field(default_factory=PartitionSection)
+    federation: FederationSection = Field(default_factory=FederationSection)
+    model: ModelParams = Field(default_factory=ModelParams)
+    train: TrainParams = Field(default_factory=TrainParams)
+    runs: list[RunSection] = Field(min_length=1)
+
+
+def load_config(source: dict[str, Any]) -> ExperimentConfig:
+    """Validate a raw configuration (sections, cross-field rules, method parameters).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first offending field.
+    """
+    config = validate(ExperimentConfig, source)
+    assert isinstance(config, ExperimentConfig)
+    _check_federation(config)
+    seen: set[str] = set()
+    for index, run in enumerate(config.runs):
+        if run.name in seen:
+            raise ConfigError(f"runs.{index}.name", f"run names must be unique, '{run.name}' repeats")
+        seen.add(run.name)
+        method_params(config, index)
+    return config
+
+
+def method_params(config: ExperimentConfig, index: int) -> MethodParams:
+    """The validated parameters of run ``index``."""
+    run = config.runs[index]
+    method = get_method(run.method, field=f"runs.{index}.method")
+    params = validate(method.params, run.params, prefix=f"runs.{index}.params")
+    assert isinstance(params, MethodParams)
+    return params
+
+
+def _check_federation(config: ExperimentConfig) -> None:
+    clients = config.partition.num_clients
+    federation = config.federation
+    for key in ("arrivals", "departures", "failures"):
+        for i, entry in enumerate(getattr(federation, key)):
+            outside = [c for c in entry.clients if c >= clients]
+            if outside:
+                raise ConfigError(
+                    f"federation.{key}.{i}.clients",
+                    f"client ids must be in 0..{clients - 1} (partition.num_clients = {clients}), got {outside}",
+                )
+    if federation.min_replies > clients:
+        raise ConfigError(
+            "federation.min_replies",
+            f"must be <= partition.num_clients ({clients}), got {federation.min_replies}",
+        )
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML experiment file.
+
+    Raises
+    ------
+    ConfigError
+        If the file cannot be read or is not valid TOML.
+    """
+    try:
+        return tomllib.loads(path.read_text())
+    except OSError as error:
+        raise ConfigError("experiment", f"cannot read {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError("experiment", f"{path} is not valid TOML: {error}") from None
+
+
+def apply_overrides(source: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``key=value`` overrides to a raw configuration.
+
+    Keys are dotted paths (``partition.alpha``, ``runs.1.params.mu``); values
+    are TOML values (``5``, ``0.1``, ``true``, ``[1, 2]``), or bare strings.
+
+    Examples
+    --------
+    >>> apply_overrides({"partition": {"alpha": 0.5}}, ["partition.alpha=0.1", "name=x"])
+    {'partition': {'alpha': 0.1}, 'name': 'x'}
+    """
+    result = json.loads(json.dumps(source))
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--set", f"expected key=value, got {override!r}")
+        _set_path(result, key.strip().split("."), _parse_value(text.strip()), key.strip())
+    return result
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _set_path(node: Any, parts: list[str], value: Any, key: str) -> None:
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError("--set", f"{key}: '{part}' is not an index of a list of {len(node)}")
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+        else:
+            raise ConfigError("--set", f"{key}: '{'.'.join(parts[:depth])}' is not a table")
+
+
+def fingerprint(document: Any) -> str:
+    """A stable hash of a JSON-ready document (identifies a configuration)."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

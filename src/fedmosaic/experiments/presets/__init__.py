@@ -1,0 +1,56 @@
+"""Experiments shipped with the package, and resolution of ``PRESET|FILE.toml``."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import read_toml
+
+_PACKAGE = __name__
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets, sorted."""
+    return sorted(
+        entry.name.removesuffix(".toml")
+        for entry in resources.files(_PACKAGE).iterdir()
+        if entry.name.endswith(".toml")
+    )
+
+
+def preset_source(name: str) -> dict[str, Any]:
+    """The raw configuration of preset ``name``."""
+    return tomllib.loads(resources.files(_PACKAGE).joinpath(f"{name}.toml").read_text())
+
+
+def describe_presets() -> list[tuple[str, str]]:
+    """``(name, description)`` of every preset."""
+    return [(name, str(preset_source(name).get("description", ""))) for name in preset_names()]
+
+
+def resolve_experiment(spec: str) -> dict[str, Any]:
+    """The raw configuration named by ``spec``: a preset name or a TOML file path.
+
+    Raises
+    ------
+    ConfigError
+        If ``spec`` is neither, with a did-you-mean among the presets.
+    """
+    if spec in preset_names():
+        return preset_source(spec)
+    path = Path(spec)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise ConfigError("experiment", f"no such file: {path}")
+        return read_toml(path)
+    close = difflib.get_close_matches(spec, preset_names(), n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise ConfigError(
+        "experiment",
+        f"'{spec}' is neither a preset nor a .toml file{hint} (presets: {', '.join(preset_names())})",
+    )

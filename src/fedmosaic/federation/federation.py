@@ -1,0 +1,202 @@
+"""The round loop: schedule, exchange, evaluate, record, checkpoint."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fedmosaic.errors import FedmosaicError
+from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from fedmosaic.federation.grid import Grid
+from fedmosaic.federation.logic import ServerLogic
+from fedmosaic.federation.round import QuorumNotMet, RoundContext
+from fedmosaic.federation.schedule import Schedule
+
+
+@dataclass
+class RoundRecord:
+    """What happened in one round.
+
+    Parameters
+    ----------
+    round : int
+        Round number (1-based).
+    status : str
+        ``"ok"`` when the round was aggregated, ``"skipped"`` otherwise.
+    clients_sampled : int
+        Clients selected.
+    replies : int
+        Replies received.
+    dropped : list of int
+        Selected clients that did not reply.
+    bytes_up, bytes_down : int
+        Bytes sent by clients and by the server.
+    trips : int
+        Exchanges (network round trips) the round used.
+    wall_time_s : float
+        Seconds the round took, evaluation included.
+    metrics : dict of str to float
+        Training metrics and, on evaluation rounds, evaluation metrics.
+    reason : str
+        Why the round was skipped (empty when it was not).
+    """
+
+    round: int
+    status: str
+    clients_sampled: int
+    replies: int
+    dropped: list[int]
+    bytes_up: int
+    bytes_down: int
+    trips: int
+    wall_time_s: float
+    metrics: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict."""
+        return asdict(self)
+
+
+class Federation:
+    """Runs a server logic against a grid for a number of rounds.
+
+    Parameters
+    ----------
+    server : ServerLogic
+        The method's server side.
+    grid : Grid
+        The engine reaching the clients.
+    schedule : Schedule
+        Who takes part in each round.
+    seed : int
+        Experiment seed.
+    rounds : int
+        Number of rounds.
+    evaluate_every : int, default 1
+        Evaluate the global state every this many rounds, and after the last.
+    checkpoint : Path or None, default None
+        Where to write a checkpoint after every round.
+    fingerprint : str, default ""
+        Identifies the configuration; a resumed checkpoint must match it.
+
+    Examples
+    --------
+    See ``tests/federation/test_federation.py`` for complete small runs.
+    """
+
+    def __init__(
+        self,
+        server: ServerLogic,
+        grid: Grid,
+        schedule: Schedule,
+        *,
+        seed: int,
+        rounds: int,
+        evaluate_every: int = 1,
+        checkpoint: Path | None = None,
+        fingerprint: str = "",
+    ) -> None:
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        if evaluate_every < 1:
+            raise ValueError(f"evaluate_every must be >= 1, got {evaluate_every}")
+        self.server = server
+        self.grid = grid
+        self.schedule = schedule
+        self.seed = seed
+        self.rounds = rounds
+        self.evaluate_every = evaluate_every
+        self.checkpoint = checkpoint
+        self.fingerprint = fingerprint
+
+    def run(
+        self, *, resume: bool = False, on_round: Callable[[RoundRecord], None] | None = None
+    ) -> list[RoundRecord]:
+        """Run the remaining rounds and return the history of all rounds.
+
+        Parameters
+        ----------
+        resume : bool, default False
+            Continue from the checkpoint if there is one.
+        on_round : callable or None
+            Called with each new round's record (progress display).
+        """
+        history = self._restore() if resume else None
+        if history is None:
+            self.server.initialize(self.seed)
+            history = []
+        for rnd in range(len(history) + 1, self.rounds + 1):
+            record = self._run_round(rnd)
+            history.append(record)
+            self._save(history)
+            if on_round is not None:
+                on_round(record)
+        return history
+
+    def _run_round(self, rnd: int) -> RoundRecord:
+        start = time.perf_counter()
+        sampled = self.schedule.sample(rnd, self.seed)
+        failing = self.schedule.failing(rnd, sampled, self.seed)
+        ctx = RoundContext(
+            round=rnd,
+            clients=sampled,
+            seed=self.seed,
+            grid=self.grid,
+            failing=failing,
+            min_replies=self.schedule.min_replies,
+        )
+        status, reason, metrics = "ok", "", {}
+        if not sampled:
+            status, reason = "skipped", "no client available"
+        else:
+            before = self.server.state_dict()
+            try:
+                metrics = dict(self.server.run_round(ctx))
+            except QuorumNotMet as error:
+                self.server.load_state_dict(before)
+                status, reason = "skipped", str(error)
+        if rnd % self.evaluate_every == 0 or rnd == self.rounds:
+            metrics.update(self.server.evaluate(rnd))
+        return RoundRecord(
+            round=rnd,
+            status=status,
+            clients_sampled=len(sampled),
+            replies=len(ctx.replied),
+            dropped=sorted(set(sampled) - ctx.replied),
+            bytes_up=ctx.bytes_up,
+            bytes_down=ctx.bytes_down,
+            trips=ctx.trips,
+            wall_time_s=time.perf_counter() - start,
+            metrics={k: float(v) for k, v in metrics.items()},
+            reason=reason,
+        )
+
+    def _save(self, history: list[RoundRecord]) -> None:
+        if self.checkpoint is None:
+            return
+        save_checkpoint(
+            Checkpoint(
+                fingerprint=self.fingerprint,
+                server=self.server.state_dict(),
+                clients=self.grid.client_states(),
+                history=[r.to_dict() for r in history],
+                finished=len(history) == self.rounds,
+            ),
+            self.checkpoint,
+        )
+
+    def _restore(self) -> list[RoundRecord] | None:
+        if self.checkpoint is None or not self.checkpoint.exists():
+            return None
+        saved = load_checkpoint(self.checkpoint)
+        if saved.fingerprint != self.fingerprint:
+            raise FedmosaicError(
+                f"checkpoint {self.checkpoint} belongs to another configuration; "
+                "start without --resume or use another --out folder"
+            )
+        self.server.load_state_dict(saved.server)
+        self.grid.load_client_states(saved.clients)
+        return [RoundRecord(**r) for r in saved.history]

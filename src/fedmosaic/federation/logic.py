@@ -1,0 +1,77 @@
+"""The two halves of every method: server logic and client logic.
+
+They talk only through :class:`~fedmosaic.federation.message.Message` objects,
+so the same code runs on any engine that implements
+:class:`~fedmosaic.federation.grid.Grid`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from fedmosaic.federation.message import Message
+from fedmosaic.federation.round import RoundContext
+from fedmosaic.federation.state import ClientState
+
+
+@dataclass(frozen=True)
+class ClientContext:
+    """What a client knows about the message it is handling.
+
+    Parameters
+    ----------
+    client_id : int
+        The client's partition index.
+    round : int
+        The round the message belongs to (1-based).
+    seed : int
+        Seed derived from (experiment seed, round, client id) for this
+        client's random draws in this round.
+    """
+
+    client_id: int
+    round: int
+    seed: int
+
+
+class ClientLogic(ABC):
+    """A client's side of a method: turns a message and its state into a reply.
+
+    A client logic object holds the client's private data and its
+    hyper-parameters. Everything it must remember between messages goes to
+    ``state``; any other attribute is a cache that may be lost at any time.
+    """
+
+    @abstractmethod
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        """Handle one message, updating ``state`` in place, and return the reply."""
+
+
+class ServerLogic(ABC):
+    """The server's side of a method.
+
+    The federation calls :meth:`initialize` once, then for each round
+    :meth:`run_round` and, on evaluation rounds, :meth:`evaluate`.
+    :meth:`state_dict` / :meth:`load_state_dict` make the server checkpointable.
+    """
+
+    @abstractmethod
+    def initialize(self, seed: int) -> None:
+        """Create the initial global state from derived randomness."""
+
+    @abstractmethod
+    def run_round(self, ctx: RoundContext) -> dict[str, float]:
+        """Run one round through ``ctx.exchange`` and return training metrics."""
+
+    @abstractmethod
+    def evaluate(self, rnd: int) -> dict[str, float]:
+        """Evaluate the global state and return metrics."""
+
+    @abstractmethod
+    def state_dict(self) -> ClientState:
+        """The global state as named arrays and config."""
+
+    @abstractmethod
+    def load_state_dict(self, state: ClientState) -> None:
+        """Restore the global state saved by :meth:`state_dict`."""

@@ -1,0 +1,84 @@
+"""Moving a PyTorch model's tensors to and from named NumPy arrays."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator, Mapping, TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+T = TypeVar("T")
+
+
+def model_to_arrays(model: nn.Module) -> dict[str, np.ndarray]:
+    """Copy every parameter and buffer of ``model`` into a named array.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> sorted(model_to_arrays(nn.Linear(2, 1)))
+    ['bias', 'weight']
+    """
+    return {name: t.detach().cpu().numpy().copy() for name, t in model.state_dict().items()}
+
+
+def load_arrays(model: nn.Module, arrays: Mapping[str, np.ndarray], *, strict: bool = True) -> None:
+    """Copy named arrays into the matching parameters and buffers of ``model``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Receives the values in place; tensors keep their identity.
+    arrays : mapping of str to numpy.ndarray
+        Values by name; they are read, never modified.
+    strict : bool, default True
+        Require ``arrays`` to name every tensor of the model and nothing else.
+        With ``strict=False`` only the named tensors are set.
+
+    Raises
+    ------
+    KeyError
+        On missing or unexpected names when ``strict``.
+    ValueError
+        On a shape mismatch.
+    """
+    tensors = model.state_dict(keep_vars=True)
+    if strict and set(arrays) != set(tensors):
+        missing = sorted(set(tensors) - set(arrays))
+        unexpected = sorted(set(arrays) - set(tensors))
+        raise KeyError(f"arrays do not match the model: missing {missing}, unexpected {unexpected}")
+    with torch.no_grad():
+        for name, array in arrays.items():
+            if name not in tensors:
+                raise KeyError(f"model has no tensor {name!r}")
+            target = tensors[name].detach()
+            if tuple(target.shape) != tuple(array.shape):
+                raise ValueError(f"{name}: shape {tuple(array.shape)} != model's {tuple(target.shape)}")
+            np.copyto(target.numpy(), array, casting="same_kind")
+
+
+def seeded(seed: int, build: Callable[[], T]) -> T:
+    """Call ``build`` with PyTorch's global generator seeded, then restore it.
+
+    Used where PyTorch draws from its global generator (parameter
+    initialisation), so that the draw is derived yet leaves no trace.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> a = seeded(3, lambda: nn.Linear(2, 2)).weight
+    >>> b = seeded(3, lambda: nn.Linear(2, 2)).weight
+    >>> bool((a == b).all())
+    True
+    """
+    with _forked_rng():
+        torch.manual_seed(seed)
+        return build()
+
+
+@contextlib.contextmanager
+def _forked_rng() -> Iterator[None]:
+    with torch.random.fork_rng(devices=[]):
+        yield

@@ -1,0 +1,144 @@
+"""FedAvg (McMahan et al., 2017) and FedProx (Li et al., 2020).
+
+The server sends the global model to the selected clients, each trains it on
+its own data for a few epochs and sends it back with its number of examples,
+and the server replaces the global model by the example-weighted average of
+the replies, tensor by tensor. FedProx adds ``mu / 2 * ||w - w_global||^2`` to
+each client's loss.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.federation import (
+    ClientContext,
+    ClientLogic,
+    ClientState,
+    Message,
+    RoundContext,
+    ServerLogic,
+    derive_seed,
+    weighted_average,
+)
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.training import (
+    LossFn,
+    TrainParams,
+    cross_entropy_loss,
+    evaluate_classifier,
+    train_epochs,
+)
+
+ModelFactory = Callable[[], nn.Module]
+
+
+class FedAvgServer(ServerLogic):
+    """Example-weighted averaging of full models.
+
+    Parameters
+    ----------
+    model_factory : callable () -> torch.nn.Module
+        Builds the (untrained) global model.
+    test : ArrayDataset
+        The global test set the server evaluates on.
+    """
+
+    def __init__(self, model_factory: ModelFactory, test: ArrayDataset) -> None:
+        self._model_factory = model_factory
+        self._model: nn.Module | None = None
+        self._test_x = torch.from_numpy(test.x)
+        self._test_y = torch.from_numpy(test.y)
+        self.params: dict[str, np.ndarray] = {}
+
+    def initialize(self, seed: int) -> None:
+        self._model = seeded(derive_seed(seed, "init"), self._model_factory)
+        self.params = model_to_arrays(self._model)
+
+    def run_round(self, ctx: RoundContext) -> dict[str, float]:
+        message = Message(arrays=self.params, config={"round": ctx.round})
+        replies = ctx.exchange({client: message for client in ctx.clients})
+        weights = [reply.metrics["num_examples"] for reply in replies.values()]
+        self.params = weighted_average(
+            [(reply.arrays, w) for reply, w in zip(replies.values(), weights)]
+        )
+        losses = [reply.metrics["train_loss"] for reply in replies.values()]
+        return {"train_loss": float(np.average(losses, weights=weights))}
+
+    def evaluate(self, rnd: int) -> dict[str, float]:
+        model = self._require_model()
+        load_arrays(model, self.params)
+        return evaluate_classifier(model, self._test_x, self._test_y)
+
+    def state_dict(self) -> ClientState:
+        return ClientState(arrays=dict(self.params))
+
+    def load_state_dict(self, state: ClientState) -> None:
+        self._require_model()
+        self.params = dict(state.arrays)
+
+    def _require_model(self) -> nn.Module:
+        if self._model is None:
+            self._model = self._model_factory()
+        return self._model
+
+
+class FedAvgClient(ClientLogic):
+    """Trains the received model on local data and returns it.
+
+    Parameters
+    ----------
+    model_factory : callable () -> torch.nn.Module
+        Builds a model of the global architecture (its values are overwritten).
+    data : ArrayDataset
+        The client's private training data; it never leaves the client.
+    train : TrainParams
+        Local training hyper-parameters.
+    mu : float, default 0.0
+        FedProx proximal weight; 0 gives FedAvg.
+    """
+
+    def __init__(
+        self, model_factory: ModelFactory, data: ArrayDataset, train: TrainParams, mu: float = 0.0
+    ) -> None:
+        if mu < 0:
+            raise ValueError(f"mu must be >= 0, got {mu}")
+        self._model = model_factory()
+        self._x = torch.from_numpy(data.x)
+        self._y = torch.from_numpy(data.y)
+        self._train = train
+        self._mu = mu
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        load_arrays(self._model, message.arrays)
+        generator = torch.Generator().manual_seed(context.seed)
+        loss = train_epochs(
+            self._model,
+            self._x,
+            self._y,
+            params=self._train,
+            generator=generator,
+            loss_fn=self._loss_fn(),
+        )
+        return Message(
+            arrays=model_to_arrays(self._model),
+            metrics={"num_examples": float(len(self._y)), "train_loss": loss},
+        )
+
+    def _loss_fn(self) -> LossFn:
+        if self._mu == 0.0:
+            return cross_entropy_loss
+        anchors = [p.detach().clone() for p in self._model.parameters()]
+        mu = self._mu
+
+        def proximal_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+            drift = sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchors))
+            return F.cross_entropy(model(x), y) + 0.5 * mu * drift
+
+        return proximal_loss

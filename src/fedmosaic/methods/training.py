@@ -1,0 +1,134 @@
+"""One local training loop for every method, and classifier evaluation."""
+
+from __future__ import annotations
+
+from typing import Callable, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+LossFn = Callable[[nn.Module, Tensor, Tensor], Tensor]
+
+
+class TrainParams(BaseModel):
+    """Local training hyper-parameters.
+
+    Parameters
+    ----------
+    epochs : int, default 1
+        Local epochs per round.
+    batch_size : int, default 32
+        Mini-batch size.
+    optimizer : {"sgd", "adam"}, default "sgd"
+        Optimizer, created afresh at the start of each round.
+    lr : float, default 0.05
+        Learning rate (> 0).
+    momentum : float, default 0.0
+        SGD momentum, in [0, 1).
+    weight_decay : float, default 0.0
+        L2 penalty (>= 0).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    epochs: PositiveInt = 1
+    batch_size: PositiveInt = 32
+    optimizer: Literal["sgd", "adam"] = "sgd"
+    lr: float = Field(default=0.05, gt=0)
+    momentum: float = Field(default=0.0, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0)
+
+
+def make_optimizer(model: nn.Module, params: TrainParams) -> torch.optim.Optimizer:
+    """The optimizer ``params`` describes, over the trainable parameters of ``model``."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if params.optimizer == "adam":
+        return torch.optim.Adam(trainable, lr=params.lr, weight_decay=params.weight_decay)
+    return torch.optim.SGD(
+        trainable, lr=params.lr, momentum=params.momentum, weight_decay=params.weight_decay
+    )
+
+
+def cross_entropy_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+    """Mean cross-entropy of ``model`` on a batch: the default loss."""
+    return F.cross_entropy(model(x), y)
+
+
+def train_epochs(
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    *,
+    params: TrainParams,
+    generator: torch.Generator,
+    loss_fn: LossFn = cross_entropy_loss,
+) -> float:
+    """Train ``model`` in place for ``params.epochs`` epochs of shuffled mini-batches.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Trained in place.
+    x, y : torch.Tensor
+        Inputs and integer labels.
+    params : TrainParams
+        Epochs, batch size and optimizer.
+    generator : torch.Generator
+        Source of the shuffling order (derive it from the client context).
+    loss_fn : callable (model, x, y) -> Tensor, default cross-entropy
+        The loss of one batch; methods add their terms here.
+
+    Returns
+    -------
+    float
+        Mean loss over all examples seen.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = torch.nn.Linear(2, 2)
+    >>> x, y = torch.randn(8, 2), torch.tensor([0, 1] * 4)
+    >>> loss = train_epochs(model, x, y, params=TrainParams(batch_size=4),
+    ...                     generator=torch.Generator().manual_seed(0))
+    >>> loss > 0
+    True
+    """
+    optimizer = make_optimizer(model, params)
+    model.train()
+    total = torch.zeros(())
+    seen = 0
+    for _ in range(params.epochs):
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x), params.batch_size):
+            index = order[start : start + params.batch_size]
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model, x[index], y[index])
+            loss.backward()
+            optimizer.step()
+            total += loss.detach() * len(index)
+            seen += len(index)
+    return float(total) / max(seen, 1)
+
+
+@torch.no_grad()
+def evaluate_classifier(
+    model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 2048
+) -> dict[str, float]:
+    """Accuracy and mean cross-entropy of ``model`` on ``(x, y)``.
+
+    Returns
+    -------
+    dict
+        ``{"accuracy": float, "loss": float}``.
+    """
+    model.eval()
+    correct = torch.zeros((), dtype=torch.long)
+    loss = torch.zeros((), dtype=torch.float64)
+    for start in range(0, len(x), batch_size):
+        logits = model(x[start : start + batch_size])
+        target = y[start : start + batch_size]
+        correct += (logits.argmax(dim=1) == target).sum()
+        loss += F.cross_entropy(logits, target, reduction="sum").double()
+    return {"accuracy": float(correct) / len(x), "loss": float(loss) / len(x)}
