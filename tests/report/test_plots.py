@@ -1,0 +1,99 @@
+"""Specification of :mod:`fedmosaic.report.plots`."""
+
+import copy
+import io
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+import matplotlib.image
+import pytest
+
+from fedmosaic.errors import FedmosaicError
+from fedmosaic.report import plots
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+PLOTS: dict[str, Callable[[dict[str, Any]], bytes]] = {
+    "metric_curves": lambda results: plots.metric_curves(results, "accuracy"),
+    "final_bars": lambda results: plots.final_bars(results, "accuracy"),
+    "bytes_per_round": plots.bytes_per_round,
+}
+
+
+def _without_std(results: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``results`` with no ``_std`` key, in final or per-round metrics."""
+    stripped = copy.deepcopy(results)
+    for run in stripped["runs"]:
+        for metrics in [run["final"], *(entry["metrics"] for entry in run["history"])]:
+            for key in [key for key in metrics if key.endswith("_std")]:
+                del metrics[key]
+    return stripped
+
+
+@pytest.mark.parametrize("plot", PLOTS.values(), ids=PLOTS.keys())
+def test_plots_are_png_images_of_fixed_size(
+    plot: Callable[[dict[str, Any]], bytes], results: dict[str, Any]
+) -> None:
+    # Execute
+    png = plot(results)
+
+    # Assert
+    assert png.startswith(PNG_SIGNATURE)
+    height, width, _ = matplotlib.image.imread(io.BytesIO(png)).shape
+    assert (width, height) == (plots.FIGSIZE[0] * plots.DPI, plots.FIGSIZE[1] * plots.DPI)
+
+
+@pytest.mark.parametrize("plot", PLOTS.values(), ids=PLOTS.keys())
+def test_plots_are_byte_for_byte_reproducible_whatever_the_callers_style(
+    plot: Callable[[dict[str, Any]], bytes], results: dict[str, Any]
+) -> None:
+    # Execute
+    first = plot(results)
+    second = plot(results)
+    with matplotlib.rc_context({"lines.linewidth": 6.0, "axes.facecolor": "black", "figure.dpi": 30}):
+        restyled = plot(results)
+
+    # Assert
+    assert first == second == restyled
+
+
+def test_curves_shade_the_std_band_of_rounds_that_report_one(results: dict[str, Any]) -> None:
+    # Execute
+    with_band = plots.metric_curves(results, "accuracy")
+    without_band = plots.metric_curves(_without_std(results), "accuracy")
+
+    # Assert
+    assert with_band != without_band
+
+
+def test_curves_depend_on_the_metric(results: dict[str, Any]) -> None:
+    assert plots.metric_curves(results, "accuracy") != plots.metric_curves(results, "loss")
+
+
+def test_bars_show_error_bars_for_runs_that_report_a_std(results: dict[str, Any]) -> None:
+    # Execute
+    with_error_bars = plots.final_bars(results, "accuracy")
+    without_error_bars = plots.final_bars(_without_std(results), "accuracy")
+
+    # Assert
+    assert with_error_bars != without_error_bars
+
+
+@pytest.mark.parametrize("plot", [plots.metric_curves, plots.final_bars], ids=["metric_curves", "final_bars"])
+def test_a_metric_no_run_reports_is_an_error(
+    plot: Callable[[dict[str, Any], str], bytes], results: dict[str, Any]
+) -> None:
+    with pytest.raises(FedmosaicError, match="'coverage'"):
+        plot(results, "coverage")
+
+
+def test_traffic_of_runs_without_rounds_is_an_error(results: dict[str, Any]) -> None:
+    # Prepare
+    no_rounds = copy.deepcopy(results)
+    for run in no_rounds["runs"]:
+        run["history"] = []
+
+    # Execute / Assert
+    with pytest.raises(FedmosaicError, match="no run has any round"):
+        plots.bytes_per_round(no_rounds)
