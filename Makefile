@@ -1,0 +1,28 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   creates/refreshes .venv, then runs the demo experiment
+#   make test   creates/refreshes .venv, then runs the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.fedmosaic-installed
+JOBS ?= auto
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fedmosaic demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/engine_overhead.py
+	$(BIN)/python benchmarks/fedavg_vs_centralized.py
+
+clean:
+	rm -rf $(VENV) runs
