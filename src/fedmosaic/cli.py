@@ -138,7 +138,10 @@ def report(
 
 def _print_summary(results: dict[str, Any]) -> None:
     metrics = sorted({k for run in results["runs"] for k in run["final"] if not k.endswith("_std")})
-    table = Table("run", *metrics, "MB up", "MB down", "seconds", title=results["experiment"])
+    table = Table(title=results["experiment"])
+    table.add_column("run", no_wrap=True)
+    for header in (*metrics, "MB up", "MB down", "seconds"):
+        table.add_column(header)
     for run_ in results["runs"]:
         final = run_["final"]
         cells = [

@@ -53,6 +53,7 @@ def prepare_data(config: ExperimentConfig, *, data_dir: str | Path | None = None
         config.data.dataset,
         data_dir=data_dir if data_dir is not None else config.data.data_dir,
         seed=config.seed,
+        test_fraction=config.data.test_fraction,
     )
     p = config.partition
     if p.num_clients > len(splits.train):

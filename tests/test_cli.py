@@ -1,0 +1,116 @@
+"""The command line: one-line errors with exit code 2, runs, reports, kill and resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fedmosaic.cli import app
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.presets import preset_source
+from fedmosaic.experiments.runner import run_experiment
+
+FAST = ["--set", "federation.rounds=2", "--set", "model.hidden=[8]", "--set", "partition.num_clients=3"]
+
+
+def _fedmosaic(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FEDMOSAIC_DATA": str(cwd / "no-data-here")}
+    return subprocess.run(
+        [sys.executable, "-c", "from fedmosaic.cli import main; main()", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "digits-fedavg", "--set", "partition.alpah=1"], "error: partition.alpah: unknown key; did you mean 'alpha'?"),
+        (["run", "digits-fedavg", "--set", "federation.rounds=ten"], "error: federation.rounds: input should be a valid integer"),
+        (["run", "digits-fedavg", "--set", "partition.alpha=0"], "error: partition.alpha: input should be greater than 0"),
+        (["run", "digits-fedavg", "--set", "federation.fraction=1.5"], "error: federation.fraction: input should be less than or equal to 1"),
+        (["run", "digits-fedavg", "--set", "partition.num_clients=5000"], "error: partition.num_clients: more clients (5000) than training samples"),
+        (["run", "digits-fedavg", "--set", "data.dataset=mnist"], "error: data file not found: mnist/train-images-idx3-ubyte.gz"),
+        (["run", "digits-fedavgg"], "error: experiment: 'digits-fedavgg' is neither a preset nor a .toml file; did you mean 'digits-fedavg'?"),
+        (["run", "missing.toml"], "error: experiment: no such file: missing.toml"),
+        (["report", "nowhere"], "error: no results.json in nowhere"),
+    ],
+)
+def test_bad_input_gives_one_line_exit_code_2_and_no_results(tmp_path: Path, args, expected: str) -> None:
+    result = _fedmosaic(*args, "--out", "out", cwd=tmp_path) if args[0] == "run" else _fedmosaic(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(expected)
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_invalid_toml_file_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text("name = \n")
+    result = _fedmosaic("run", "bad.toml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: experiment: bad.toml is not valid TOML")
+
+
+def test_run_writes_results_and_prints_a_summary(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["run", "digits-fedavg", *FAST, "--out", str(tmp_path / "out"), "--quiet", "--seed", "5"])
+    assert result.exit_code == 0, result.output
+    assert "FedAvg" in result.output and "Centralized" in result.output
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["seed"] == 5 and saved["config"]["federation"]["rounds"] == 2
+
+
+def test_report_regenerates_the_report_from_results(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    CliRunner().invoke(app, ["run", "digits-fedavg", *FAST, "--out", str(out), "--quiet"])
+    (out / "report.html").unlink()
+    result = CliRunner().invoke(app, ["report", str(out)])
+    assert result.exit_code == 0
+    assert (out / "report.html").read_text().count("data:image/png;base64,") >= 3
+
+
+def test_presets_lists_every_preset_with_its_description() -> None:
+    result = CliRunner().invoke(app, ["presets"], terminal_width=200)
+    assert result.exit_code == 0
+    assert "digits-fedavg" in result.output and "mnist-fedavg" in result.output
+    assert "fedprox" in result.output
+
+
+def test_killed_run_resumes_to_exactly_the_uninterrupted_results(tmp_path: Path) -> None:
+    """SIGKILL at an arbitrary moment, then --resume: same final results."""
+    # Prepare
+    overrides = {"federation": {"rounds": 150}, "partition": {"num_clients": 4, "min_size": 20},
+                 "model": {"hidden": [16]}, "runs": [{"name": "FedAvg", "method": "fedavg"}]}
+    source = {**preset_source("digits-fedavg"), **overrides}
+    (tmp_path / "exp.toml").write_text(_toml(source))
+    reference = run_experiment(load_config(source), tmp_path / "reference")
+    env = {**os.environ}
+    command = [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "exp.toml", "--out", "out", "--quiet"]
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = tmp_path / "out" / "checkpoints" / "00-fedavg" / "federated.npz"
+    deadline = time.monotonic() + 60
+    while not checkpoint.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.005)
+    time.sleep(0.3)
+    # Execute
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / "out" / "results.json").exists(), "the run finished before it could be killed"
+    resumed = _fedmosaic("run", "exp.toml", "--out", "out", "--quiet", "--resume", cwd=tmp_path)
+    # Assert
+    assert resumed.returncode == 0, resumed.stderr
+    final = json.loads((tmp_path / "out" / "results.json").read_text())
+    strip = lambda runs: [[{k: v for k, v in row.items() if k != "wall_time_s"} for row in r["history"]] for r in runs]
+    assert strip(final["runs"]) == strip(reference["runs"])
+
+
+def _toml(source: dict) -> str:
+    import tomli_w
+
+    return tomli_w.dumps(source)
