@@ -10,6 +10,7 @@ checkpoint, never a torn one. Loading never unpickles.
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,12 +99,12 @@ def load_checkpoint(path: Path) -> Checkpoint:
                 )
                 for c, entry in meta["clients"].items()
             }
-    except (OSError, ValueError, KeyError) as error:
+            return Checkpoint(
+                fingerprint=meta["fingerprint"],
+                server=server,
+                clients=clients,
+                history=meta["history"],
+                finished=meta["finished"],
+            )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile) as error:
         raise FedmosaicError(f"checkpoint {path} is unreadable: {error}") from None
-    return Checkpoint(
-        fingerprint=meta["fingerprint"],
-        server=server,
-        clients=clients,
-        history=meta["history"],
-        finished=meta["finished"],
-    )

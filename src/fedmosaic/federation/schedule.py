@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -17,7 +18,8 @@ class Schedule:
     num_clients : int
         Clients are numbered ``0 .. num_clients - 1``.
     fraction : float, default 1.0
-        Share of the available clients sampled each round (at least one).
+        Share of the available clients sampled each round, rounded half up
+        (at least one).
         Ignored when ``clients_per_round`` is set.
     clients_per_round : int or None, default None
         Exact number of clients sampled each round (capped by availability).
@@ -88,7 +90,7 @@ class Schedule:
         if self.clients_per_round is not None:
             count = min(self.clients_per_round, len(pool))
         else:
-            count = max(1, round(self.fraction * len(pool)))
+            count = max(1, math.floor(self.fraction * len(pool) + 0.5))
         if count == len(pool):
             return pool
         rng = derive_rng(seed, rnd, "sample")

@@ -23,8 +23,9 @@ def derive_seed(seed: int, *keys: SeedKey) -> int:
     seed : int
         The experiment seed.
     *keys : int or str
-        What the seed is for, e.g. ``(round, client_id, "train")``. Strings are
-        hashed stably (not with Python's salted ``hash``).
+        What the seed is for, e.g. ``(round, client_id, "train")``. The tuple
+        is encoded without ambiguity and hashed with BLAKE2b, so the result
+        is the same in every process (unlike Python's salted ``hash``).
 
     Returns
     -------
@@ -38,11 +39,11 @@ def derive_seed(seed: int, *keys: SeedKey) -> int:
     >>> derive_seed(0, 1, 2, "train") == derive_seed(0, 2, 1, "train")
     False
     """
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    entropy = [int(seed), *(_key_word(key) for key in keys)]
-    state = np.random.SeedSequence(entropy).generate_state(2, dtype=np.uint32)
-    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be >= 0 (an integer), got {seed!r}")
+    payload = b"".join(_encode(key) for key in (seed, *keys))
+    digest = hashlib.blake2b(payload, digest_size=8, person=b"fedmosaic").digest()
+    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
 
 
 def derive_rng(seed: int, *keys: SeedKey) -> np.random.Generator:
@@ -56,13 +57,14 @@ def derive_rng(seed: int, *keys: SeedKey) -> np.random.Generator:
     return np.random.default_rng(derive_seed(seed, *keys))
 
 
-def _key_word(key: SeedKey) -> int:
+def _encode(key: SeedKey) -> bytes:
+    """A prefix-free encoding: a type tag, the length, then the value's bytes."""
     if isinstance(key, bool) or not isinstance(key, (int, str)):
         raise TypeError(f"seed keys must be int or str, got {type(key).__name__}")
     if isinstance(key, int):
         if key < 0:
             raise ValueError(f"integer seed keys must be >= 0, got {key}")
-        return key
-    # Strings map above 2**64 so that they never collide with integer keys.
-    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-    return (1 << 64) + int.from_bytes(digest, "little")
+        body, tag = str(key).encode(), b"i"
+    else:
+        body, tag = key.encode(), b"s"
+    return tag + len(body).to_bytes(4, "little") + body
