@@ -109,7 +109,11 @@ def test_read_data_file_decompresses_gzip_and_passes_plain_files_through(tmp_pat
     assert contents == (b"packed", b"plain")
 
 
-@pytest.mark.parametrize("content", [b"not gzip at all", gzip.compress(b"x" * 100)[:-10]])
+@pytest.mark.parametrize(
+    "content",
+    [b"not gzip at all", gzip.compress(b"x" * 100, mtime=0)[:-10]],
+    ids=["not-gzip", "truncated-gzip"],
+)
 def test_corrupt_gzip_is_reported_with_its_path(tmp_path: Path, content: bytes) -> None:
     # Prepare
     path = tmp_path / "broken.gz"
