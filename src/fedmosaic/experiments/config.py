@@ -75,7 +75,15 @@ class PartitionSection(Section):
 
 
 class ClientsAtRound(Section):
-    """A set of clients and a round (for arrivals, departures, failures)."""
+    """A set of clients and a round (for arrivals, departures, failures).
+
+    Parameters
+    ----------
+    clients : list of int
+        Client ids, each in 0..``partition.num_clients - 1``.
+    round : int
+        The round (counted from 1) at which it happens.
+    """
 
     clients: list[NonNegativeInt] = Field(min_length=1)
     round: PositiveInt
@@ -153,8 +161,18 @@ class ExperimentConfig(Section):
         One line shown by ``fedmosaic presets`` and in reports.
     seed : int, default 0
         Every random draw derives from it.
-    data, partition, federation, model, train, runs
-        The sections above; ``runs`` lists at least one method.
+    data : table
+        The dataset (``[data]``).
+    partition : table
+        How training data is split across clients (``[partition]``).
+    federation : table
+        How rounds run (``[federation]``).
+    model : table
+        The model architecture (``[model]``).
+    train : table
+        Local training hyper-parameters (``[train]``).
+    runs : array of tables
+        The methods to run and compare (``[[runs]]``), at least one.
     """
 
     name: str = Field(min_length=1)

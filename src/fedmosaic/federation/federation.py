@@ -122,12 +122,16 @@ class Federation:
         resume : bool, default False
             Continue from the checkpoint if there is one.
         on_round : callable or None
-            Called with each new round's record (progress display).
+            Called with each round's record as it finishes, and first with the
+            records restored from a checkpoint (so progress displays count them).
         """
         history = self._restore() if resume else None
         if history is None:
             self.server.initialize(self.seed)
             history = []
+        for record in history:
+            if on_round is not None:
+                on_round(record)
         for rnd in range(len(history) + 1, self.rounds + 1):
             record = self._run_round(rnd)
             history.append(record)
