@@ -85,7 +85,7 @@ def test_presets_lists_every_preset_with_its_description() -> None:
 def test_killed_run_resumes_to_exactly_the_uninterrupted_results(tmp_path: Path) -> None:
     """SIGKILL at an arbitrary moment, then --resume: same final results."""
     # Prepare
-    overrides = {"federation": {"rounds": 150}, "partition": {"num_clients": 4, "min_size": 20},
+    overrides = {"federation": {"rounds": 60}, "partition": {"num_clients": 4, "min_size": 20},
                  "model": {"hidden": [16]}, "runs": [{"name": "FedAvg", "method": "fedavg"}]}
     source = {**preset_source("digits-fedavg"), **overrides}
     (tmp_path / "exp.toml").write_text(_toml(source))
