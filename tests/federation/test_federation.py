@@ -324,3 +324,34 @@ def test_without_resume_an_existing_checkpoint_is_ignored_and_replaced(make_toy,
     assert len(history) == 3
     assert load_checkpoint(path).fingerprint == "new"
     assert len(load_checkpoint(path).history) == 3
+
+
+def test_a_server_that_is_done_ends_the_run_early_and_its_last_round_is_evaluated(
+    make_toy, tmp_path: Path
+) -> None:
+    # Prepare: a toy server that declares itself done after two aggregations
+    path = tmp_path / "checkpoint.npz"
+    toy = make_toy(rounds=6, evaluate_every=5, checkpoint=path)
+    toy.server.done = lambda: toy.server.aggregations >= 2  # type: ignore[method-assign]
+
+    # Execute
+    history = toy.federation.run()
+
+    # Assert
+    assert [r.round for r in history] == [1, 2]
+    assert "distance" in history[-1].metrics
+    assert load_checkpoint(path).finished
+
+
+def test_resume_reports_restored_rounds_to_the_progress_callback_first(make_toy, tmp_path: Path) -> None:
+    # Prepare
+    path = tmp_path / "checkpoint.npz"
+    make_toy(rounds=2, checkpoint=path).federation.run()
+    longer = make_toy(rounds=2, checkpoint=path)
+    seen: list[int] = []
+
+    # Execute
+    longer.federation.run(resume=True, on_round=lambda record: seen.append(record.round))
+
+    # Assert
+    assert seen == [1, 2]

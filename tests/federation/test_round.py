@@ -75,6 +75,17 @@ def test_fewer_replies_than_min_replies_raise_quorum_not_met() -> None:
     assert ctx.replied == {2}, "replies that did arrive are still recorded"
 
 
+def test_an_exchange_without_quorum_returns_whatever_arrives() -> None:
+    # Prepare: registering one newcomer in a round that needs two replies
+    ctx = RoundContext(round=1, clients=[0, 1, 2], seed=0, grid=EchoGrid(), min_replies=2)
+
+    # Execute
+    replies = ctx.exchange({2: _message(1)}, quorum=False)
+
+    # Assert
+    assert set(replies) == {2}
+
+
 def test_quorum_not_met_is_a_user_facing_error() -> None:
     assert issubclass(QuorumNotMet, FedmosaicError)
 

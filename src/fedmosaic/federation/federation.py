@@ -117,6 +117,10 @@ class Federation:
     ) -> list[RoundRecord]:
         """Run the remaining rounds and return the history of all rounds.
 
+        The run ends after ``rounds`` rounds, or earlier once the server
+        logic reports :meth:`~fedmosaic.federation.logic.ServerLogic.done`
+        (the last round run is then evaluated).
+
         Parameters
         ----------
         resume : bool, default False
@@ -132,8 +136,8 @@ class Federation:
         for record in history:
             if on_round is not None:
                 on_round(record)
-        for rnd in range(len(history) + 1, self.rounds + 1):
-            record = self._run_round(rnd)
+        while len(history) < self.rounds and not self.server.done():
+            record = self._run_round(len(history) + 1)
             history.append(record)
             self._save(history)
             if on_round is not None:
@@ -162,7 +166,7 @@ class Federation:
             except QuorumNotMet as error:
                 self.server.load_state_dict(before)
                 status, reason = "skipped", str(error)
-        if rnd % self.evaluate_every == 0 or rnd == self.rounds:
+        if rnd % self.evaluate_every == 0 or rnd == self.rounds or self.server.done():
             metrics.update(self.server.evaluate(rnd))
         return RoundRecord(
             round=rnd,
@@ -187,7 +191,7 @@ class Federation:
                 server=self.server.state_dict(),
                 clients=self.grid.client_states(),
                 history=[r.to_dict() for r in history],
-                finished=len(history) == self.rounds,
+                finished=len(history) == self.rounds or self.server.done(),
             ),
             self.checkpoint,
         )

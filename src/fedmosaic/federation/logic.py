@@ -52,7 +52,8 @@ class ServerLogic(ABC):
     """The server's side of a method.
 
     The federation calls :meth:`initialize` once, then for each round
-    :meth:`run_round` and, on evaluation rounds, :meth:`evaluate`.
+    :meth:`run_round` and, on evaluation rounds, :meth:`evaluate`, until the
+    last round or until :meth:`done`.
     :meth:`state_dict` / :meth:`load_state_dict` make the server checkpointable.
     """
 
@@ -67,6 +68,14 @@ class ServerLogic(ABC):
     @abstractmethod
     def evaluate(self, rnd: int) -> dict[str, float]:
         """Evaluate the global state and return metrics."""
+
+    def done(self) -> bool:
+        """Whether the method has finished before the last round (e.g. early stopping).
+
+        The federation runs no further round once this is true; it must be
+        part of the state saved by :meth:`state_dict`.
+        """
+        return False
 
     @abstractmethod
     def state_dict(self) -> ClientState:

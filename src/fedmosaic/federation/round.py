@@ -46,17 +46,25 @@ class RoundContext:
     replied: set[int] = field(default_factory=set)
     trips: int = 0
 
-    def exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+    def exchange(self, messages: Mapping[int, Message], *, quorum: bool = True) -> dict[int, Message]:
         """Send messages to selected clients and return their replies.
 
         Bytes in both directions are counted.
+
+        Parameters
+        ----------
+        messages : mapping of int to Message
+            One message per addressed client.
+        quorum : bool, default True
+            Require ``min_replies`` replies. Pass ``False`` for exchanges with
+            only some of the round's clients (e.g. registering newcomers).
 
         Raises
         ------
         ValueError
             If a message is addressed to a client not selected this round.
         QuorumNotMet
-            If fewer than ``min_replies`` replies arrive.
+            If ``quorum`` and fewer than ``min_replies`` replies arrive.
         """
         strangers = sorted(set(messages) - set(self.clients))
         if strangers:
@@ -66,7 +74,7 @@ class RoundContext:
         replies = self.grid.send_and_receive(messages, self.round, self.failing)
         self.bytes_up += sum(r.nbytes() for r in replies.values())
         self.replied |= set(replies)
-        if len(replies) < self.min_replies:
+        if quorum and len(replies) < self.min_replies:
             raise QuorumNotMet(
                 f"{len(replies)} replies < min_replies {self.min_replies}"
             )
