@@ -21,8 +21,8 @@ from torch.nn import functional as F
 
 from _common import default_data_dir, emit, machine
 from fedmosaic.experiments.config import load_config
-from fedmosaic.experiments.jobs import federated_schedule
-from fedmosaic.experiments.runner import FederatedData, prepare_data
+from fedmosaic.experiments.workloads import ClassificationWorkload as FederatedData
+from fedmosaic.experiments.workloads import federated_schedule, prepare_classification as prepare_data
 from fedmosaic.federation import Federation, InProcessGrid, derive_seed
 from fedmosaic.methods.arrays import seeded
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer

@@ -136,8 +136,13 @@ def report(
     out_console.print(f"report: {markdown}\nreport: {html}")
 
 
+SUMMARY_METRICS = ("accuracy", "concept_accuracy", "coverage", "loss")
+"""Final metrics shown in the terminal summary when present (all are in the report)."""
+
+
 def _print_summary(results: dict[str, Any]) -> None:
-    metrics = sorted({k for run in results["runs"] for k in run["final"] if not k.endswith("_std")})
+    present = {k for run in results["runs"] for k in run["final"]}
+    metrics = [m for m in SUMMARY_METRICS if m in present]
     table = Table(title=results["experiment"])
     table.add_column("run", no_wrap=True)
     for header in (*metrics, "MB up", "MB down", "seconds"):

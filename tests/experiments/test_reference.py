@@ -46,6 +46,7 @@ def test_reference_covers_every_table() -> None:
         "[[federation.arrivals]]",
         "[[federation.departures]]",
         "[[federation.failures]]",
+        "[concepts]",
         "[model]",
         "[train]",
         "[[runs]]",

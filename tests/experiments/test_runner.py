@@ -8,7 +8,8 @@ import pytest
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments import runner
 from fedmosaic.experiments.config import load_config
-from fedmosaic.experiments.runner import prepare_data, run_experiment
+from fedmosaic.experiments.runner import run_experiment
+from fedmosaic.experiments.workloads import prepare_classification as prepare_data
 
 SMALL = {
     "name": "small",

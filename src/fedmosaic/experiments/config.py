@@ -34,20 +34,68 @@ class DataSection(Section):
 
     Parameters
     ----------
-    dataset : {"digits", "mnist", "fashion-mnist", "isolet"}, default "digits"
-        ``digits`` ships with scikit-learn; the others are read from the data
-        directory.
+    dataset : {"digits", "mnist", "fashion-mnist", "isolet", "bnlearn"}, default "digits"
+        ``digits`` ships with scikit-learn; ``bnlearn`` samples concept data
+        from a Bayesian network that ships with pgmpy (for concept methods);
+        the others are read from the data directory.
     data_dir : str or None, default None
         Data directory; otherwise ``--data-dir``, then ``FEDMOSAIC_DATA``, then
         the default cache folder.
     test_fraction : float, default 0.25
         Share of ``digits`` held out for testing (the others have a fixed
         test split).
+    network : str, default "asia"
+        ``bnlearn`` only: the network (asia, sachs, alarm, insurance,
+        hailfinder, or any other network pgmpy ships).
+    task : str or None, default None
+        ``bnlearn`` only: the task node (default: dysp, Akt, BP, PropCost,
+        R5Fcst for the five networks above; required for others).
+    samples : int or None, default None
+        ``bnlearn`` only: samples drawn in all (default per network: 10k,
+        15k, 2k, 10k, 40k), split 70/10/20 into train, validation and test.
+    latent_dim : int or None, default None
+        ``bnlearn`` only: width of the autoencoder latent that forms the
+        input (default 32 for asia and sachs, 64 otherwise).
     """
 
-    dataset: Literal["digits", "mnist", "fashion-mnist", "isolet"] = "digits"
+    dataset: Literal["digits", "mnist", "fashion-mnist", "isolet", "bnlearn"] = "digits"
     data_dir: str | None = None
     test_fraction: float = Field(default=0.25, gt=0, lt=1)
+    network: str = "asia"
+    task: str | None = None
+    samples: PositiveInt | None = None
+    latent_dim: PositiveInt | None = None
+
+
+class ConceptsSection(Section):
+    """How concept-labeled clients are laid out (``bnlearn`` data).
+
+    Parameters
+    ----------
+    num_clients : int, default 20
+        Number of clients.
+    initial_clients : int, default 10
+        Clients present from round 1; the others join at ``join_round``.
+    join_round : int or None, default None
+        Round at which the late clients join (default 10 for asia, 20
+        otherwise).
+    confidence : {"oracle", "learned"}, default "oracle"
+        Local confidence matrices: the true graph restricted to the client's
+        concepts (some clients corrupted), or learned from the client's own
+        data by bootstrap structure learning.
+    corrupt_clients : float, default 0.1
+        Oracle mode: share of clients whose matrix is corrupted.
+    corrupt_pairs : float, default 0.1
+        Oracle mode: share of a corrupted client's concept pairs inverted,
+        removed or added.
+    """
+
+    num_clients: PositiveInt = 20
+    initial_clients: PositiveInt = 10
+    join_round: PositiveInt | None = None
+    confidence: Literal["oracle", "learned"] = "oracle"
+    corrupt_clients: float = Field(default=0.1, ge=0, le=1)
+    corrupt_pairs: float = Field(default=0.1, ge=0, le=1)
 
 
 class PartitionSection(Section):
@@ -165,6 +213,8 @@ class ExperimentConfig(Section):
         The dataset (``[data]``).
     partition : table
         How training data is split across clients (``[partition]``).
+    concepts : table
+        How concept-labeled clients are laid out (``[concepts]``).
     federation : table
         How rounds run (``[federation]``).
     model : table
@@ -181,9 +231,22 @@ class ExperimentConfig(Section):
     data: DataSection = Field(default_factory=DataSection)
     partition: PartitionSection = Field(default_factory=PartitionSection)
     federation: FederationSection = Field(default_factory=FederationSection)
+    concepts: ConceptsSection = Field(default_factory=ConceptsSection)
     model: ModelParams = Field(default_factory=ModelParams)
     train: TrainParams = Field(default_factory=TrainParams)
     runs: list[RunSection] = Field(min_length=1)
+
+    @property
+    def num_clients(self) -> int:
+        """Number of clients: ``concepts.num_clients`` for concept data, else ``partition.num_clients``."""
+        if self.data.dataset == "bnlearn":
+            return self.concepts.num_clients
+        return self.partition.num_clients
+
+    @property
+    def task_kind(self) -> str:
+        """``"concepts"`` for concept data, ``"classification"`` otherwise."""
+        return "concepts" if self.data.dataset == "bnlearn" else "classification"
 
 
 def load_config(source: dict[str, Any]) -> ExperimentConfig:
@@ -203,6 +266,19 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
             raise ConfigError(f"runs.{index}.name", f"run names must be unique, '{run.name}' repeats")
         seen.add(run.name)
         method_params(config, index)
+        method = get_method(run.method, field=f"runs.{index}.method")
+        if method.kind != config.task_kind:
+            raise ConfigError(
+                f"runs.{index}.method",
+                f"'{run.method}' is a {method.kind} method; data.dataset '{config.data.dataset}' "
+                f"gives a {config.task_kind} task",
+            )
+    concepts = config.concepts
+    if config.task_kind == "concepts" and concepts.initial_clients > concepts.num_clients:
+        raise ConfigError(
+            "concepts.initial_clients",
+            f"must be <= concepts.num_clients ({concepts.num_clients}), got {concepts.initial_clients}",
+        )
     return config
 
 
@@ -216,7 +292,8 @@ def method_params(config: ExperimentConfig, index: int) -> MethodParams:
 
 
 def _check_federation(config: ExperimentConfig) -> None:
-    clients = config.partition.num_clients
+    clients = config.num_clients
+    source = "concepts.num_clients" if config.task_kind == "concepts" else "partition.num_clients"
     federation = config.federation
     for key in ("arrivals", "departures", "failures"):
         for i, entry in enumerate(getattr(federation, key)):
@@ -224,12 +301,12 @@ def _check_federation(config: ExperimentConfig) -> None:
             if outside:
                 raise ConfigError(
                     f"federation.{key}.{i}.clients",
-                    f"client ids must be in 0..{clients - 1} (partition.num_clients = {clients}), got {outside}",
+                    f"client ids must be in 0..{clients - 1} ({source} = {clients}), got {outside}",
                 )
     if federation.min_replies > clients:
         raise ConfigError(
             "federation.min_replies",
-            f"must be <= partition.num_clients ({clients}), got {federation.min_replies}",
+            f"must be <= {source} ({clients}), got {federation.min_replies}",
         )
 
 

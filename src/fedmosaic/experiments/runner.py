@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +11,8 @@ import tomli_w
 
 from fedmosaic import __version__
 from fedmosaic.atomic import atomic_write, write_json
-from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.data.catalog import load_dataset
-from fedmosaic.data.partition import partition
-from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
-from fedmosaic.experiments.jobs import combine, jobs_for
+from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.outputs import (
     CHECKPOINTS,
     RESULTS,
@@ -26,51 +21,10 @@ from fedmosaic.experiments.outputs import (
     summary_rows,
 )
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
-from fedmosaic.federation import Federation, InProcessGrid, derive_rng
-from fedmosaic.methods.registry import HorizontalTask, get_method
+from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
+from fedmosaic.federation import Federation, InProcessGrid
+from fedmosaic.methods.registry import get_method
 from fedmosaic.report import write_report
-
-
-@dataclass(frozen=True)
-class FederatedData:
-    """The clients' training data and the global test set."""
-
-    clients: list[ArrayDataset]
-    test: ArrayDataset
-
-
-def prepare_data(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> FederatedData:
-    """Load the dataset and partition its training split across clients.
-
-    Parameters
-    ----------
-    config : ExperimentConfig
-        The experiment.
-    data_dir : str or Path or None
-        Overrides ``data.data_dir`` (the ``--data-dir`` option).
-    """
-    splits = load_dataset(
-        config.data.dataset,
-        data_dir=data_dir if data_dir is not None else config.data.data_dir,
-        seed=config.seed,
-        test_fraction=config.data.test_fraction,
-    )
-    p = config.partition
-    if p.num_clients > len(splits.train):
-        raise ConfigError(
-            "partition.num_clients",
-            f"more clients ({p.num_clients}) than training samples ({len(splits.train)})",
-        )
-    parts = partition(
-        splits.train.y,
-        scheme=p.scheme,
-        num_clients=p.num_clients,
-        rng=derive_rng(config.seed, "partition"),
-        alpha=p.alpha,
-        classes_per_client=p.classes_per_client,
-        min_size=p.min_size,
-    )
-    return FederatedData(clients=[splits.train.subset(part) for part in parts], test=splits.test)
 
 
 def run_experiment(
@@ -110,14 +64,14 @@ def run_experiment(
         The content of ``results.json``.
     """
     progress = progress or SilentProgress()
-    data = prepare_data(config, data_dir=data_dir)
+    workload = prepare_workload(config, data_dir=data_dir)
     finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
     if finished is not None:
         return finished
     document = config.model_dump(mode="json", exclude_none=True)
     atomic_write(out_dir / "config.toml", lambda f: f.write(tomli_w.dumps(document).encode()))
     runs = [
-        _run(config, index, data, out_dir, document, resume=resume, progress=progress)
+        _run(config, index, workload, out_dir, document, resume=resume, progress=progress)
         for index in range(len(config.runs))
     ]
     results = {
@@ -138,7 +92,7 @@ def run_experiment(
 def _run(
     config: ExperimentConfig,
     index: int,
-    data: FederatedData,
+    workload: ClassificationWorkload | ConceptWorkload,
     out_dir: Path,
     document: dict[str, Any],
     *,
@@ -148,13 +102,12 @@ def _run(
     run = config.runs[index]
     method = get_method(run.method)
     params = method_params(config, index)
-    jobs = jobs_for(run.setting, config, data.clients)
+    jobs = workload.jobs(run.setting, config)
     rounds = config.federation.rounds
     progress.start_run(run.name, rounds * len(jobs))
-    histories = []
+    histories, artifacts = [], []
     for job in jobs:
-        task = HorizontalTask(job.clients, data.test, config.model, config.train)
-        server, client_factory = method.build(task, params)
+        server, client_factory = method.build(job.task, params)
         federation = Federation(
             server,
             InProcessGrid(client_factory, config.seed),
@@ -168,8 +121,9 @@ def _run(
         histories.append(
             federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
         )
+        artifacts.append(server.artifacts())
     progress.finish_run(run.name)
-    history = combine(run.setting, histories, data.clients)
+    history = combine(run.setting, histories, jobs[0].pooled_bytes)
     return {
         "name": run.name,
         "method": run.method,
@@ -180,6 +134,7 @@ def _run(
         "bytes_up_total": sum(row["bytes_up"] for row in history),
         "bytes_down_total": sum(row["bytes_down"] for row in history),
         "wall_time_s": sum(row["wall_time_s"] for row in history),
+        "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.round import RoundContext
@@ -68,6 +69,10 @@ class ServerLogic(ABC):
     @abstractmethod
     def evaluate(self, rnd: int) -> dict[str, float]:
         """Evaluate the global state and return metrics."""
+
+    def artifacts(self) -> dict[str, Any]:
+        """JSON-ready results beyond per-round metrics (curves, graphs), read after the run."""
+        return {}
 
     def done(self) -> bool:
         """Whether the method has finished before the last round (e.g. early stopping).

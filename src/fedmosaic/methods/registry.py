@@ -6,21 +6,19 @@ import difflib
 from dataclasses import dataclass
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from torch import nn
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.errors import ConfigError
-from fedmosaic.federation import ClientLogic, ServerLogic
+from fedmosaic.methods.base import Built, Method, MethodParams
+from fedmosaic.methods.concepts.client import FCMClient
+from fedmosaic.methods.concepts.params import FCMParams
+from fedmosaic.methods.concepts.server import FCMServer
+from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams
-
-
-class MethodParams(BaseModel):
-    """Base of every method's parameters: unknown keys are rejected."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class FedAvgParams(MethodParams):
@@ -67,31 +65,6 @@ class HorizontalTask:
         return lambda: build_model(self.model, shape, classes)
 
 
-Built = tuple[ServerLogic, Callable[[int], ClientLogic]]
-
-
-@dataclass(frozen=True)
-class Method:
-    """A registered method.
-
-    Parameters
-    ----------
-    name : str
-        Name used in configurations.
-    summary : str
-        One line for listings.
-    params : type of MethodParams
-        Validates the method's parameters.
-    build : callable (HorizontalTask, MethodParams) -> (ServerLogic, client factory)
-        Creates the server logic and a factory of client logic by client id.
-    """
-
-    name: str
-    summary: str
-    params: type[MethodParams]
-    build: Callable[[HorizontalTask, MethodParams], Built]
-
-
 def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:
     factory = task.model_factory()
     mu = params.mu if isinstance(params, FedProxParams) else 0.0
@@ -99,11 +72,36 @@ def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:
     return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)
 
 
+def _build_fcm(task: ConceptTask, params: MethodParams) -> Built:
+    assert isinstance(params, FCMParams)
+    server = FCMServer(task, params)
+    return server, lambda client: FCMClient(task.clients[client], params, task.train, task.cardinalities)
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("fedavg", "FedAvg: example-weighted average of full models", FedAvgParams, _build_fedavg),
-        Method("fedprox", "FedProx: FedAvg with a proximal term mu", FedProxParams, _build_fedavg),
+        Method(
+            "fedavg",
+            "FedAvg: example-weighted average of full models",
+            "classification",
+            FedAvgParams,
+            _build_fedavg,
+        ),
+        Method(
+            "fedprox",
+            "FedProx: FedAvg with a proximal term mu",
+            "classification",
+            FedProxParams,
+            _build_fedavg,
+        ),
+        Method(
+            "fcm",
+            "F-CMs: concept-based models that grow with their clients (and static, reinit, full-model variants)",
+            "concepts",
+            FCMParams,
+            _build_fcm,
+        ),
     )
 }
 

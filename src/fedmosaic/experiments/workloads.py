@@ -1,0 +1,250 @@
+"""Prepare an experiment's data and turn each run into the federations it needs.
+
+Two kinds of workload exist: *classification* (a dataset partitioned across
+clients; FedAvg, FedProx) and *concepts* (bnlearn concept data laid out over
+clients with concept subsets and arrival rounds; F-CMs). Each gives, for a
+setting (federated, centralized, local), the jobs to run: a task object the
+method is built from, and a schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.data.bayesnet import ConceptDataset, ConceptSplits, bayes_optimal_accuracy, load_network, sample_concept_splits
+from fedmosaic.data.catalog import load_dataset
+from fedmosaic.data.concept_clients import (
+    ConceptClient,
+    ancestral_graph,
+    assign_clients,
+    concept_subsets,
+    corrupted_clients,
+    learned_confidence,
+    oracle_confidence,
+)
+from fedmosaic.data.partition import partition
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import ExperimentConfig, FederationSection
+from fedmosaic.federation import Schedule, derive_rng
+from fedmosaic.methods.concepts.graph import ConfidenceMatrix
+from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
+from fedmosaic.methods.registry import HorizontalTask
+
+FEW_ADDITIONAL_SUBSETS = ("asia", "hailfinder")
+"""Networks whose additional concepts appear in 1 extra subgraph; the others use 3."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One federation to run.
+
+    Parameters
+    ----------
+    label : str
+        Identifies the job inside its run (checkpoint file name).
+    task : object
+        What the method is built from (``HorizontalTask`` or ``ConceptTask``).
+    schedule : Schedule
+        Who takes part when.
+    pooled_bytes : int, default 0
+        Bytes of raw data pooled at one site (the centralized baseline).
+    """
+
+    label: str
+    task: Any
+    schedule: Schedule
+    pooled_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class ClassificationWorkload:
+    """A dataset partitioned across clients, and the global test set."""
+
+    clients: list[ArrayDataset]
+    test: ArrayDataset
+
+    def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
+        """The federations that make up a run in ``setting``."""
+        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train)
+        if setting == "federated":
+            schedule = federated_schedule(config.federation, len(self.clients))
+            return [Job("federated", task(self.clients), schedule)]
+        if setting == "centralized":
+            pooled = ArrayDataset(
+                x=np.concatenate([c.x for c in self.clients]),
+                y=np.concatenate([c.y for c in self.clients]),
+                num_classes=self.test.num_classes,
+            )
+            return [Job("centralized", task([pooled]), Schedule(num_clients=1), pooled.x.nbytes + pooled.y.nbytes)]
+        return [Job(f"client-{k}", task([c]), Schedule(num_clients=1)) for k, c in enumerate(self.clients)]
+
+
+@dataclass(frozen=True)
+class ConceptWorkload:
+    """Concept data of a network laid out over clients."""
+
+    splits: ConceptSplits
+    layout: list[ConceptClient]
+    clients: list[ConceptClientData]
+    true_ancestors: frozenset[str]
+    bayes_optimal: float
+
+    def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
+        """The federations that make up a run in ``setting``."""
+        if setting == "federated":
+            joins = {c.client_id: c.joins_at for c in self.layout if c.joins_at > 1}
+            schedule = federated_schedule(config.federation, len(self.clients), joins)
+            last = max((c.joins_at for c in self.layout), default=1)
+            return [Job("federated", self._task(self.clients, config, last), schedule)]
+        if setting == "centralized":
+            names = self.splits.train.names
+            everything = ConceptClientData(
+                train=_labeled(self.splits.train, np.arange(len(self.splits.train)), names),
+                val=_labeled(self.splits.val, np.arange(len(self.splits.val)), names),
+                confidence=ConfidenceMatrix.from_dag(names, self.splits.graph_edges),
+            )
+            pooled = int(self.splits.train.x.nbytes + self.splits.train.concepts.nbytes)
+            return [Job("centralized", self._task([everything], config, 1), Schedule(num_clients=1), pooled)]
+        return [
+            Job(f"client-{k}", self._task([client], config, 1), Schedule(num_clients=1))
+            for k, client in enumerate(self.clients)
+        ]
+
+    def _task(self, clients: list[ConceptClientData], config: ExperimentConfig, last_arrival: int) -> ConceptTask:
+        test = self.splits.test
+        return ConceptTask(
+            clients=clients,
+            test=LabeledConcepts(test.x, test.concepts, test.names),
+            task=self.splits.task,
+            cardinalities=dict(test.cardinalities),
+            true_ancestors=self.true_ancestors,
+            train=config.train,
+            last_arrival=last_arrival,
+            rounds=config.federation.rounds,
+            extras={"bayes_optimal_accuracy": self.bayes_optimal},
+        )
+
+
+def prepare_workload(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload | ConceptWorkload:
+    """Load and lay out the experiment's data (before anything is written)."""
+    if config.task_kind == "concepts":
+        return prepare_concepts(config)
+    return prepare_classification(config, data_dir=data_dir)
+
+
+def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
+    """Load the dataset and partition its training split across clients."""
+    splits = load_dataset(
+        config.data.dataset,
+        data_dir=data_dir if data_dir is not None else config.data.data_dir,
+        seed=config.seed,
+        test_fraction=config.data.test_fraction,
+    )
+    p = config.partition
+    if p.num_clients > len(splits.train):
+        raise ConfigError(
+            "partition.num_clients",
+            f"more clients ({p.num_clients}) than training samples ({len(splits.train)})",
+        )
+    parts = partition(
+        splits.train.y,
+        scheme=p.scheme,
+        num_clients=p.num_clients,
+        rng=derive_rng(config.seed, "partition"),
+        alpha=p.alpha,
+        classes_per_client=p.classes_per_client,
+        min_size=p.min_size,
+    )
+    return ClassificationWorkload(clients=[splits.train.subset(part) for part in parts], test=splits.test)
+
+
+def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
+    """Sample a network's concept data and lay it out over clients."""
+    data, layout_config = config.data, config.concepts
+    splits = sample_concept_splits(
+        data.network, seed=config.seed, task=data.task, n_samples=data.samples, latent_dim=data.latent_dim
+    )
+    if layout_config.num_clients > len(splits.train):
+        raise ConfigError(
+            "concepts.num_clients",
+            f"more clients ({layout_config.num_clients}) than training samples ({len(splits.train)})",
+        )
+    rng = derive_rng(config.seed, "concept-layout")
+    subsets = concept_subsets(
+        splits.graph_edges,
+        splits.task,
+        rng,
+        additional_subsets=1 if data.network in FEW_ADDITIONAL_SUBSETS else 3,
+    )
+    join_round = layout_config.join_round or (10 if data.network == "asia" else 20)
+    layout = assign_clients(
+        subsets,
+        len(splits.train),
+        len(splits.val),
+        rng,
+        num_clients=layout_config.num_clients,
+        initial=layout_config.initial_clients,
+        join_round=join_round,
+    )
+    corrupted = set(corrupted_clients(layout_config.num_clients, rng, layout_config.corrupt_clients))
+    clients = [
+        ConceptClientData(
+            train=_labeled(splits.train, client.train_rows, client.concepts),
+            val=_labeled(splits.val, client.val_rows, client.concepts),
+            confidence=_confidence(config, splits, client, client.client_id in corrupted),
+        )
+        for client in layout
+    ]
+    ancestors, _ = ancestral_graph(splits.graph_edges, splits.task)
+    bayes = bayes_optimal_accuracy(load_network(data.network), splits.task, splits.test.concepts, splits.test.names)
+    return ConceptWorkload(
+        splits=splits,
+        layout=layout,
+        clients=clients,
+        true_ancestors=frozenset(ancestors) - {splits.task},
+        bayes_optimal=bayes,
+    )
+
+
+def _labeled(dataset: ConceptDataset, rows: np.ndarray, names: tuple[str, ...]) -> LabeledConcepts:
+    return LabeledConcepts(x=dataset.x[rows], values=dataset.columns(names)[rows], names=tuple(names))
+
+
+def _confidence(config: ExperimentConfig, splits: ConceptSplits, client: ConceptClient, corrupt: bool) -> ConfidenceMatrix:
+    rng = derive_rng(config.seed, "confidence", client.client_id)
+    if config.concepts.confidence == "oracle":
+        names, values = oracle_confidence(
+            splits.graph_edges, client.concepts, rng, corrupt=corrupt, fraction=config.concepts.corrupt_pairs
+        )
+    else:
+        names, values = learned_confidence(
+            splits.train.columns(client.concepts)[client.train_rows], client.concepts, rng
+        )
+    return ConfidenceMatrix(tuple(names), values)
+
+
+def federated_schedule(
+    federation: FederationSection, num_clients: int, joins: dict[int, int] | None = None
+) -> Schedule:
+    """The schedule of the ``[federation]`` section, with the workload's own arrivals."""
+    arrivals = dict(joins or {})
+    arrivals.update({c: entry.round for entry in federation.arrivals for c in entry.clients})
+    leaves = {c: entry.round for entry in federation.departures for c in entry.clients}
+    failures: dict[int, frozenset[int]] = {}
+    for entry in federation.failures:
+        failures[entry.round] = failures.get(entry.round, frozenset()) | frozenset(entry.clients)
+    return Schedule(
+        num_clients=num_clients,
+        fraction=federation.fraction,
+        clients_per_round=federation.clients_per_round,
+        joins=arrivals,
+        leaves=leaves,
+        dropout=federation.dropout,
+        failures=failures,
+        min_replies=federation.min_replies,
+    )

@@ -1,0 +1,44 @@
+"""What every method provides: validated parameters and a builder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fedmosaic.federation import ClientLogic, ServerLogic
+
+Built = tuple[ServerLogic, Callable[[int], ClientLogic]]
+TaskKind = Literal["classification", "concepts"]
+
+
+class MethodParams(BaseModel):
+    """Base of every method's parameters: unknown keys and loose types are rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered method.
+
+    Parameters
+    ----------
+    name : str
+        Name used in configurations.
+    summary : str
+        One line for listings.
+    kind : {"classification", "concepts"}
+        The kind of task (and of prepared data) the method is built from.
+    params : type of MethodParams
+        Validates the method's parameters.
+    build : callable (task, MethodParams) -> (ServerLogic, client factory)
+        Creates the server logic and a factory of client logic by client id.
+    """
+
+    name: str
+    summary: str
+    kind: TaskKind
+    params: type[MethodParams]
+    build: Callable[[Any, MethodParams], Built]

@@ -1,0 +1,1 @@
+"""F-CMs (Federated Concept-Based Models): causal-graph fusion, concept models, growth."""

@@ -1,0 +1,125 @@
+"""The F-CMs client: registers its concepts and beliefs, trains the modules it has labels for."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import torch
+
+from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
+from fedmosaic.methods.arrays import load_arrays
+from fedmosaic.methods.concepts.models import ConceptModel, build_concept_model
+from fedmosaic.methods.concepts.objective import Objective
+from fedmosaic.methods.concepts.params import FCMParams
+from fedmosaic.methods.concepts.task import ConceptClientData, decode_graph
+from fedmosaic.methods.training import TrainParams, train_epochs
+
+REGISTER = "query.register"
+TRAIN = "train"
+
+
+class FCMClient(ClientLogic):
+    """Answers registration and training messages.
+
+    Parameters
+    ----------
+    data : ConceptClientData
+        The client's private samples and confidence matrix.
+    params : FCMParams
+        Method parameters.
+    train : TrainParams
+        Local training hyper-parameters.
+    cardinalities : dict of str to int
+        Number of values of the client's concepts.
+    """
+
+    def __init__(
+        self, data: ConceptClientData, params: FCMParams, train: TrainParams, cardinalities: dict[str, int]
+    ) -> None:
+        self._data = data
+        self._params = params
+        self._train = train
+        self._cardinalities = {n: int(cardinalities[n]) for n in data.train.names}
+        self._model: ConceptModel | None = None
+        self._model_graph = ""
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        if message.kind == REGISTER:
+            return self._register()
+        if message.kind == TRAIN:
+            return self._fit(message, context)
+        raise ValueError(f"F-CMs client cannot handle message kind {message.kind!r}")
+
+    def _register(self) -> Message:
+        confidence = self._data.confidence
+        return Message(
+            kind=REGISTER,
+            arrays={"confidence": np.asarray(confidence.values, dtype=np.float64)},
+            config={
+                "concepts": json.dumps(list(self._data.train.names)),
+                "confidence_names": json.dumps(list(confidence.names)),
+                "cardinalities": json.dumps(self._cardinalities),
+            },
+            metrics={"num_examples": float(len(self._data.train))},
+        )
+
+    def _fit(self, message: Message, context: ClientContext) -> Message:
+        graph_text = str(message.config["graph"])
+        graph = decode_graph(graph_text)
+        model = self._model_for(graph_text, context)
+        load_arrays(model, message.arrays, strict=False)
+        labeled = tuple(n for n in graph.nodes if n in self._data.train.names)
+        objective = Objective(graph, labeled, self._params.gamma, self._params.intervention_prob)
+        masked = self._params.aggregation == "module"
+        trained_prefixes = (model.ENCODER_PREFIX, *(model.node_prefix(n) for n in labeled))
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(not masked or name.startswith(trained_prefixes))
+        val_loss = self._validation_loss(model, objective, graph.nodes)
+        if not labeled:
+            return Message(metrics={"num_examples": float(len(self._data.train)), "val_loss": val_loss,
+                                    "val_examples": float(len(self._data.val)), "train_loss": 0.0})
+        x = torch.from_numpy(self._data.train.x)
+        values = torch.from_numpy(self._data.train.aligned(graph.nodes))
+        generator = torch.Generator().manual_seed(context.seed)
+        train_loss = train_epochs(
+            model,
+            x,
+            values,
+            params=self._train,
+            generator=generator,
+            loss_fn=lambda m, xb, vb: objective.loss(m, xb, vb, generator),
+        )
+        state = model.state_dict()
+        uploaded = {
+            name: tensor.detach().numpy().copy()
+            for name, tensor in state.items()
+            if not masked or name.startswith(trained_prefixes)
+        }
+        return Message(
+            arrays=uploaded,
+            metrics={
+                "num_examples": float(len(self._data.train)),
+                "train_loss": train_loss,
+                "val_loss": val_loss,
+                "val_examples": float(len(self._data.val)),
+            },
+        )
+
+    def _model_for(self, graph_text: str, context: ClientContext) -> ConceptModel:
+        if self._model is None or graph_text != self._model_graph:
+            graph = decode_graph(graph_text)
+            self._model = build_concept_model(
+                self._data.train.x.shape[1], graph, self._params.model, seed=context.seed
+            )
+            self._model_graph = graph_text
+        return self._model
+
+    @torch.no_grad()
+    def _validation_loss(self, model: ConceptModel, objective: Objective, nodes: tuple[str, ...]) -> float:
+        if len(self._data.val) == 0:
+            return 0.0
+        model.eval()
+        x = torch.from_numpy(self._data.val.x)
+        values = torch.from_numpy(self._data.val.aligned(nodes))
+        return float(objective.loss(model, x, values))

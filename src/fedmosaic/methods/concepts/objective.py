@@ -1,0 +1,60 @@
+"""The F-CMs local objective: masked concept losses, task loss, interventions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from fedmosaic.methods.concepts.models import ConceptGraph
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The loss a client minimises.
+
+    ``gamma * sum of the cross-entropies of the concepts it labels
+    + (1 - gamma) * the task's cross-entropy`` (when it has task labels).
+    During training each labeled concept of each sample is intervened on
+    (replaced by its true value downstream) with ``intervention_prob``.
+
+    Parameters
+    ----------
+    graph : ConceptGraph
+        The model's nodes; columns of the value tensors follow ``graph.nodes``.
+    labeled : tuple of str
+        The nodes the client has labels for (the task may be one).
+    gamma : float
+        Weight of the concept losses.
+    intervention_prob : float
+        Probability of a training-time intervention per (sample, labeled concept).
+    """
+
+    graph: ConceptGraph
+    labeled: tuple[str, ...]
+    gamma: float
+    intervention_prob: float
+
+    def loss(
+        self, model: nn.Module, x: Tensor, values: Tensor, generator: torch.Generator | None = None
+    ) -> Tensor:
+        """The loss of a batch; with a generator, training-time interventions are drawn."""
+        intervene = None if generator is None else self._interventions(values, generator)
+        logits = model(x, true_values=values, intervene=intervene)
+        total = x.new_zeros(())
+        for node in self.labeled:
+            column = self.graph.nodes.index(node)
+            weight = (1.0 - self.gamma) if node == self.graph.task else self.gamma
+            if weight > 0:
+                total = total + weight * F.cross_entropy(logits[node], values[:, column])
+        return total
+
+    def _interventions(self, values: Tensor, generator: torch.Generator) -> Tensor:
+        mask = torch.zeros(values.shape, dtype=torch.bool)
+        columns = [self.graph.nodes.index(n) for n in self.labeled if n != self.graph.task]
+        if columns and self.intervention_prob > 0:
+            draws = torch.rand((len(values), len(columns)), generator=generator)
+            mask[:, columns] = draws < self.intervention_prob
+        return mask

@@ -1,0 +1,45 @@
+"""Parameters of the F-CMs method and its variants."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeInt
+
+from fedmosaic.methods.concepts.models import ConceptModelParams
+from fedmosaic.methods.base import MethodParams
+
+
+class FCMParams(MethodParams):
+    """F-CMs parameters.
+
+    Parameters
+    ----------
+    model : table, default {}
+        The concept model (``family``, ``decoder``, sizes, ``init`` of new
+        connections); see the model parameters below.
+    growth : {"grow", "static", "reinit"}, default "grow"
+        ``grow`` adds or rewires only the affected modules when concepts
+        arrive or parents change; ``static`` fixes the architecture to the
+        first clients' concepts (later concepts are ignored); ``reinit``
+        rebuilds the whole model from scratch at every change.
+    aggregation : {"module", "full"}, default "module"
+        ``module`` averages each module over the clients that trained it and
+        clients upload only those; ``full`` is FedAvg of the whole model with
+        no module masking.
+    gamma : float, default 0.8
+        Weight of the concept losses; the task loss has ``1 - gamma``.
+    intervention_prob : float, default 0.8
+        Probability that a labeled concept of a training sample is replaced by
+        its true value (training-time interventions).
+    patience : int, default 10
+        Stop after this many rounds without a lower validation loss, counted
+        from the last arrival; 0 disables early stopping.
+    """
+
+    model: ConceptModelParams = Field(default_factory=ConceptModelParams)
+    growth: Literal["grow", "static", "reinit"] = "grow"
+    aggregation: Literal["module", "full"] = "module"
+    gamma: float = Field(default=0.8, ge=0, le=1)
+    intervention_prob: float = Field(default=0.8, ge=0, le=1)
+    patience: NonNegativeInt = 10

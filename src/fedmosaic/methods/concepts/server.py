@@ -1,0 +1,275 @@
+"""The F-CMs server: fuses the clients' graphs, grows the model, averages module by module."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from fedmosaic.errors import FedmosaicError
+from fedmosaic.federation import ClientState, Message, QuorumNotMet, RoundContext, ServerLogic, derive_rng, derive_seed, weighted_average
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays
+from fedmosaic.methods.concepts.client import REGISTER, TRAIN
+from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph
+from fedmosaic.methods.concepts.metrics import accuracies, coverage, intervention_curve, random_order
+from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, build_concept_model
+from fedmosaic.methods.concepts.params import FCMParams
+from fedmosaic.methods.concepts.task import ConceptTask, decode_graph, encode_graph
+
+
+class FCMServer(ServerLogic):
+    """Server logic of F-CMs and of its static, reinit and full-model variants.
+
+    Each round: clients seen for the first time register (their concepts,
+    cardinalities, sample count and confidence matrix); the server fuses the
+    matrices of every client seen so far, prunes cycles and grows the model
+    accordingly; then the round's clients train and upload the modules they
+    have labels for, and each module is averaged over the clients that
+    uploaded it, weighted by their sample counts. The validation loss each
+    client reports for the model it received drives early stopping and the
+    choice of the best model, which is the one tested at the end.
+
+    Parameters
+    ----------
+    task : ConceptTask
+        The global test set and the task definition.
+    params : FCMParams
+        Method parameters.
+    """
+
+    def __init__(self, task: ConceptTask, params: FCMParams) -> None:
+        self._task = task
+        self._params = params
+        self.initialize(0)
+
+    def initialize(self, seed: int) -> None:
+        self.seed = seed
+        self.model: ConceptModel | None = None
+        self.registry: dict[int, dict[str, Any]] = {}
+        self.confidences: dict[int, np.ndarray] = {}
+        self.rejected: dict[int, str] = {}
+        self.best: dict[str, np.ndarray] = {}
+        self.best_graph = ""
+        self.best_val = math.inf
+        self.best_round = 0
+        self.bad_rounds = 0
+        self.stopped = False
+        self.changes: list[dict[str, Any]] = []
+        self.curves: dict[str, Any] = {}
+
+    # -- the round -----------------------------------------------------------------
+
+    def run_round(self, ctx: RoundContext) -> dict[str, float]:
+        newcomers = [c for c in ctx.clients if c not in self.registry and c not in self.rejected]
+        if newcomers:
+            replies = ctx.exchange({c: Message(kind=REGISTER) for c in newcomers}, quorum=False)
+            for client in sorted(replies):
+                self._register(client, replies[client])
+        metrics = self._update_model(ctx.round)
+        model = self.model
+        if model is None:
+            raise QuorumNotMet("no client has registered yet")
+        sent = model_to_arrays(model)
+        graph_text = encode_graph(model.graph)
+        messages = {
+            c: Message(kind=TRAIN, arrays=self._needed(c, sent), config={"graph": graph_text, "round": ctx.round})
+            for c in ctx.clients
+            if c in self.registry
+        }
+        replies = ctx.exchange(messages)
+        uploads = [(r.arrays, r.metrics["num_examples"]) for r in replies.values() if r.arrays]
+        load_arrays(model, {**sent, **(weighted_average(uploads) if uploads else {})})
+        val_loss = _weighted_mean(replies, "val_loss", "val_examples")
+        self._track(val_loss, sent, graph_text, ctx.round)
+        metrics.update(
+            train_loss=_weighted_mean(replies, "train_loss", "num_examples"),
+            val_loss=val_loss,
+            uploaded_tensors=float(sum(len(a) for a, _ in uploads)),
+        )
+        return metrics
+
+    def _register(self, client: int, reply: Message) -> None:
+        try:
+            concepts = list(json.loads(str(reply.config["concepts"])))
+            names = tuple(json.loads(str(reply.config["confidence_names"])))
+            cardinalities = {str(k): int(v) for k, v in json.loads(str(reply.config["cardinalities"])).items()}
+            matrix = ConfidenceMatrix(names, reply.arrays["confidence"])
+            examples = float(reply.metrics["num_examples"])
+            if not set(names) <= set(concepts) | {self._task.task}:
+                raise FedmosaicError(f"confidence matrix names {sorted(set(names) - set(concepts))} are not its concepts")
+            if examples <= 0 or set(cardinalities) != set(concepts) or min(cardinalities.values(), default=2) < 2:
+                raise FedmosaicError("sample count or cardinalities are invalid")
+        except (FedmosaicError, KeyError, ValueError, TypeError) as error:
+            self.rejected[client] = str(error)
+            return
+        self.registry[client] = {
+            "concepts": concepts,
+            "confidence_names": list(matrix.names),
+            "cardinalities": cardinalities,
+            "num_examples": examples,
+        }
+        self.confidences[client] = np.array(matrix.values)
+
+    def _update_model(self, rnd: int) -> dict[str, float]:
+        if not self.registry:
+            return {}
+        graph = self._fused_graph()
+        if self.model is None:
+            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=derive_seed(self.seed, "init"))
+            return {}
+        if self._params.growth == "static" or encode_graph(graph) == encode_graph(self.model.graph):
+            return {}
+        if self._params.growth == "grow":
+            report = self.model.adapt(graph)
+            change = {"round": rnd, "ratio": report.change_ratio, "added": list(report.added_nodes), "rewired": list(report.rewired_nodes)}
+        else:
+            before = _count(self.model)
+            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=derive_seed(self.seed, "init", rnd))
+            change = {"round": rnd, "ratio": _count(self.model) / before, "added": [], "rewired": list(graph.nodes)}
+        self.changes.append(change)
+        self.best_val, self.bad_rounds = math.inf, 0
+        return {"param_change_ratio": float(change["ratio"])}
+
+    def _fused_graph(self) -> ConceptGraph:
+        task = self._task.task
+        cardinalities = {task: int(self._task.cardinalities[task])}
+        for entry in self.registry.values():
+            cardinalities.update(entry["cardinalities"])
+        names = sorted(cardinalities)
+        clients = sorted(self.registry)
+        matrices = [ConfidenceMatrix(tuple(self.registry[c]["confidence_names"]), self.confidences[c]) for c in clients]
+        weights = [self.registry[c]["num_examples"] for c in clients]
+        dag, _ = aggregate_graph(names, matrices, weights, task)
+        parents = {n: tuple(sorted(src for src, dst in dag.edges if dst == n)) for n in names}
+        return ConceptGraph(nodes=tuple(names), task=task, cardinalities=cardinalities, parents=parents)
+
+    def _needed(self, client: int, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        model = self.model
+        assert model is not None
+        if self._params.aggregation == "full":
+            return arrays
+        labeled = [n for n in model.graph.nodes if n in self.registry[client]["concepts"]]
+        prefixes = (model.ENCODER_PREFIX, *(model.node_prefix(n) for n in model.dependencies(labeled)))
+        return {name: a for name, a in arrays.items() if name.startswith(prefixes)}
+
+    def _track(self, val_loss: float, sent: dict[str, np.ndarray], graph_text: str, rnd: int) -> None:
+        if val_loss < self.best_val:
+            self.best_val, self.best, self.best_graph, self.best_round = val_loss, sent, graph_text, rnd - 1
+            self.bad_rounds = 0
+        else:
+            self.bad_rounds += 1
+        patience = self._params.patience
+        if patience and self.bad_rounds >= patience and rnd >= self._task.last_arrival:
+            self.stopped = True
+
+    def done(self) -> bool:
+        return self.stopped
+
+    # -- evaluation ----------------------------------------------------------------
+
+    def evaluate(self, rnd: int) -> dict[str, float]:
+        if self.model is None:
+            return {}
+        final = rnd >= self._task.rounds or self.stopped
+        model = self._best_model() if final and self.best else self.model
+        scores = accuracies(model, self._task.test)
+        metrics = {
+            "accuracy": scores["task_accuracy"],
+            "concept_accuracy": scores["concept_accuracy"],
+            "coverage": coverage(model.graph.nodes, self._task.task, self._task_labeled(), self._task.true_ancestors),
+            "concepts": float(len(model.graph.nodes) - 1),
+        }
+        if final:
+            metrics.update(self._final_metrics(model))
+        return metrics
+
+    def _final_metrics(self, model: ConceptModel) -> dict[str, float]:
+        task = self._task
+        concepts = [n for n in model.graph.topological_order() if n != task.task]
+        random_curve = intervention_curve(model, task.test, random_order(concepts, derive_rng(self.seed, "curve")))
+        topological_curve = intervention_curve(model, task.test, concepts)
+        unlabeled = []
+        for entry in self.registry.values():
+            never = [n for n in concepts if n not in entry["concepts"]]
+            unlabeled.append(accuracies(model, task.test, never)["task_accuracy"])
+        self.curves = {
+            "random": random_curve,
+            "topological": topological_curve,
+            "topological_order": concepts,
+            "unlabeled_by_client_all_intervened": unlabeled,
+            "changes": self.changes,
+            "graph": json.loads(encode_graph(model.graph)),
+            "rejected": {str(c): r for c, r in self.rejected.items()},
+        }
+        return {
+            "full_intervention_accuracy": topological_curve[-1],
+            "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
+            "best_round": float(self.best_round),
+            **{k: float(v) for k, v in task.extras.items()},
+        }
+
+    def _best_model(self) -> ConceptModel:
+        model = build_concept_model(self._task.input_dim, decode_graph(self.best_graph), self._params.model, seed=0)
+        load_arrays(model, self.best)
+        return model
+
+    def _task_labeled(self) -> bool:
+        return any(self._task.task in entry["concepts"] for entry in self.registry.values())
+
+    def artifacts(self) -> dict[str, Any]:
+        return dict(self.curves)
+
+    # -- checkpoints -----------------------------------------------------------------
+
+    def state_dict(self) -> ClientState:
+        arrays: dict[str, np.ndarray] = {}
+        if self.model is not None:
+            arrays.update({f"model/{k}": v for k, v in model_to_arrays(self.model).items()})
+        arrays.update({f"best/{k}": v for k, v in self.best.items()})
+        arrays.update({f"confidence/{c}": v for c, v in self.confidences.items()})
+        config = {
+            "graph": encode_graph(self.model.graph) if self.model is not None else "",
+            "registry": json.dumps({str(c): e for c, e in self.registry.items()}),
+            "rejected": json.dumps({str(c): r for c, r in self.rejected.items()}),
+            "best_graph": self.best_graph,
+            "best_val": self.best_val if math.isfinite(self.best_val) else -1.0,
+            "best_round": self.best_round,
+            "bad_rounds": self.bad_rounds,
+            "stopped": self.stopped,
+            "changes": json.dumps(self.changes),
+            "curves": json.dumps(self.curves),
+        }
+        return ClientState(arrays=arrays, config=config)
+
+    def load_state_dict(self, state: ClientState) -> None:
+        config = state.config
+        self.registry = {int(c): e for c, e in json.loads(str(config["registry"])).items()}
+        self.rejected = {int(c): r for c, r in json.loads(str(config["rejected"])).items()}
+        self.confidences = {int(k.split("/")[1]): v for k, v in state.arrays.items() if k.startswith("confidence/")}
+        self.best = {k.removeprefix("best/"): v for k, v in state.arrays.items() if k.startswith("best/")}
+        self.best_graph = str(config["best_graph"])
+        best_val = float(config["best_val"])  # type: ignore[arg-type]
+        self.best_val = best_val if best_val >= 0 else math.inf
+        self.best_round = int(config["best_round"])  # type: ignore[arg-type]
+        self.bad_rounds = int(config["bad_rounds"])  # type: ignore[arg-type]
+        self.stopped = bool(config["stopped"])
+        self.changes = json.loads(str(config["changes"]))
+        self.curves = json.loads(str(config["curves"]))
+        self.model = None
+        if config["graph"]:
+            self.model = build_concept_model(self._task.input_dim, decode_graph(str(config["graph"])), self._params.model, seed=0)
+            load_arrays(self.model, {k.removeprefix("model/"): v for k, v in state.arrays.items() if k.startswith("model/")})
+
+
+def _weighted_mean(replies: dict[int, Message], key: str, weight: str) -> float:
+    pairs = [(r.metrics[key], r.metrics[weight]) for r in replies.values() if r.metrics.get(weight, 0) > 0]
+    if not pairs:
+        return 0.0
+    values, weights = zip(*pairs)
+    return float(np.average(values, weights=weights))
+
+
+def _count(model: ConceptModel) -> int:
+    return sum(p.numel() for p in model.parameters())
