@@ -27,7 +27,7 @@ from fedmosaic.federation import RoundRecord
 from fedmosaic.methods.registry import METHODS
 from fedmosaic.report import load_results, write_report
 
-DEMO_PRESET = "digits-fedavg"
+DEMO_PRESET = "fcm-asia"
 
 app = typer.Typer(
     add_completion=False,
@@ -54,13 +54,21 @@ class RichProgress:
             console=console,
         )
         self._tasks: dict[str, TaskID] = {}
+        self._grid: TaskID | None = None
+        self._grid_total = 0
 
     def __enter__(self) -> RichProgress:
         self._progress.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+    def start_point(self, index: int, total: int, label: str) -> None:
+        for task in self._tasks.values():
+            self._progress.remove_task(task)
+        self._tasks.clear()
+        if self._grid is None:
+            self._grid = self._progress.add_task("grid", total=total, status="")
+            self._grid_total = total
+        self._progress.update(self._grid, completed=index, status=label)
 
     def start_run(self, name: str, total_rounds: int) -> None:
         self._tasks[name] = self._progress.add_task(name, total=total_rounds, status="")
@@ -74,6 +82,11 @@ class RichProgress:
 
     def finish_run(self, name: str) -> None:
         self._progress.update(self._tasks[name], status="[green]done[/]")
+
+    def __exit__(self, error_type: object, *exc: object) -> None:
+        if self._grid is not None and error_type is None:
+            self._progress.update(self._grid, completed=self._grid_total, status="[green]done[/]")
+        self._progress.stop()
 
 
 @app.command()
@@ -141,6 +154,9 @@ SUMMARY_METRICS = ("accuracy", "concept_accuracy", "coverage", "loss")
 
 
 def _print_summary(results: dict[str, Any]) -> None:
+    if "grid" in results:
+        _print_grid(results)
+        return
     present = {k for run in results["runs"] for k in run["final"]}
     metrics = [m for m in SUMMARY_METRICS if m in present]
     table = Table(title=results["experiment"])
@@ -162,6 +178,13 @@ def _print_summary(results: dict[str, Any]) -> None:
             f"{run_['bytes_down_total'] / 1e6:.2f}",
             f"{run_['wall_time_s']:.1f}",
         )
+    out_console.print(table)
+
+
+def _print_grid(results: dict[str, Any]) -> None:
+    table = Table(*results["table"]["header"], title=f"{results['experiment']}: {results['table']['metric']} (%)")
+    for row in results["table"]["rows"]:
+        table.add_row(*row)
     out_console.print(table)
 
 

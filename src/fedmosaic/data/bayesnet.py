@@ -19,7 +19,6 @@ the model input ``x`` is a noisy autoencoding of the other concepts.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gzip
 import warnings
@@ -36,6 +35,7 @@ from pgmpy.readwrite import BIFReader
 from torch import nn
 
 from fedmosaic.data._choices import unknown_choice
+from fedmosaic.threads import torch_threads
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.federation.seeding import derive_rng, derive_seed
 
@@ -501,7 +501,7 @@ def _autoencoded_inputs(
     }
     train_codes = codes["train"][:, [list(names).index(node) for node in inputs]]
     widths = [cardinalities[node] for node in inputs]
-    with _one_thread():
+    with torch_threads(1):
         encoder = _train_autoencoder(one_hots["train"], train_codes, widths, latent_dim, epochs, seed)
         noisy = {
             split: _noisy_latent(encoder, one_hot, derive_rng(seed, "bayesnet", "noise", split))
@@ -541,23 +541,6 @@ def _train_autoencoder(
             loss.backward()
             optimizer.step()
     return model.encoder.eval()
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run PyTorch on one thread, then restore the thread count.
-
-    The autoencoder's small batches gain nothing from more threads, one
-    thread is many times faster where cores are shared (measured: 0.2-2 s
-    against 40-50 s for asia on two busy cores), and the result does not
-    depend on the machine's core count.
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _noisy_latent(encoder: nn.Module, one_hot: np.ndarray, rng: np.random.Generator) -> np.ndarray:

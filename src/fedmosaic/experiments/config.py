@@ -9,11 +9,13 @@ every key; ``tests/experiments/test_config.py`` keeps it in sync.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
+import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
 from fedmosaic.errors import ConfigError
@@ -162,6 +164,10 @@ class FederationSection(Section):
         Clients that fail to reply in a given round.
     evaluate_every : int, default 1
         Evaluate every this many rounds (and after the last).
+    threads : int, default 1
+        PyTorch threads for training and evaluation. One is fastest for the
+        small models of federated clients and never oversubscribes the cores
+        when other work runs beside; raise it for large models.
     """
 
     engine: Literal["inprocess"] = "inprocess"
@@ -174,6 +180,7 @@ class FederationSection(Section):
     departures: list[ClientsAtRound] = Field(default_factory=list)
     failures: list[ClientsAtRound] = Field(default_factory=list)
     evaluate_every: PositiveInt = 1
+    threads: PositiveInt = 1
 
 
 class RunSection(Section):
@@ -196,6 +203,32 @@ class RunSection(Section):
     method: str
     setting: Literal["federated", "centralized", "local"] = "federated"
     params: dict[str, Any] = Field(default_factory=dict)
+
+
+class GridSection(Section):
+    """A grid of experiments: the experiment runs once per combination of values.
+
+    Parameters
+    ----------
+    axes : table of key to array
+        Keys as for ``--set`` (``*`` stands for every entry of a list, e.g.
+        ``"runs.*.params.model.family"``) and the values each takes.
+    rows : str
+        The axis whose values group the table's rows (one row per run within).
+    columns : str
+        The axis whose values are the table's columns.
+    metric : str, default "accuracy"
+        Final metric in each cell, as a percentage, mean ± std over the other
+        axes (e.g. seeds).
+    secondary : str or None, default "coverage"
+        Final metric shown in parentheses, as a percentage.
+    """
+
+    axes: dict[str, list[Any]] = Field(min_length=1)
+    rows: str
+    columns: str
+    metric: str = "accuracy"
+    secondary: str | None = "coverage"
 
 
 class ExperimentConfig(Section):
@@ -223,6 +256,8 @@ class ExperimentConfig(Section):
         Local training hyper-parameters (``[train]``).
     runs : array of tables
         The methods to run and compare (``[[runs]]``), at least one.
+    grid : table or None, default None
+        Makes the experiment a grid of experiments (``[grid]``).
     """
 
     name: str = Field(min_length=1)
@@ -235,6 +270,7 @@ class ExperimentConfig(Section):
     model: ModelParams = Field(default_factory=ModelParams)
     train: TrainParams = Field(default_factory=TrainParams)
     runs: list[RunSection] = Field(min_length=1)
+    grid: GridSection | None = None
 
     @property
     def num_clients(self) -> int:
@@ -259,6 +295,8 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
     """
     config = validate(ExperimentConfig, source)
     assert isinstance(config, ExperimentConfig)
+    if config.grid is not None:
+        _check_grid(source, config.grid)
     _check_federation(config)
     seen: set[str] = set()
     for index, run in enumerate(config.runs):
@@ -280,6 +318,45 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
             f"must be <= concepts.num_clients ({concepts.num_clients}), got {concepts.initial_clients}",
         )
     return config
+
+
+def grid_points(source: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every combination of a grid's axis values, with the raw configuration it gives.
+
+    Returns
+    -------
+    list of (values, source)
+        ``values`` maps each axis key to its value; ``source`` is the raw
+        configuration of that point, without the grid.
+    """
+    grid = source["grid"]
+    keys = list(grid["axes"])
+    points = []
+    for combination in itertools.product(*(grid["axes"][k] for k in keys)):
+        values = dict(zip(keys, combination))
+        base = {k: v for k, v in source.items() if k != "grid"}
+        overrides = [f"{k}={_toml_value(v)}" for k, v in values.items()]
+        points.append((values, apply_overrides(base, overrides)))
+    return points
+
+
+def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
+    for field in ("rows", "columns"):
+        if getattr(grid, field) not in grid.axes:
+            raise ConfigError(f"grid.{field}", f"must be one of the axes ({', '.join(grid.axes)}), got {getattr(grid, field)!r}")
+    for key, values in grid.axes.items():
+        if not values:
+            raise ConfigError(f"grid.axes.{key}", "needs at least one value")
+    for values, point in grid_points(source):
+        try:
+            load_config(point)
+        except ConfigError as error:
+            at = ", ".join(f"{k}={v}" for k, v in values.items())
+            raise ConfigError(error.field, f"{error.message} (in the grid point {at})") from None
+
+
+def _toml_value(value: Any) -> str:
+    return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
 
 
 def method_params(config: ExperimentConfig, index: int) -> MethodParams:
@@ -329,13 +406,16 @@ def read_toml(path: Path) -> dict[str, Any]:
 def apply_overrides(source: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key=value`` overrides to a raw configuration.
 
-    Keys are dotted paths (``partition.alpha``, ``runs.1.params.mu``); values
+    Keys are dotted paths (``partition.alpha``, ``runs.1.params.mu``); ``*``
+    stands for every entry of a list (``runs.*.params.model.family``); values
     are TOML values (``5``, ``0.1``, ``true``, ``[1, 2]``), or bare strings.
 
     Examples
     --------
     >>> apply_overrides({"partition": {"alpha": 0.5}}, ["partition.alpha=0.1", "name=x"])
     {'partition': {'alpha': 0.1}, 'name': 'x'}
+    >>> apply_overrides({"runs": [{"name": "a"}, {"name": "b"}]}, ["runs.*.setting=local"])["runs"]
+    [{'name': 'a', 'setting': 'local'}, {'name': 'b', 'setting': 'local'}]
     """
     result = json.loads(json.dumps(source))
     for override in overrides:
@@ -354,22 +434,26 @@ def _parse_value(text: str) -> Any:
 
 
 def _set_path(node: Any, parts: list[str], value: Any, key: str) -> None:
-    for depth, part in enumerate(parts):
-        last = depth == len(parts) - 1
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError("--set", f"{key}: '{part}' is not an index of a list of {len(node)}")
-            if last:
-                node[int(part)] = value
-            else:
-                node = node[int(part)]
-        elif isinstance(node, dict):
-            if last:
-                node[part] = value
-            else:
-                node = node.setdefault(part, {})
+    part, rest = parts[0], parts[1:]
+    if isinstance(node, list):
+        if part == "*":
+            targets = list(range(len(node)))
+        elif part.isdigit() and int(part) < len(node):
+            targets = [int(part)]
         else:
-            raise ConfigError("--set", f"{key}: '{'.'.join(parts[:depth])}' is not a table")
+            raise ConfigError("--set", f"{key}: '{part}' is not an index of a list of {len(node)} (or *)")
+        for index in targets:
+            if rest:
+                _set_path(node[index], rest, value, key)
+            else:
+                node[index] = value
+    elif isinstance(node, dict):
+        if rest:
+            _set_path(node.setdefault(part, {}), rest, value, key)
+        else:
+            node[part] = value
+    else:
+        raise ConfigError("--set", f"{key}: '{part}' is inside a value that is not a table")
 
 
 def fingerprint(document: Any) -> str:

@@ -16,7 +16,8 @@ from fedmosaic.errors import ConfigError, FedmosaicError
 RESULTS = "results.json"
 SUMMARY = "summary.json"
 CHECKPOINTS = "checkpoints"
-_PRODUCTS = (RESULTS, SUMMARY, "report.md", "report.html", "plots", CHECKPOINTS, "config.toml")
+POINTS = "points"
+_PRODUCTS = (RESULTS, SUMMARY, "report.md", "report.html", "plots", CHECKPOINTS, POINTS, "config.toml")
 
 
 def prepare_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> dict[str, Any] | None:
@@ -37,7 +38,7 @@ def prepare_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> dict[str
         raise ConfigError("--resume", "cannot be combined with --overwrite")
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError("--out", f"{out_dir} exists and is not a folder")
-    holds_run = (out_dir / RESULTS).exists() or (out_dir / CHECKPOINTS).exists()
+    holds_run = any((out_dir / name).exists() for name in (RESULTS, CHECKPOINTS, POINTS))
     if holds_run and overwrite:
         for name in _PRODUCTS:
             target = out_dir / name

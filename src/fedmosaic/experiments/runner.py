@@ -12,6 +12,7 @@ import tomli_w
 from fedmosaic import __version__
 from fedmosaic.atomic import atomic_write, write_json
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
+from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.outputs import (
     CHECKPOINTS,
@@ -25,6 +26,7 @@ from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkl
 from fedmosaic.federation import Federation, InProcessGrid
 from fedmosaic.methods.registry import get_method
 from fedmosaic.report import write_report
+from fedmosaic.threads import torch_threads
 
 
 def run_experiment(
@@ -63,6 +65,8 @@ def run_experiment(
     dict
         The content of ``results.json``.
     """
+    if config.grid is not None:
+        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress)
     progress = progress or SilentProgress()
     workload = prepare_workload(config, data_dir=data_dir)
     finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
@@ -70,10 +74,11 @@ def run_experiment(
         return finished
     document = config.model_dump(mode="json", exclude_none=True)
     atomic_write(out_dir / "config.toml", lambda f: f.write(tomli_w.dumps(document).encode()))
-    runs = [
-        _run(config, index, workload, out_dir, document, resume=resume, progress=progress)
-        for index in range(len(config.runs))
-    ]
+    with torch_threads(config.federation.threads):
+        runs = [
+            _run(config, index, workload, out_dir, document, resume=resume, progress=progress)
+            for index in range(len(config.runs))
+        ]
     results = {
         "fedmosaic_version": __version__,
         "experiment": config.name,

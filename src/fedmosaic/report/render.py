@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic.report.content import build_document
+from fedmosaic.report.grid_content import build_grid_document
 from fedmosaic.report.to_html import to_html
 from fedmosaic.report.to_markdown import to_markdown
 
@@ -14,6 +15,8 @@ HTML_FILE = "report.html"
 
 def write_report(results: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]:
     """Write ``report.md``, its figures under ``plots/``, and ``report.html``.
+
+    A grid's results (with a ``"grid"`` entry) get the grid's table instead.
 
     The Markdown report links its figures; the HTML report embeds them and
     needs no other file.
@@ -31,7 +34,7 @@ def write_report(results: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]
     tuple[Path, Path]
         Paths of the Markdown and the HTML report.
     """
-    document = build_document(results)
+    document = build_grid_document(results) if "grid" in results else build_document(results)
     out_dir.mkdir(parents=True, exist_ok=True)
     for image in document.images:
         image_path = out_dir / image.path

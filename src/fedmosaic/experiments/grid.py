@@ -1,0 +1,114 @@
+"""Run a grid of experiments and tabulate one final metric across it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import tomli_w
+
+from fedmosaic import __version__
+from fedmosaic.atomic import atomic_write, write_json
+from fedmosaic.experiments.config import ExperimentConfig, GridSection, grid_points, load_config
+from fedmosaic.experiments.outputs import POINTS, RESULTS, SUMMARY, prepare_out_dir, summary_rows
+from fedmosaic.experiments.progress import ProgressSink, SilentProgress
+from fedmosaic.report import write_report
+
+
+def run_grid(
+    run_point: Callable[..., dict[str, Any]],
+    config: ExperimentConfig,
+    out_dir: Path,
+    *,
+    data_dir: str | Path | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: ProgressSink | None = None,
+) -> dict[str, Any]:
+    """Run the experiment at every point of its grid, then write the table.
+
+    Each point is a complete experiment in ``points/<nn>-<values>/`` (its own
+    results, report and checkpoints, so ``--resume`` continues a grid where
+    it stopped), run by ``run_point`` (the runner's ``run_experiment``).
+    ``results.json`` holds every point's final metrics and the
+    table; ``report.md`` / ``report.html`` show the table.
+    """
+    assert config.grid is not None
+    progress = progress or SilentProgress()
+    document = config.model_dump(mode="json", exclude_none=True)
+    points = grid_points(document)
+    finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    if finished is not None:
+        return finished
+    atomic_write(out_dir / "config.toml", lambda f: f.write(tomli_w.dumps(document).encode()))
+    entries = []
+    for index, (values, source) in enumerate(points):
+        folder = Path(POINTS) / _slug(index, values)
+        progress.start_point(index, len(points), ", ".join(f"{k}={v}" for k, v in values.items()))
+        results = run_point(load_config(source), out_dir / folder, data_dir=data_dir, resume=resume, progress=progress)
+        entries.append({"values": values, "folder": folder.as_posix(), "runs": summary_rows(results)["rows"]})
+    results = {
+        "fedmosaic_version": __version__,
+        "experiment": config.name,
+        "description": config.description,
+        "seed": config.seed,
+        "config": document,
+        "grid": config.grid.model_dump(mode="json"),
+        "points": entries,
+        "table": grid_table(config.grid, entries),
+    }
+    write_json(out_dir / RESULTS, results)
+    write_json(
+        out_dir / SUMMARY,
+        {
+            "experiment": config.name,
+            "rows": [{**entry["values"], **run} for entry in entries for run in entry["runs"]],
+        },
+    )
+    write_report(results, out_dir)
+    return results
+
+
+def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The table of a grid: one row per (row value, run), one column per column value.
+
+    Each cell is ``metric ± std (secondary %)`` in percent, over the points
+    that share the row and column value (e.g. seeds); with a single point the
+    run's own ``<metric>_std`` (local: over clients) is shown.
+    """
+    runs = [run["name"] for run in entries[0]["runs"]] if entries else []
+    header = [grid.rows, "run", *(str(v) for v in grid.axes[grid.columns])]
+    rows = []
+    for row_value in grid.axes[grid.rows]:
+        for name in runs:
+            cells = [str(row_value), name]
+            for column_value in grid.axes[grid.columns]:
+                finals = [
+                    run
+                    for entry in entries
+                    if entry["values"][grid.rows] == row_value and entry["values"][grid.columns] == column_value
+                    for run in entry["runs"]
+                    if run["name"] == name
+                ]
+                cells.append(_cell(finals, grid.metric, grid.secondary))
+            rows.append(cells)
+    return {"header": header, "rows": rows, "metric": grid.metric, "secondary": grid.secondary}
+
+
+def _cell(finals: list[dict[str, Any]], metric: str, secondary: str | None) -> str:
+    values = [f[metric] for f in finals if metric in f]
+    if not values:
+        return "—"
+    std = float(np.std(values)) if len(values) > 1 else float(finals[0].get(f"{metric}_std", 0.0))
+    text = f"{100 * np.mean(values):.1f} ± {100 * std:.1f}"
+    extra = [f[secondary] for f in finals if secondary and secondary in f]
+    if extra:
+        text += f" ({100 * np.mean(extra):.0f}%)"
+    return text
+
+
+def _slug(index: int, values: dict[str, Any]) -> str:
+    text = "-".join(str(v) for v in values.values())
+    return f"{index:03d}-" + (re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-") or "point")
