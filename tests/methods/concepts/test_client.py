@@ -303,7 +303,9 @@ def test_val_loss_ignores_the_modules_the_client_did_not_receive(make_task, make
 # --------------------------------------------------------------------------- edge cases
 
 
-def test_client_whose_nodes_are_not_in_the_graph_uploads_nothing(make_task, make_params, make_client) -> None:
+def test_client_whose_nodes_are_not_in_the_graph_uploads_and_validates_nothing(
+    make_task, make_params, make_client
+) -> None:
     # Prepare: a static model without c; a client labeling only c.
     task = make_task([("c",)])
     params = make_params("cbm")
@@ -316,7 +318,7 @@ def test_client_whose_nodes_are_not_in_the_graph_uploads_nothing(make_task, make
     # Assert
     assert reply.arrays == {}
     assert reply.metrics["num_examples"] == 200.0
-    assert reply.metrics["train_loss"] == 0.0
+    assert reply.metrics["val_examples"] == 0.0
 
 
 def test_unknown_message_kind_is_refused(make_task, make_params, make_client) -> None:

@@ -75,10 +75,10 @@ class FCMClient(ClientLogic):
         trained_prefixes = (model.ENCODER_PREFIX, *(model.node_prefix(n) for n in labeled))
         for name, parameter in model.named_parameters():
             parameter.requires_grad_(not masked or name.startswith(trained_prefixes))
-        val_loss = self._validation_loss(model, objective, graph.nodes)
         if not labeled:
-            return Message(metrics={"num_examples": float(len(self._data.train)), "val_loss": val_loss,
-                                    "val_examples": float(len(self._data.val)), "train_loss": 0.0})
+            # Nothing of this model is the client's to train or validate.
+            return Message(metrics={"num_examples": float(len(self._data.train)), "val_examples": 0.0})
+        val_loss = self._validation_loss(model, objective, graph.nodes)
         x = torch.from_numpy(self._data.train.x)
         values = torch.from_numpy(self._data.train.aligned(graph.nodes))
         generator = torch.Generator().manual_seed(context.seed)

@@ -46,6 +46,7 @@ class FCMServer(ServerLogic):
 
     def initialize(self, seed: int) -> None:
         self.seed = seed
+        self.model_seed = 0
         self.model: ConceptModel | None = None
         self.registry: dict[int, dict[str, Any]] = {}
         self.confidences: dict[int, np.ndarray] = {}
@@ -83,8 +84,9 @@ class FCMServer(ServerLogic):
         load_arrays(model, {**sent, **(weighted_average(uploads) if uploads else {})})
         val_loss = _weighted_mean(replies, "val_loss", "val_examples")
         self._track(val_loss, sent, graph_text, ctx.round)
+        trained = {c: r for c, r in replies.items() if r.arrays}
         metrics.update(
-            train_loss=_weighted_mean(replies, "train_loss", "num_examples"),
+            train_loss=_weighted_mean(trained, "train_loss", "num_examples"),
             val_loss=val_loss,
             uploaded_tensors=float(sum(len(a) for a, _ in uploads)),
         )
@@ -101,6 +103,10 @@ class FCMServer(ServerLogic):
                 raise FedmosaicError(f"confidence matrix names {sorted(set(names) - set(concepts))} are not its concepts")
             if examples <= 0 or set(cardinalities) != set(concepts) or min(cardinalities.values(), default=2) < 2:
                 raise FedmosaicError("sample count or cardinalities are invalid")
+            known = self._known_cardinalities()
+            conflicts = sorted(n for n, k in cardinalities.items() if known.get(n, k) != k)
+            if conflicts:
+                raise FedmosaicError(f"cardinalities of {conflicts} contradict those already known")
         except (FedmosaicError, KeyError, ValueError, TypeError) as error:
             self.rejected[client] = str(error)
             return
@@ -117,7 +123,8 @@ class FCMServer(ServerLogic):
             return {}
         graph = self._fused_graph()
         if self.model is None:
-            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=derive_seed(self.seed, "init"))
+            self.model_seed = derive_seed(self.seed, "init")
+            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
             return {}
         if self._params.growth == "static" or encode_graph(graph) == encode_graph(self.model.graph):
             return {}
@@ -126,17 +133,23 @@ class FCMServer(ServerLogic):
             change = {"round": rnd, "ratio": report.change_ratio, "added": list(report.added_nodes), "rewired": list(report.rewired_nodes)}
         else:
             before = _count(self.model)
-            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=derive_seed(self.seed, "init", rnd))
+            self.model_seed = derive_seed(self.seed, "init", rnd)
+            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
             change = {"round": rnd, "ratio": _count(self.model) / before, "added": [], "rewired": list(graph.nodes)}
         self.changes.append(change)
         self.best_val, self.bad_rounds = math.inf, 0
         return {"param_change_ratio": float(change["ratio"])}
 
-    def _fused_graph(self) -> ConceptGraph:
+    def _known_cardinalities(self) -> dict[str, int]:
         task = self._task.task
         cardinalities = {task: int(self._task.cardinalities[task])}
         for entry in self.registry.values():
             cardinalities.update(entry["cardinalities"])
+        return cardinalities
+
+    def _fused_graph(self) -> ConceptGraph:
+        task = self._task.task
+        cardinalities = self._known_cardinalities()
         names = sorted(cardinalities)
         clients = sorted(self.registry)
         matrices = [ConfidenceMatrix(tuple(self.registry[c]["confidence_names"]), self.confidences[c]) for c in clients]
@@ -230,6 +243,8 @@ class FCMServer(ServerLogic):
         arrays.update({f"best/{k}": v for k, v in self.best.items()})
         arrays.update({f"confidence/{c}": v for c, v in self.confidences.items()})
         config = {
+            "seed": self.seed,
+            "model_seed": self.model_seed,
             "graph": encode_graph(self.model.graph) if self.model is not None else "",
             "registry": json.dumps({str(c): e for c, e in self.registry.items()}),
             "rejected": json.dumps({str(c): r for c, r in self.rejected.items()}),
@@ -245,6 +260,8 @@ class FCMServer(ServerLogic):
 
     def load_state_dict(self, state: ClientState) -> None:
         config = state.config
+        self.seed = int(config["seed"])  # type: ignore[arg-type]
+        self.model_seed = int(config["model_seed"])  # type: ignore[arg-type]
         self.registry = {int(c): e for c, e in json.loads(str(config["registry"])).items()}
         self.rejected = {int(c): r for c, r in json.loads(str(config["rejected"])).items()}
         self.confidences = {int(k.split("/")[1]): v for k, v in state.arrays.items() if k.startswith("confidence/")}
@@ -259,7 +276,8 @@ class FCMServer(ServerLogic):
         self.curves = json.loads(str(config["curves"]))
         self.model = None
         if config["graph"]:
-            self.model = build_concept_model(self._task.input_dim, decode_graph(str(config["graph"])), self._params.model, seed=0)
+            graph = decode_graph(str(config["graph"]))
+            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
             load_arrays(self.model, {k.removeprefix("model/"): v for k, v in state.arrays.items() if k.startswith("model/")})
 
 
