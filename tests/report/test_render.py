@@ -46,7 +46,7 @@ def test_markdown_links_figures_written_beside_it(written: tuple[Path, Path], ou
     links = re.findall(r"!\[[^\]]*\]\(([^)]*)\)", written[0].read_text(encoding="utf-8"))
 
     # Assert
-    assert len(links) == 6
+    assert len(links) == 5
     assert all(link.startswith("plots/") for link in links)
     assert all((out_dir / link).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     written_files = sorted(path.name for path in (out_dir / "plots").iterdir())

@@ -55,12 +55,20 @@ def build_document(results: Mapping[str, Any]) -> Document:
         *_section("Metrics per round", _curve_images(results, metrics)),
         *_section("Final comparison", _bar_images(results, metrics)),
         *_section("Communication per round", _traffic_images(results)),
+        *_section("Interventions", _intervention_images(results)),
         Heading(f"Last {LAST_ROUNDS} rounds of each run"),
         _last_rounds_table(runs, metrics),
         Heading("Configuration"),
         Code(json.dumps(results["config"], indent=2, ensure_ascii=False), "json"),
     ]
     return Document(title=results["experiment"], blocks=tuple(blocks))
+
+
+def _intervention_images(results: Mapping[str, Any]) -> list[Image]:
+    """The intervention curves, when some run recorded them."""
+    if not any("topological" in (run.get("artifacts") or {}) for run in results["runs"]):
+        return []
+    return [_image("interventions", "task accuracy under test-time interventions", plots.intervention_curves(results))]
 
 
 def _section(heading: str, images: list[Image]) -> list[Block]:
@@ -125,11 +133,11 @@ def _last_rounds_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
 
 
 def _curve_images(results: Mapping[str, Any], metrics: list[str]) -> list[Image]:
-    """A curve per metric that some round reports."""
+    """A curve per metric that some run reports on two rounds or more (not final-only metrics)."""
     return [
         _image(f"curve_{metric}", f"{metric} per round", plots.metric_curves(results, metric))
         for metric in metrics
-        if metric_series_by_run(results, metric)
+        if any(len(series.rounds) >= 2 for series in metric_series_by_run(results, metric).values())
     ]
 
 

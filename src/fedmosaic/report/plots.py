@@ -124,6 +124,42 @@ def bytes_per_round(results: Mapping[str, Any]) -> bytes:
     return _render(partial(_draw_traffic, by_run=by_run, colors=_run_colors(results)))
 
 
+def intervention_curves(results: Mapping[str, Any]) -> bytes:
+    """Plot task accuracy against the number of concepts intervened on, per run.
+
+    Uses the runs' ``artifacts``: solid lines follow the topological order,
+    dashed lines a random order.
+
+    Raises
+    ------
+    FedmosaicError
+        If no run has intervention curves.
+    """
+    curves = {
+        run["name"]: run["artifacts"]
+        for run in results["runs"]
+        if isinstance(run.get("artifacts"), Mapping) and "topological" in run["artifacts"]
+    }
+    if not curves:
+        raise FedmosaicError("no run has intervention curves")
+    return _render(partial(_draw_interventions, curves=curves, colors=_run_colors(results)))
+
+
+def _draw_interventions(figure: Figure, curves: dict[str, Mapping[str, Any]], colors: dict[str, str]) -> None:
+    """Draw the topological (solid) and random (dashed) intervention curves of each run."""
+    axes = figure.subplots()
+    for name, artifacts in curves.items():
+        for order, style in (("topological", "-"), ("random", "--")):
+            values = artifacts.get(order, [])
+            axes.plot(range(len(values)), values, style, marker="o", markersize=3, color=colors[name],
+                      label=f"{name} ({order})")
+    axes.set_title("task accuracy under test-time interventions")
+    axes.set_xlabel("concepts intervened on")
+    axes.set_ylabel("task accuracy")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.legend()
+
+
 def _run_colors(results: Mapping[str, Any]) -> dict[str, str]:
     """Give each run the colour of its position in ``results["runs"]``."""
     return {run["name"]: f"C{index % 10}" for index, run in enumerate(results["runs"])}

@@ -35,6 +35,10 @@ class FCMParams(MethodParams):
     patience : int, default 10
         Stop after this many rounds without a lower validation loss, counted
         from the last arrival; 0 disables early stopping.
+    intervention_noise : float, default 0.8
+        Standard deviation of the Gaussian noise added to the test inputs for
+        the intervention curves (as in the paper), so that concept
+        predictions are imperfect and interventions can correct them.
     """
 
     model: ConceptModelParams = Field(default_factory=ConceptModelParams)
@@ -43,3 +47,4 @@ class FCMParams(MethodParams):
     gamma: float = Field(default=0.8, ge=0, le=1)
     intervention_prob: float = Field(default=0.8, ge=0, le=1)
     patience: NonNegativeInt = 10
+    intervention_noise: float = Field(default=0.8, ge=0)

@@ -16,7 +16,7 @@ from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph
 from fedmosaic.methods.concepts.metrics import accuracies, coverage, intervention_curve, random_order
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.params import FCMParams
-from fedmosaic.methods.concepts.task import ConceptTask, decode_graph, encode_graph
+from fedmosaic.methods.concepts.task import ConceptTask, LabeledConcepts, decode_graph, encode_graph
 
 
 class FCMServer(ServerLogic):
@@ -201,12 +201,16 @@ class FCMServer(ServerLogic):
     def _final_metrics(self, model: ConceptModel) -> dict[str, float]:
         task = self._task
         concepts = [n for n in model.graph.topological_order() if n != task.task]
-        random_curve = intervention_curve(model, task.test, random_order(concepts, derive_rng(self.seed, "curve")))
-        topological_curve = intervention_curve(model, task.test, concepts)
+        noise = derive_rng(self.seed, "intervention-noise").standard_normal(task.test.x.shape)
+        noisy = LabeledConcepts(
+            (task.test.x + self._params.intervention_noise * noise).astype(np.float32), task.test.values, task.test.names
+        )
+        random_curve = intervention_curve(model, noisy, random_order(concepts, derive_rng(self.seed, "curve")))
+        topological_curve = intervention_curve(model, noisy, concepts)
         unlabeled = []
         for entry in self.registry.values():
             never = [n for n in concepts if n not in entry["concepts"]]
-            unlabeled.append(accuracies(model, task.test, never)["task_accuracy"])
+            unlabeled.append(accuracies(model, noisy, never)["task_accuracy"])
         self.curves = {
             "random": random_curve,
             "topological": topological_curve,
@@ -217,6 +221,7 @@ class FCMServer(ServerLogic):
             "rejected": {str(c): r for c, r in self.rejected.items()},
         }
         return {
+            "noisy_accuracy": topological_curve[0],
             "full_intervention_accuracy": topological_curve[-1],
             "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
             "best_round": float(self.best_round),
