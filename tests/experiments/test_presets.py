@@ -1,0 +1,25 @@
+"""Shipped presets: every one is a valid experiment."""
+
+import pytest
+
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.presets import describe_presets, preset_names, preset_source, resolve_experiment
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_validates_and_describes_itself(name: str) -> None:
+    config = load_config(preset_source(name))
+    assert config.name == name
+    assert config.description
+
+
+def test_the_documented_presets_are_shipped() -> None:
+    assert {"digits-fedavg", "mnist-fedavg", "fcm-asia", "fcm-sachs", "fcm-alarm", "fcm-insurance",
+            "fcm-hailfinder", "fcm-table", "fcm-ablation"} <= set(preset_names())
+    assert dict(describe_presets())["fcm-asia"].startswith("F-CMs vs centralized")
+
+
+def test_an_unknown_preset_suggests_the_closest_name() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'fcm-asia'"):
+        resolve_experiment("fcm-asai")
