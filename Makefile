@@ -23,6 +23,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_overhead.py
 	$(BIN)/python benchmarks/fedavg_vs_centralized.py
+	$(BIN)/python benchmarks/graph_fusion.py
+	$(BIN)/python benchmarks/fcm_grid_time.py
 
 clean:
 	rm -rf $(VENV) runs
