@@ -168,6 +168,9 @@ class FederationSection(Section):
         PyTorch threads for training and evaluation. One is fastest for the
         small models of federated clients and never oversubscribes the cores
         when other work runs beside; raise it for large models.
+    target_accuracy : float or None, default None
+        When set, each run reports the first round whose accuracy reaches it
+        (``rounds_to_target``; ``null``, shown as "not reached", when none does).
     """
 
     engine: Literal["inprocess"] = "inprocess"
@@ -181,6 +184,7 @@ class FederationSection(Section):
     failures: list[ClientsAtRound] = Field(default_factory=list)
     evaluate_every: PositiveInt = 1
     threads: PositiveInt = 1
+    target_accuracy: float | None = Field(default=None, gt=0, le=1)
 
 
 class RunSection(Section):

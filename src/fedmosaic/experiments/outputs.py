@@ -76,6 +76,7 @@ def summary_rows(results: dict[str, Any]) -> dict[str, Any]:
             "bytes_up_total": run["bytes_up_total"],
             "bytes_down_total": run["bytes_down_total"],
             "wall_time_s": run["wall_time_s"],
+            "rounds_to_target": run.get("rounds_to_target"),
         }
         for run in results["runs"]
     ]

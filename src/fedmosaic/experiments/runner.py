@@ -139,8 +139,26 @@ def _run(
         "bytes_up_total": sum(row["bytes_up"] for row in history),
         "bytes_down_total": sum(row["bytes_down"] for row in history),
         "wall_time_s": sum(row["wall_time_s"] for row in history),
+        "rounds_to_target": rounds_to_target(history, config.federation.target_accuracy),
         "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
     }
+
+
+def rounds_to_target(history: list[dict[str, Any]], target: float | None) -> int | None:
+    """The first round whose ``accuracy`` reaches ``target`` (``None``: no target, or never reached).
+
+    Examples
+    --------
+    >>> rows = [{"round": 1, "metrics": {"accuracy": 0.5}}, {"round": 2, "metrics": {"accuracy": 0.9}}]
+    >>> rounds_to_target(rows, 0.8), rounds_to_target(rows, 0.95)
+    (2, None)
+    """
+    if target is None:
+        return None
+    for row in history:
+        if row["metrics"].get("accuracy", -1.0) >= target:
+            return int(row["round"])
+    return None
 
 
 def _final_metrics(history: list[dict[str, Any]]) -> dict[str, float]:

@@ -9,6 +9,7 @@ each client's loss.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -39,6 +40,22 @@ from fedmosaic.methods.training import (
 ModelFactory = Callable[[], nn.Module]
 
 
+@dataclass(frozen=True)
+class Pretraining:
+    """Central training of the initial global model before round 1.
+
+    Parameters
+    ----------
+    data : ArrayDataset
+        A small pooled sample (e.g. Simpson-MNIST's pretraining sample).
+    params : TrainParams
+        How to train on it (its ``epochs``).
+    """
+
+    data: ArrayDataset
+    params: TrainParams
+
+
 class FedAvgServer(ServerLogic):
     """Example-weighted averaging of full models.
 
@@ -48,9 +65,14 @@ class FedAvgServer(ServerLogic):
         Builds the (untrained) global model.
     test : ArrayDataset
         The global test set the server evaluates on.
+    pretraining : Pretraining or None, default None
+        Train the initial model centrally first (from derived randomness).
     """
 
-    def __init__(self, model_factory: ModelFactory, test: ArrayDataset) -> None:
+    def __init__(
+        self, model_factory: ModelFactory, test: ArrayDataset, pretraining: Pretraining | None = None
+    ) -> None:
+        self._pretraining = pretraining
         self._model_factory = model_factory
         self._model: nn.Module | None = None
         self._test_x = torch.from_numpy(test.x)
@@ -59,6 +81,15 @@ class FedAvgServer(ServerLogic):
 
     def initialize(self, seed: int) -> None:
         self._model = seeded(derive_seed(seed, "init"), self._model_factory)
+        if self._pretraining is not None:
+            data = self._pretraining.data
+            train_epochs(
+                self._model,
+                torch.from_numpy(data.x),
+                torch.from_numpy(data.y),
+                params=self._pretraining.params,
+                generator=torch.Generator().manual_seed(derive_seed(seed, "pretrain")),
+            )
         self.params = model_to_arrays(self._model)
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:

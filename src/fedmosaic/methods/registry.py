@@ -16,7 +16,7 @@ from fedmosaic.methods.concepts.client import FCMClient
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.concepts.task import ConceptTask
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
+from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams
 
@@ -51,12 +51,22 @@ class HorizontalTask:
         Architecture of the model.
     train : TrainParams
         Local training hyper-parameters.
+    pretrain : ArrayDataset or None, default None
+        A pooled sample the server trains the initial model on for
+        ``train.pretrain_epochs`` epochs before round 1.
     """
 
     clients: list[ArrayDataset]
     test: ArrayDataset
     model: ModelParams
     train: TrainParams
+    pretrain: ArrayDataset | None = None
+
+    def pretraining(self) -> Pretraining | None:
+        """The central pretraining of the initial model, if any."""
+        if self.pretrain is None or self.train.pretrain_epochs == 0:
+            return None
+        return Pretraining(self.pretrain, self.train.model_copy(update={"epochs": self.train.pretrain_epochs}))
 
     def model_factory(self) -> Callable[[], nn.Module]:
         """A function building a fresh model of the task's architecture."""
@@ -68,7 +78,7 @@ class HorizontalTask:
 def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:
     factory = task.model_factory()
     mu = params.mu if isinstance(params, FedProxParams) else 0.0
-    server = FedAvgServer(factory, task.test)
+    server = FedAvgServer(factory, task.test, task.pretraining())
     return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)
 
 

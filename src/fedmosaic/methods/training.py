@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -29,6 +29,9 @@ class TrainParams(BaseModel):
         SGD momentum, in [0, 1).
     weight_decay : float, default 0.0
         L2 penalty (>= 0).
+    pretrain_epochs : int, default 0
+        Epochs of central training of the initial model on the workload's
+        pretraining sample before round 1 (Simpson-MNIST); 0 for none.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -39,6 +42,7 @@ class TrainParams(BaseModel):
     lr: float = Field(default=0.05, gt=0)
     momentum: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
+    pretrain_epochs: NonNegativeInt = 0
 
 
 def make_optimizer(model: nn.Module, params: TrainParams) -> torch.optim.Optimizer:

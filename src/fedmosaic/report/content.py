@@ -51,7 +51,7 @@ def build_document(results: Mapping[str, Any]) -> Document:
         Heading("Final metrics"),
         _final_table(runs, metrics),
         Heading("Communication and time"),
-        _totals_table(runs),
+        _totals_table(runs, results["config"].get("federation", {}).get("target_accuracy")),
         *_section("Metrics per round", _curve_images(results, metrics)),
         *_section("Final comparison", _bar_images(results, metrics)),
         *_section("Communication per round", _traffic_images(results)),
@@ -92,10 +92,11 @@ def _final_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
     )
 
 
-def _totals_table(runs: list[dict[str, Any]]) -> Table:
-    """One row per run: rounds, skipped rounds, total bytes and wall time."""
+def _totals_table(runs: list[dict[str, Any]], target: float | None = None) -> Table:
+    """One row per run: rounds, skipped rounds, total bytes, wall time, and rounds to the target accuracy if set."""
+    extra = (f"Rounds to {target:g}",) if target is not None else ()
     return Table(
-        header=("Run", "Rounds", "Skipped", "Bytes up", "Bytes down", "Wall time"),
+        header=("Run", "Rounds", "Skipped", "Bytes up", "Bytes down", "Wall time", *extra),
         rows=tuple(
             (
                 run["name"],
@@ -104,10 +105,15 @@ def _totals_table(runs: list[dict[str, Any]]) -> Table:
                 format_bytes(run["bytes_up_total"]),
                 format_bytes(run["bytes_down_total"]),
                 format_seconds(run["wall_time_s"]),
+                *((_rounds(run.get("rounds_to_target")),) if target is not None else ()),
             )
             for run in runs
         ),
     )
+
+
+def _rounds(value: int | None) -> str:
+    return "not reached" if value is None else str(value)
 
 
 def _last_rounds_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:

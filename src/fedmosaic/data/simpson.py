@@ -1,0 +1,483 @@
+"""Simpson-MNIST: coloured digits 1 and 7 whose colour trend reverses when pooled.
+
+The binary task of FedCFA (Alleviating Simpson's Paradox in Model Aggregation
+with Counterfactual Federated Learning, AAAI 2025): label 0 is digit 1,
+label 1 is digit 7. Each image is tinted with a *shade* ``s`` in ``[0, 1]``,
+dark (0) to light (1), chosen so that within every client the 1s are darker
+than the 7s, while in the pooled data the 1s are the lighter digits.
+
+Construction, for ``K = num_clients`` clients (``K >= 2``):
+
+* **Bands.** Client ``k`` (``k = 0 .. K-1``) holds the shade band
+  ``[k/K, (k+1)/K)``, centred at ``(k + 1/2) / K``: higher ``k``, lighter band.
+* **Class mix.** The share of 1s in client ``k`` is
+  ``p_k = 0.1 + 0.8 k / (K-1)`` (0.1, 0.3, 0.5, 0.7, 0.9 for ``K = 5``), so the
+  light bands hold mostly 1s. A client of ``n`` samples holds ``round(p_k n)``
+  1s and the rest 7s.
+* **Shade within a band.** 1s take the darker half, 7s the lighter half:
+  ``s = (k + y/2 + u/2) / K`` with ``y`` the label and ``u ~ U[0, 1)``. Within a
+  client shade and label are therefore positively correlated (7 means
+  lighter); pooled over clients the class mix dominates and the correlation
+  is negative (1 means lighter). For ``K = 5`` equal clients the pooled
+  Pearson correlation is about -0.42.
+* **Colour.** ``colour(s) = DARK + s (LIGHT - DARK)`` with ``DARK = (0.35, 0.10,
+  0.05)`` (dark red) and ``LIGHT = (1.00, 0.90, 0.60)`` (light yellow), every
+  channel rising with ``s``; an MNIST pixel of intensity ``v`` in ``[0, 1]``
+  becomes ``rgb = v * colour(s)``, so the background stays black.
+* **Rows.** Client and pretraining digits are drawn without replacement from
+  MNIST's training split: clients first, then the pretraining sample, so the
+  two never share a row.
+* **Pretraining sample** (``pretrain_samples``): the pooled distribution,
+  stratified: cut into ``K`` near-equal band groups, group ``k`` mixed and
+  shaded as client ``k``.
+* **Test set**: every 1 and 7 of MNIST's test split. With
+  ``test_colours="pooled"`` a digit of label ``y`` gets band ``k`` with
+  probability proportional to the share of label ``y`` in client ``k``
+  (the pooled law of the band given the label), then a shade as above; with
+  ``"independent"`` its shade is uniform on ``[0, 1)`` whatever the label.
+
+Every draw comes from ``derive_rng(seed, "simpson", ...)``.
+"""
+
+import io
+from dataclasses import dataclass
+
+import matplotlib.style
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from fedmosaic.data._choices import unknown_choice
+from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
+from fedmosaic.errors import ConfigError, FedmosaicError
+from fedmosaic.federation.seeding import derive_rng
+
+DIGITS: tuple[int, int] = (1, 7)
+"""The MNIST digits of labels 0 and 1."""
+TEST_COLOURS: tuple[str, ...] = ("independent", "pooled")
+"""Values accepted by ``simpson_mnist(test_colours=...)``."""
+ONE_SHARE_RANGE: tuple[float, float] = (0.1, 0.9)
+"""Share of 1s in the darkest and in the lightest client; linear in between."""
+DARK = np.array([0.35, 0.10, 0.05], dtype=np.float32)
+"""RGB colour of shade 0."""
+LIGHT = np.array([1.00, 0.90, 0.60], dtype=np.float32)
+"""RGB colour of shade 1."""
+MIN_SAMPLES_PER_CLIENT = 10
+"""Smallest client that still holds both digits at the extreme shares 0.1 and 0.9."""
+GRID_CELL_INCHES = 1.0
+"""Width and height of one sample in :func:`sample_grid_png`."""
+GRID_DPI = 100
+"""Pixels per inch of :func:`sample_grid_png`."""
+
+
+@dataclass(frozen=True, eq=False)
+class SimpsonSplits:
+    """The clients, test set and pretraining sample of Simpson-MNIST.
+
+    Every dataset holds RGB images, float32 ``(n, 3, H, W)`` in ``[0, 1]``,
+    with labels 0 (digit 1) and 1 (digit 7) and ``num_classes=2``.
+
+    Parameters
+    ----------
+    clients : list[ArrayDataset]
+        One dataset per client, darkest band first.
+    test : ArrayDataset
+        Digits 1 and 7 of MNIST's test split.
+    pretrain : ArrayDataset
+        A pooled sample of training digits that no client holds.
+    shades : list[np.ndarray]
+        Per client, the shade of each sample, in ``[0, 1)``.
+    test_shades : np.ndarray
+        The shade of each test sample.
+    pretrain_shades : np.ndarray
+        The shade of each pretraining sample.
+    sources : list[np.ndarray]
+        Per client, the row of MNIST's training split each sample comes from.
+    pretrain_sources : np.ndarray
+        The training row of each pretraining sample.
+    test_sources : np.ndarray
+        The test-split row of each test sample.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> images = np.random.default_rng(0).random((120, 1, 4, 4), dtype=np.float32)
+    >>> digits = ArrayDataset(images, np.tile([1, 7, 0], 40), num_classes=10)
+    >>> splits = simpson_mnist(DatasetSplits(digits, digits, "toy"), seed=0, num_clients=2,
+    ...                        samples_per_client=10, pretrain_samples=4)
+    >>> [len(client) for client in splits.clients], splits.test.x.shape
+    ([10, 10], (80, 3, 4, 4))
+    """
+
+    clients: list[ArrayDataset]
+    test: ArrayDataset
+    pretrain: ArrayDataset
+    shades: list[np.ndarray]
+    test_shades: np.ndarray
+    pretrain_shades: np.ndarray
+    sources: list[np.ndarray]
+    pretrain_sources: np.ndarray
+    test_sources: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Training rows, labels and shade bands of one client or of the pretraining sample."""
+
+    rows: np.ndarray
+    labels: np.ndarray
+    bands: np.ndarray
+
+
+def simpson_mnist(
+    mnist: DatasetSplits,
+    *,
+    seed: int,
+    num_clients: int = 5,
+    samples_per_client: int = 1000,
+    test_colours: str = "pooled",
+    pretrain_samples: int = 1000,
+) -> SimpsonSplits:
+    """Build Simpson-MNIST from MNIST, as the module docstring describes.
+
+    Parameters
+    ----------
+    mnist : DatasetSplits
+        Greyscale digits, images ``(n, 1, H, W)`` in ``[0, 1]`` labelled 0..9,
+        e.g. ``load_dataset("mnist")``.
+    seed : int
+        Experiment seed; the same seed gives the same data.
+    num_clients : int, optional
+        Number of clients, one shade band each, >= 2. Default 5.
+    samples_per_client : int, optional
+        Samples of each client, >= ``MIN_SAMPLES_PER_CLIENT``. Default 1000.
+    test_colours : {"pooled", "independent"}, optional
+        Shade the test digits as the pooled data (default) or independently
+        of the label.
+    pretrain_samples : int, optional
+        Size of the pooled pretraining sample, >= 0. Default 1000.
+
+    Returns
+    -------
+    SimpsonSplits
+        Clients, test set and pretraining sample, with shades and source rows.
+
+    Raises
+    ------
+    ConfigError
+        If a parameter is out of range (fields ``simpson.num_clients``,
+        ``simpson.samples_per_client``, ``simpson.pretrain_samples``,
+        ``simpson.test_colours``) or MNIST's training split holds too few 1s
+        or 7s for the request (field ``simpson.samples_per_client``).
+    FedmosaicError
+        If the images are not greyscale ``(n, 1, H, W)`` or the test split
+        lacks digit 1 or 7.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> images = np.random.default_rng(0).random((200, 1, 4, 4), dtype=np.float32)
+    >>> digits = ArrayDataset(images, np.tile([1, 7], 100), num_classes=10)
+    >>> splits = simpson_mnist(DatasetSplits(digits, digits, "toy"), seed=0, num_clients=3,
+    ...                        samples_per_client=20, pretrain_samples=0)
+    >>> all(shade_label_correlation(s, c.y) > 0 for s, c in zip(splits.shades, splits.clients))
+    True
+    >>> shade_label_correlation(np.concatenate(splits.shades),
+    ...                         np.concatenate([c.y for c in splits.clients])) < 0
+    True
+    """
+    _check_parameters(num_clients, samples_per_client, pretrain_samples, test_colours)
+    _check_images(mnist)
+    shares = one_shares(num_clients)
+    client_counts = _class_counts(np.full(num_clients, samples_per_client), shares)
+    quotient, remainder = divmod(pretrain_samples, num_clients)
+    pretrain_sizes = quotient + (np.arange(num_clients) < remainder)
+    pretrain_counts = _class_counts(pretrain_sizes, shares)
+    parts = _deal_rows(mnist.train.y, np.concatenate([client_counts, pretrain_counts]), seed, mnist.name)
+    clients = [_shuffled(parts[k], derive_rng(seed, "simpson", "client", k)) for k in range(num_clients)]
+    pretrain = _shuffled(_merge(parts[num_clients:]), derive_rng(seed, "simpson", "pretrain"))
+    client_shades = [
+        _band_shades(part.bands, part.labels, num_clients, derive_rng(seed, "simpson", "shades", k))
+        for k, part in enumerate(clients)
+    ]
+    pretrain_shades = _band_shades(
+        pretrain.bands, pretrain.labels, num_clients, derive_rng(seed, "simpson", "shades", "pretrain")
+    )
+    test_rows, test_labels = _digit_rows(mnist.test.y)
+    test_shades = _test_shades(test_labels, shares, test_colours, derive_rng(seed, "simpson", "test"))
+    return SimpsonSplits(
+        clients=[
+            _coloured(mnist.train, part.rows, part.labels, shades)
+            for part, shades in zip(clients, client_shades, strict=True)
+        ],
+        test=_coloured(mnist.test, test_rows, test_labels, test_shades),
+        pretrain=_coloured(mnist.train, pretrain.rows, pretrain.labels, pretrain_shades),
+        shades=client_shades,
+        test_shades=test_shades,
+        pretrain_shades=pretrain_shades,
+        sources=[part.rows for part in clients],
+        pretrain_sources=pretrain.rows,
+        test_sources=test_rows,
+    )
+
+
+def one_shares(num_clients: int) -> np.ndarray:
+    """Share of 1s (label 0) in each client, rising linearly from 0.1 to 0.9.
+
+    Parameters
+    ----------
+    num_clients : int
+        Number of clients, >= 2.
+
+    Returns
+    -------
+    np.ndarray
+        float64, shape ``(num_clients,)``, darkest client first.
+
+    Examples
+    --------
+    >>> one_shares(5).round(2).tolist()
+    [0.1, 0.3, 0.5, 0.7, 0.9]
+    """
+    return np.linspace(*ONE_SHARE_RANGE, num_clients)
+
+
+def shade_colour(shades: np.ndarray) -> np.ndarray:
+    """The RGB colour of each shade: ``DARK + s (LIGHT - DARK)``.
+
+    Parameters
+    ----------
+    shades : np.ndarray
+        Shades in ``[0, 1]``, shape ``(n,)``.
+
+    Returns
+    -------
+    np.ndarray
+        float32, shape ``(n, 3)``.
+
+    Examples
+    --------
+    >>> shade_colour(np.array([0.0, 1.0])).tolist() == [DARK.tolist(), LIGHT.tolist()]
+    True
+    """
+    return (DARK + np.asarray(shades, dtype=np.float32)[:, None] * (LIGHT - DARK)).astype(np.float32)
+
+
+def shade_label_correlation(shades: np.ndarray, labels: np.ndarray) -> float:
+    """Pearson correlation between shade and label (positive: 7s are lighter).
+
+    Parameters
+    ----------
+    shades : np.ndarray
+        Shade of each sample, shape ``(n,)``.
+    labels : np.ndarray
+        Label of each sample, shape ``(n,)``.
+
+    Returns
+    -------
+    float
+        In ``[-1, 1]``.
+
+    Raises
+    ------
+    FedmosaicError
+        If the lengths differ or either array is constant (the correlation
+        is then undefined).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shade_label_correlation(np.array([0.1, 0.2, 0.8, 0.9]), np.array([0, 0, 1, 1])) > 0.9
+    True
+    """
+    s = np.asarray(shades, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    if s.shape != y.shape or s.ndim != 1:
+        raise FedmosaicError(
+            f"shades and labels must be 1-D of the same length (got {s.shape} and {y.shape})"
+        )
+    s, y = s - s.mean(), y - y.mean()
+    scale = np.sqrt((s @ s) * (y @ y))
+    if scale == 0:
+        raise FedmosaicError("the correlation needs shades and labels that both vary (one is constant)")
+    return float((s @ y) / scale)
+
+
+def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
+    """Draw the first samples of each client, one row per client, as PNG bytes.
+
+    Each row shows a client's first ``per_client`` samples ordered dark to
+    light, titled with the digit and its shade. The figure is drawn with
+    matplotlib's default style at a fixed cell size and resolution and saved
+    without metadata, so the same splits give the same bytes.
+
+    Parameters
+    ----------
+    splits : SimpsonSplits
+        The data to show.
+    per_client : int, optional
+        Samples per row, from 1 to the smallest client's size. Default 8.
+
+    Returns
+    -------
+    bytes
+        A PNG image.
+
+    Raises
+    ------
+    ConfigError
+        If ``per_client`` is out of range (field ``simpson.per_client``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> images = np.random.default_rng(0).random((60, 1, 4, 4), dtype=np.float32)
+    >>> digits = ArrayDataset(images, np.tile([1, 7], 30), num_classes=10)
+    >>> splits = simpson_mnist(DatasetSplits(digits, digits, "toy"), seed=0, num_clients=2,
+    ...                        samples_per_client=10, pretrain_samples=0)
+    >>> sample_grid_png(splits, per_client=3)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    """
+    smallest = min(len(client) for client in splits.clients)
+    if not 1 <= per_client <= smallest:
+        raise ConfigError(
+            "simpson.per_client", f"must be from 1 to {smallest}, the smallest client (got {per_client})"
+        )
+    rows = len(splits.clients)
+    size = (GRID_CELL_INCHES * per_client, GRID_CELL_INCHES * rows + 0.5)
+    with matplotlib.style.context("default"):
+        figure = Figure(figsize=size, dpi=GRID_DPI, layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = figure.subplots(rows, per_client, squeeze=False)
+        for k, (client, shades) in enumerate(zip(splits.clients, splits.shades, strict=True)):
+            _draw_row(axes[k], client, shades, k)
+        figure.suptitle("Simpson-MNIST: samples per client (digit, shade)")
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _draw_row(axes: np.ndarray, client: ArrayDataset, shades: np.ndarray, index: int) -> None:
+    """Show a client's first samples, dark to light, one per axes."""
+    order = np.argsort(shades[: len(axes)], kind="stable")
+    for ax, row in zip(axes, order):
+        ax.imshow(np.clip(client.x[row].transpose(1, 2, 0), 0.0, 1.0))
+        ax.set_title(f"{DIGITS[client.y[row]]}, {shades[row]:.2f}", fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes[0].set_ylabel(f"client {index}")
+
+
+def _check_parameters(
+    num_clients: int, samples_per_client: int, pretrain_samples: int, test_colours: str
+) -> None:
+    """Raise a ConfigError naming the first parameter out of range."""
+    if num_clients < 2:
+        raise ConfigError(
+            "simpson.num_clients",
+            f"must be >= 2: the reversal needs at least two shade bands (got {num_clients})",
+        )
+    if samples_per_client < MIN_SAMPLES_PER_CLIENT:
+        raise ConfigError(
+            "simpson.samples_per_client",
+            f"must be >= {MIN_SAMPLES_PER_CLIENT} so that every client holds both digits "
+            f"(got {samples_per_client})",
+        )
+    if pretrain_samples < 0:
+        raise ConfigError("simpson.pretrain_samples", f"must be >= 0 (got {pretrain_samples})")
+    if test_colours not in TEST_COLOURS:
+        raise unknown_choice("simpson.test_colours", "test colours", test_colours, TEST_COLOURS)
+
+
+def _check_images(mnist: DatasetSplits) -> None:
+    """Raise unless the images are greyscale and the test split holds both digits."""
+    shape = mnist.train.x.shape
+    if len(shape) != 4 or shape[1] != 1:
+        raise FedmosaicError(f"Simpson-MNIST needs greyscale images of shape (n, 1, H, W) (got {shape})")
+    for digit in DIGITS:
+        if not np.any(mnist.test.y == digit):
+            raise FedmosaicError(
+                f"Simpson-MNIST needs digit {digit} in the test split of {mnist.name!r}; it has none"
+            )
+
+
+def _class_counts(sizes: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """Number of 1s and 7s of each group, shape ``(groups, 2)``."""
+    ones = np.rint(sizes * shares).astype(np.int64)
+    return np.stack([ones, sizes - ones], axis=1)
+
+
+def _digit_rows(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows holding digit 1 or 7, in order, and their binary labels."""
+    rows = np.flatnonzero(np.isin(digits, DIGITS))
+    return rows, (digits[rows] == DIGITS[1]).astype(np.int64)
+
+
+def _deal_rows(digits: np.ndarray, counts: np.ndarray, seed: int, name: str) -> list[_Part]:
+    """Deal shuffled training rows of each digit into groups of the given class counts.
+
+    Group ``g`` gets band ``g % K`` where ``K = len(counts) // 2``.
+    """
+    rng = derive_rng(seed, "simpson", "rows")
+    pieces = []
+    for label, digit in enumerate(DIGITS):
+        pool = rng.permutation(np.flatnonzero(digits == digit))
+        needed = int(counts[:, label].sum())
+        if needed > len(pool):
+            raise ConfigError(
+                "simpson.samples_per_client",
+                f"the clients and the pretraining sample need {needed} training images of digit {digit} "
+                f"but {name!r} has {len(pool)}; lower samples_per_client or pretrain_samples",
+            )
+        pieces.append(np.split(pool[:needed], np.cumsum(counts[:, label])[:-1]))
+    num_bands = len(counts) // 2
+    return [
+        _Part(
+            rows=np.concatenate([ones, sevens]),
+            labels=np.repeat(np.arange(2, dtype=np.int64), [len(ones), len(sevens)]),
+            bands=np.full(len(ones) + len(sevens), group % num_bands, dtype=np.int64),
+        )
+        for group, (ones, sevens) in enumerate(zip(*pieces))
+    ]
+
+
+def _merge(parts: list[_Part]) -> _Part:
+    """Concatenate parts in order."""
+    return _Part(
+        rows=np.concatenate([part.rows for part in parts]),
+        labels=np.concatenate([part.labels for part in parts]),
+        bands=np.concatenate([part.bands for part in parts]),
+    )
+
+
+def _shuffled(part: _Part, rng: np.random.Generator) -> _Part:
+    """The same samples in a random order."""
+    order = rng.permutation(len(part.rows))
+    return _Part(part.rows[order], part.labels[order], part.bands[order])
+
+
+def _band_shades(
+    bands: np.ndarray, labels: np.ndarray, num_bands: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``(band + label/2 + u/2) / K``: 1s in the darker, 7s in the lighter half of the band."""
+    return (bands + 0.5 * labels + 0.5 * rng.random(len(labels))) / num_bands
+
+
+def _test_shades(
+    labels: np.ndarray, shares: np.ndarray, test_colours: str, rng: np.random.Generator
+) -> np.ndarray:
+    """Shades of the test digits: the pooled law of the band given the label, or uniform."""
+    if test_colours == "independent":
+        return rng.random(len(labels))
+    band_given_label = np.stack([shares / shares.sum(), (1.0 - shares) / (1.0 - shares).sum()])
+    bands = np.empty(len(labels), dtype=np.int64)
+    for label in (0, 1):
+        mask = labels == label
+        bands[mask] = rng.choice(len(shares), size=int(mask.sum()), p=band_given_label[label])
+    return _band_shades(bands, labels, len(shares), rng)
+
+
+def _coloured(source: ArrayDataset, rows: np.ndarray, labels: np.ndarray, shades: np.ndarray) -> ArrayDataset:
+    """Tint the greyscale images at ``rows``: ``rgb = intensity * colour(shade)``."""
+    rgb = source.x[rows] * shade_colour(shades)[:, :, None, None]
+    return ArrayDataset(rgb.astype(np.float32, copy=False), labels, num_classes=2)

@@ -1,0 +1,55 @@
+"""Building FedCFA's server and clients from a horizontal classification task."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from fedmosaic.methods.base import Built, MethodParams
+from fedmosaic.methods.fedcfa.client import FedCFAClient
+from fedmosaic.methods.fedcfa.counterfactual import clip_k
+from fedmosaic.methods.fedcfa.params import FedCFAParams
+from fedmosaic.methods.fedcfa.server import FedCFAServer
+from fedmosaic.methods.fedcfa.split import default_split, split_model
+
+if TYPE_CHECKING:  # the registry imports this module
+    from fedmosaic.methods.registry import HorizontalTask
+
+
+def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
+    """FedCFA's server logic and client factory for ``task``.
+
+    The split point is resolved and checked once, here, on a model of the
+    task's architecture, as is the number of factors it gives (at least 2).
+
+    Parameters
+    ----------
+    task : HorizontalTask
+        Client data, test set, model architecture and training parameters.
+    params : FedCFAParams
+        Method parameters.
+
+    Returns
+    -------
+    (FedCFAServer, callable int -> FedCFAClient)
+
+    Raises
+    ------
+    TypeError
+        If ``params`` is not a FedCFAParams or the model is not sequential.
+    ValueError
+        If the model cannot be split where ``params.split`` says, or the split
+        gives fewer than 2 factors.
+    """
+    if not isinstance(params, FedCFAParams):
+        raise TypeError(f"build_fedcfa needs FedCFAParams, got {type(params).__name__}")
+    factory = task.model_factory()
+    model = factory()
+    split = default_split(model) if params.split is None else params.split
+    encoder, _ = split_model(model, split)
+    with torch.no_grad():
+        factors = encoder(torch.zeros(1, *task.test.x.shape[1:])).shape[1]
+    clip_k(params.k, factors)
+    server = FedCFAServer(factory, task.test, params, task.pretraining())
+    return server, lambda client: FedCFAClient(factory, task.clients[client], task.train, params, split)

@@ -1,0 +1,77 @@
+"""FedCFA's loss of one local batch."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from fedmosaic.methods.fedcfa.counterfactual import counterfactuals, factor_scores
+from fedmosaic.methods.fedcfa.decorrelation import factor_decorrelation
+from fedmosaic.methods.fedcfa.params import FedCFAParams
+from fedmosaic.methods.fedcfa.split import split_model
+
+
+def frozen_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` in eval mode whose parameters take no gradient."""
+    frozen = copy.deepcopy(module).eval()
+    frozen.requires_grad_(False)
+    return frozen
+
+
+@dataclass
+class CounterfactualObjective:
+    """``w_ce CE(x) + w_fdc FDC(z) + w_pos CE(positive) + w_neg softCE(negative)``.
+
+    A loss function for :func:`~fedmosaic.methods.training.train_epochs`.
+    The real samples train the whole model; the counterfactual samples are
+    built from detached factors and train the decoder only, as in the
+    reference code.
+
+    Parameters
+    ----------
+    split : int
+        Where the model is cut (:func:`~fedmosaic.methods.fedcfa.split.split_model`).
+    reference_decoder : torch.nn.Module
+        Decoder of the round's global model as received, frozen
+        (:func:`frozen_copy`); it scores the factors.
+    average_x : Tensor
+        Global mean inputs, ``(M, *input_shape)``.
+    average_y : Tensor
+        Their mean one-hot labels, ``(M, C)``.
+    params : FedCFAParams
+        ``k`` and the loss weights.
+    generator : torch.Generator
+        Draws the global mean of each sample (derive it from the client context).
+    """
+
+    split: int
+    reference_decoder: nn.Module
+    average_x: Tensor
+    average_y: Tensor
+    params: FedCFAParams
+    generator: torch.Generator
+
+    def __call__(self, model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+        """The loss of the batch ``(x, y)`` under ``model``."""
+        encoder, decoder = split_model(model, self.split)
+        z = encoder(x)
+        loss = self.params.ce_weight * F.cross_entropy(decoder(z), y)
+        if self.params.fdc_weight > 0:
+            loss = loss + self.params.fdc_weight * factor_decorrelation(z)
+        return loss + self.counterfactual_loss(encoder, decoder, z.detach(), y)
+
+    def counterfactual_loss(self, encoder: nn.Module, decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
+        """``w_pos CE(positive) + w_neg softCE(negative)`` for detached factors ``z``."""
+        drawn = torch.randint(len(self.average_x), (len(y),), generator=self.generator)
+        with torch.no_grad():
+            donor_z = encoder(self.average_x[drawn])
+        samples = counterfactuals(
+            z, y, donor_z, self.average_y[drawn], factor_scores(self.reference_decoder, z, y), self.params.k
+        )
+        return self.params.positive_weight * F.cross_entropy(
+            decoder(samples.positive), y
+        ) + self.params.negative_weight * F.cross_entropy(decoder(samples.negative), samples.negative_target)

@@ -1,0 +1,74 @@
+"""The FedCFA server: FedAvg of the models, plus the global average dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.federation import ClientState, Message, RoundContext, derive_rng, weighted_average
+from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining
+from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, global_average_dataset, without_means
+from fedmosaic.methods.fedcfa.params import FedCFAParams
+
+
+class FedCFAServer(FedAvgServer):
+    """Example-weighted averaging of the models; broadcasts the global average dataset.
+
+    Each round the server sends the global model and the global average
+    dataset built from the previous round's chunk means (none in round 1),
+    replaces the model by the example-weighted average of every parameter and
+    buffer of the replies, and builds the next global average dataset from the
+    replies' chunk means (:func:`~fedmosaic.methods.fedcfa.average_dataset.global_average_dataset`).
+    The dataset is part of :meth:`state_dict`, so a resumed run continues
+    exactly.
+
+    Parameters
+    ----------
+    model_factory : callable () -> torch.nn.Module
+        Builds the (untrained) global model.
+    test : ArrayDataset
+        The global test set the server evaluates on.
+    params : FedCFAParams
+        Method parameters (``average_dataset``, ``num_chunks``).
+    pretraining : Pretraining or None, default None
+        Train the initial model centrally first.
+    """
+
+    def __init__(
+        self,
+        model_factory: ModelFactory,
+        test: ArrayDataset,
+        params: FedCFAParams,
+        pretraining: Pretraining | None = None,
+    ) -> None:
+        super().__init__(model_factory, test, pretraining)
+        self._params = params
+        self.average: dict[str, np.ndarray] = {}
+
+    def initialize(self, seed: int) -> None:
+        super().initialize(seed)
+        self.average = {}
+
+    def run_round(self, ctx: RoundContext) -> dict[str, float]:
+        message = Message(arrays={**self.params, **self.average}, config={"round": ctx.round})
+        replies = ctx.exchange({client: message for client in ctx.clients})
+        ordered = [replies[client] for client in sorted(replies)]
+        weights = [reply.metrics["num_examples"] for reply in ordered]
+        self.params = weighted_average([(without_means(r.arrays), w) for r, w in zip(ordered, weights)])
+        self.average = global_average_dataset(
+            [r.arrays for r in ordered],
+            self._params.average_dataset,
+            derive_rng(ctx.seed, ctx.round, "average_dataset"),
+            size=self._params.num_chunks,
+        )
+        losses = [reply.metrics["train_loss"] for reply in ordered]
+        return {"train_loss": float(np.average(losses, weights=weights))}
+
+    def state_dict(self) -> ClientState:
+        state = super().state_dict()
+        state.arrays.update(self.average)
+        return state
+
+    def load_state_dict(self, state: ClientState) -> None:
+        super().load_state_dict(ClientState(arrays=without_means(state.arrays), config=state.config))
+        self.average = {name: state.arrays[name] for name in (AVERAGE_X, AVERAGE_Y) if name in state.arrays}

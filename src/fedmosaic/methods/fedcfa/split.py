@@ -1,0 +1,94 @@
+"""Cutting a sequential classifier into an encoder (input -> factors) and a decoder (factors -> logits)."""
+
+from __future__ import annotations
+
+from torch import nn
+
+#: Modules that end a hidden layer of an MLP.
+ACTIVATIONS: tuple[type[nn.Module], ...] = (
+    nn.ReLU,
+    nn.LeakyReLU,
+    nn.ELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Tanh,
+    nn.Sigmoid,
+)
+
+
+def default_split(model: nn.Sequential) -> int:
+    """The default cut of ``model``.
+
+    A convolutional model (layers before its first ``Flatten``) is cut just
+    before that ``Flatten``: the factors are the channels of the last feature
+    map. Otherwise (an MLP, ``Flatten`` first or absent) it is cut just after
+    the first activation: the factors are the first hidden layer's units.
+
+    Raises
+    ------
+    ValueError
+        If neither rule finds a cut inside the model.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> default_split(nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)))
+    3
+    >>> default_split(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8, 2)))
+    2
+    """
+    layers = list(model)
+    flatten = next((i for i, m in enumerate(layers) if isinstance(m, nn.Flatten)), None)
+    if flatten is not None and flatten > 0:
+        return flatten
+    activation = next((i for i, m in enumerate(layers) if isinstance(m, ACTIVATIONS)), None)
+    if activation is None or activation + 1 >= len(layers):
+        raise ValueError(
+            "FedCFA cannot find a default split: the model has no convolution blocks before a Flatten "
+            "and no hidden layer; set split"
+        )
+    return activation + 1
+
+
+def split_model(model: nn.Module, split: int | None = None) -> tuple[nn.Sequential, nn.Sequential]:
+    """The encoder ``model[:split]`` and the decoder ``model[split:]``.
+
+    Both share their modules (and parameters) with ``model``; slicing keeps
+    the parameter names relative to the slice.
+
+    Parameters
+    ----------
+    model : torch.nn.Sequential
+        The classifier.
+    split : int or None, default None
+        Index of the decoder's first layer, in ``[1, len(model) - 1]``;
+        ``None`` uses :func:`default_split`.
+
+    Returns
+    -------
+    (torch.nn.Sequential, torch.nn.Sequential)
+        Encoder and decoder; ``decoder(encoder(x)) == model(x)``.
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not an ``nn.Sequential``.
+    ValueError
+        If ``split`` leaves the encoder or the decoder empty.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> encoder, decoder = split_model(model)
+    >>> len(encoder), len(decoder)
+    (3, 1)
+    >>> decoder[0] is model[3]
+    True
+    """
+    if not isinstance(model, nn.Sequential):
+        raise TypeError(f"FedCFA needs an nn.Sequential model, got {type(model).__name__}")
+    cut = default_split(model) if split is None else split
+    if not 1 <= cut <= len(model) - 1:
+        raise ValueError(f"split must be in [1, {len(model) - 1}] for this model, got {cut}")
+    return model[:cut], model[cut:]

@@ -1,0 +1,342 @@
+"""Specification of the Simpson-MNIST generator."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
+from fedmosaic.data.catalog import load_dataset
+from fedmosaic.data.simpson import (
+    DARK,
+    DIGITS,
+    LIGHT,
+    SimpsonSplits,
+    one_shares,
+    sample_grid_png,
+    shade_colour,
+    shade_label_correlation,
+    simpson_mnist,
+)
+from fedmosaic.errors import ConfigError, FedmosaicError
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SMALL = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50}
+
+
+def fake_digits(counts: dict[int, int], rng: np.random.Generator) -> ArrayDataset:
+    """Random greyscale 28x28 "digits": ``counts[d]`` images labelled ``d``, shuffled."""
+    labels = rng.permutation(np.repeat(list(counts), list(counts.values())))
+    images = rng.random((len(labels), 1, 28, 28), dtype=np.float32)
+    return ArrayDataset(images, labels.astype(np.int64), num_classes=10)
+
+
+def fake_mnist(train_sevens: int = 200, test_digits: int = 400) -> DatasetSplits:
+    """A small MNIST stand-in: 200 1s and ``train_sevens`` 7s to train, among other digits."""
+    rng = np.random.default_rng(0)
+    others = {digit: 10 for digit in range(10) if digit not in DIGITS}
+    train = fake_digits({1: 200, 7: train_sevens, **others}, rng)
+    test = fake_digits({1: test_digits, 7: test_digits, **others}, rng)
+    return DatasetSplits(train=train, test=test, name="fake-mnist")
+
+
+@pytest.fixture(scope="module")
+def mnist() -> DatasetSplits:
+    return fake_mnist()
+
+
+@pytest.fixture(scope="module")
+def splits(mnist: DatasetSplits) -> SimpsonSplits:
+    return simpson_mnist(mnist, seed=0, **SMALL)
+
+
+def pooled(splits: SimpsonSplits) -> tuple[np.ndarray, np.ndarray]:
+    """Shades and labels of all clients together."""
+    return np.concatenate(splits.shades), np.concatenate([client.y for client in splits.clients])
+
+
+def all_datasets(splits: SimpsonSplits) -> list[ArrayDataset]:
+    return [*splits.clients, splits.test, splits.pretrain]
+
+
+def test_every_dataset_is_rgb_binary_with_the_requested_sizes(splits: SimpsonSplits) -> None:
+    # Prepare: splits of 5 clients x 40 samples, 50 pretraining samples, 400 + 400 test digits
+
+    # Execute
+    sizes = [len(data) for data in all_datasets(splits)]
+
+    # Assert
+    assert sizes == [40] * 5 + [800, 50]
+    for data in all_datasets(splits):
+        assert data.x.dtype == np.float32 and data.x.shape[1:] == (3, 28, 28)
+        assert data.y.dtype == np.int64 and set(data.y.tolist()) == {0, 1}
+        assert data.num_classes == 2
+        assert data.x.min() >= 0.0 and data.x.max() <= 1.0
+    assert [len(shades) for shades in splits.shades] == [40] * 5
+    assert (len(splits.test_shades), len(splits.pretrain_shades)) == (800, 50)
+
+
+def test_labels_are_digit_1_as_0_and_digit_7_as_1(mnist: DatasetSplits, splits: SimpsonSplits) -> None:
+    # Prepare
+    parts = [
+        *zip(splits.clients, splits.sources, strict=True),
+        (splits.pretrain, splits.pretrain_sources),
+    ]
+
+    # Execute
+    train_digits = [mnist.train.y[rows] for _, rows in parts]
+    test_digits = mnist.test.y[splits.test_sources]
+
+    # Assert
+    for (data, _), digits in zip(parts, train_digits, strict=True):
+        np.testing.assert_array_equal(digits, np.array(DIGITS)[data.y])
+    np.testing.assert_array_equal(test_digits, np.array(DIGITS)[splits.test.y])
+    np.testing.assert_array_equal(splits.test_sources, np.flatnonzero(np.isin(mnist.test.y, DIGITS)))
+
+
+def test_each_image_is_its_greyscale_digit_times_the_colour_of_its_shade(
+    mnist: DatasetSplits, splits: SimpsonSplits
+) -> None:
+    # Prepare
+    client, rows, shades = splits.clients[2], splits.sources[2], splits.shades[2]
+
+    # Execute
+    expected = mnist.train.x[rows] * shade_colour(shades)[:, :, None, None]
+
+    # Assert
+    np.testing.assert_array_equal(client.x, expected)
+
+
+def test_the_colour_ramp_goes_from_dark_to_light_in_every_channel() -> None:
+    # Prepare
+    shades = np.linspace(0.0, 1.0, 11)
+
+    # Execute
+    colours = shade_colour(shades)
+
+    # Assert
+    np.testing.assert_allclose(colours[0], DARK)
+    np.testing.assert_allclose(colours[-1], LIGHT)
+    np.testing.assert_allclose(colours[5], (DARK + LIGHT) / 2, rtol=1e-6)
+    assert np.all(np.diff(colours, axis=0) > 0)
+
+
+def test_client_k_holds_band_k_with_its_share_of_1s(splits: SimpsonSplits) -> None:
+    # Prepare
+    shares = one_shares(5)
+
+    # Execute
+    bands = [(shades.min(), shades.max()) for shades in splits.shades]
+    share_of_ones = [float(np.mean(client.y == 0)) for client in splits.clients]
+
+    # Assert
+    np.testing.assert_allclose(shares, [0.1, 0.3, 0.5, 0.7, 0.9])
+    for k, (low, high) in enumerate(bands):
+        assert k / 5 <= low and high < (k + 1) / 5
+    np.testing.assert_allclose(share_of_ones, np.rint(shares * 40) / 40)
+
+
+def test_within_every_client_the_1s_are_darker_than_the_7s(splits: SimpsonSplits) -> None:
+    # Prepare: splits of 5 clients
+
+    # Execute
+    correlations = [
+        shade_label_correlation(shades, client.y)
+        for shades, client in zip(splits.shades, splits.clients, strict=True)
+    ]
+
+    # Assert
+    for shades, client in zip(splits.shades, splits.clients, strict=True):
+        assert shades[client.y == 0].max() < shades[client.y == 1].min()
+        assert shades[client.y == 0].mean() < shades[client.y == 1].mean()
+    assert min(correlations) > 0.5
+
+
+def test_pooled_over_clients_the_trend_is_reversed(splits: SimpsonSplits) -> None:
+    # Prepare
+    shades, labels = pooled(splits)
+
+    # Execute
+    correlation = shade_label_correlation(shades, labels)
+
+    # Assert: lighter means 1 (label 0) once the clients are pooled
+    assert correlation < -0.3
+    assert shades[labels == 0].mean() > shades[labels == 1].mean()
+
+
+def test_pretraining_and_pooled_test_samples_show_the_pooled_reversal(splits: SimpsonSplits) -> None:
+    # Prepare: splits with test_colours="pooled"
+
+    # Execute
+    pretrain = shade_label_correlation(splits.pretrain_shades, splits.pretrain.y)
+    test = shade_label_correlation(splits.test_shades, splits.test.y)
+
+    # Assert
+    assert pretrain < -0.3
+    assert test < -0.3
+    assert np.mean(splits.pretrain.y == 0) == 0.5
+
+
+def test_independent_test_colours_do_not_depend_on_the_label(mnist: DatasetSplits) -> None:
+    # Prepare: 800 test digits
+
+    # Execute
+    splits = simpson_mnist(mnist, seed=0, test_colours="independent", **SMALL)
+
+    # Assert
+    assert abs(shade_label_correlation(splits.test_shades, splits.test.y)) < 0.1
+    assert splits.test_shades.min() >= 0.0 and splits.test_shades.max() < 1.0
+    counts = np.histogram(splits.test_shades, bins=5, range=(0.0, 1.0))[0]
+    assert counts.min() > 0.7 * len(splits.test_shades) / 5
+
+
+def test_pretraining_rows_are_disjoint_from_client_rows(splits: SimpsonSplits) -> None:
+    # Prepare: splits of 5 x 40 client samples and 50 pretraining samples
+
+    # Execute
+    rows = np.concatenate([*splits.sources, splits.pretrain_sources])
+
+    # Assert: 250 distinct training rows
+    assert len(np.unique(rows)) == len(rows) == 250
+
+
+def test_no_pretraining_sample_is_allowed(mnist: DatasetSplits) -> None:
+    # Prepare: nothing
+
+    # Execute
+    splits = simpson_mnist(mnist, seed=0, num_clients=2, samples_per_client=10, pretrain_samples=0)
+
+    # Assert
+    assert splits.pretrain.x.shape == (0, 3, 28, 28)
+    assert len(splits.pretrain_shades) == len(splits.pretrain_sources) == 0
+
+
+def test_the_same_seed_gives_the_same_data_and_another_seed_other_data(mnist: DatasetSplits) -> None:
+    # Prepare: nothing
+
+    # Execute
+    first, again, other = (simpson_mnist(mnist, seed=seed, **SMALL) for seed in (3, 3, 4))
+
+    # Assert
+    for left, right in zip(all_datasets(first), all_datasets(again), strict=True):
+        np.testing.assert_array_equal(left.x, right.x)
+        np.testing.assert_array_equal(left.y, right.y)
+    np.testing.assert_array_equal(first.test_shades, again.test_shades)
+    assert not np.array_equal(first.sources[0], other.sources[0])
+    assert not np.array_equal(first.clients[0].x, other.clients[0].x)
+    assert not np.array_equal(first.test_shades, other.test_shades)
+
+
+def test_the_correlation_is_pearsons(splits: SimpsonSplits) -> None:
+    # Prepare
+    shades, labels = pooled(splits)
+
+    # Execute
+    correlation = shade_label_correlation(shades, labels)
+
+    # Assert
+    assert correlation == pytest.approx(np.corrcoef(shades, labels)[0, 1])
+
+
+@pytest.mark.parametrize(
+    ("shades", "labels"),
+    [([0.1, 0.2], [0, 1, 1]), ([0.3, 0.3, 0.3], [0, 1, 1]), ([0.1, 0.2, 0.3], [1, 1, 1])],
+    ids=["lengths-differ", "constant-shade", "constant-label"],
+)
+def test_an_undefined_correlation_is_an_error(shades: list[float], labels: list[int]) -> None:
+    # Prepare
+    arrays = np.array(shades), np.array(labels)
+
+    # Execute / Assert
+    with pytest.raises(FedmosaicError):
+        shade_label_correlation(*arrays)
+
+
+def test_the_sample_grid_is_a_deterministic_png(splits: SimpsonSplits) -> None:
+    # Prepare: splits of 5 clients
+
+    # Execute
+    first = sample_grid_png(splits, per_client=4)
+    again = sample_grid_png(splits, per_client=4)
+
+    # Assert
+    assert first.startswith(PNG_SIGNATURE)
+    assert first == again
+
+
+@pytest.mark.parametrize("per_client", [0, 41])
+def test_the_sample_grid_rejects_an_impossible_row_length(splits: SimpsonSplits, per_client: int) -> None:
+    # Prepare: clients of 40 samples
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="simpson.per_client: must be from 1 to 40"):
+        sample_grid_png(splits, per_client=per_client)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_clients": 1}, "simpson.num_clients: must be >= 2"),
+        ({"samples_per_client": 9}, "simpson.samples_per_client: must be >= 10"),
+        ({"pretrain_samples": -1}, "simpson.pretrain_samples: must be >= 0"),
+        ({"test_colours": "pool"}, "simpson.test_colours: .*independent, pooled .*did you mean 'pooled'"),
+        ({"samples_per_client": 100}, "simpson.samples_per_client: .*need 275 training images of digit 1"),
+    ],
+)
+def test_invalid_parameters_are_config_errors(
+    mnist: DatasetSplits, options: dict[str, object], message: str
+) -> None:
+    # Prepare
+    arguments = {**SMALL, **options}
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match=message):
+        simpson_mnist(mnist, seed=0, **arguments)
+
+
+def test_too_few_sevens_is_a_config_error() -> None:
+    # Prepare: 100 sevens, while 5 x 40 samples and 50 pretraining samples need 125
+    mnist = fake_mnist(train_sevens=100)
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="need 125 training images of digit 7 but 'fake-mnist' has 100"):
+        simpson_mnist(mnist, seed=0, **SMALL)
+
+
+def test_colour_images_are_rejected(mnist: DatasetSplits) -> None:
+    # Prepare
+    rgb = ArrayDataset(np.repeat(mnist.train.x, 3, axis=1), mnist.train.y, num_classes=10)
+
+    # Execute / Assert
+    with pytest.raises(FedmosaicError, match=r"greyscale images of shape \(n, 1, H, W\)"):
+        simpson_mnist(DatasetSplits(rgb, rgb, "rgb"), seed=0, **SMALL)
+
+
+def test_a_test_split_without_sevens_is_rejected(mnist: DatasetSplits) -> None:
+    # Prepare
+    no_sevens = mnist.test.subset(np.flatnonzero(mnist.test.y != 7))
+
+    # Execute / Assert
+    with pytest.raises(FedmosaicError, match="needs digit 7 in the test split"):
+        simpson_mnist(DatasetSplits(mnist.train, no_sevens, "no-sevens"), seed=0, **SMALL)
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "mnist").is_dir(), reason="MNIST is not in the shared data folder")
+def test_on_real_mnist_every_client_shows_the_local_trend_and_the_pool_the_reverse() -> None:
+    # Prepare
+    mnist = load_dataset("mnist", data_dir=SHARED_DATA)
+
+    # Execute
+    splits = simpson_mnist(mnist, seed=0)
+
+    # Assert: the defaults, 5 x 1000 client samples, 1000 pretraining, all 2163 test 1s and 7s
+    assert [len(client) for client in splits.clients] == [1000] * 5
+    assert (len(splits.pretrain), len(splits.test)) == (1000, 2163)
+    within = [
+        shade_label_correlation(shades, client.y)
+        for shades, client in zip(splits.shades, splits.clients, strict=True)
+    ]
+    assert min(within) > 0.6
+    assert shade_label_correlation(*pooled(splits)) < -0.35
+    assert shade_label_correlation(splits.test_shades, splits.test.y) < -0.35

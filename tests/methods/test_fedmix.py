@@ -1,0 +1,339 @@
+"""FedMix and NaiveMix: losses against their formulas, mean sharing, federation runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pydantic
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.experiments.reference import key_table
+from fedmosaic.federation import (
+    ClientContext,
+    ClientState,
+    Federation,
+    Grid,
+    InProcessGrid,
+    Message,
+    Schedule,
+)
+from fedmosaic.methods.arrays import model_to_arrays
+from fedmosaic.methods.fedavg import FedAvgClient
+from fedmosaic.methods.fedmix import (
+    FedMixClient,
+    FedMixParams,
+    FedMixServer,
+    NaiveMixParams,
+    build_fedmix,
+    fedmix_loss,
+    local_means,
+    naivemix_loss,
+)
+from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.registry import HorizontalTask
+from fedmosaic.methods.training import TrainParams
+
+SHAPE = (2, 2)
+CLASSES = 3
+TRAIN = TrainParams(epochs=1, batch_size=8, lr=0.1)
+
+
+def _blobs(n: int, seed: int, classes: list[int] | None = None) -> ArrayDataset:
+    rng = np.random.default_rng(seed)
+    y = rng.choice(classes if classes is not None else range(CLASSES), size=n)
+    centres = np.array([[2.0, 0.0, 0.0, 1.0], [-2.0, 0.0, 1.0, 0.0], [0.0, 2.0, -1.0, 0.0]])
+    x = (centres[y] + 0.5 * rng.standard_normal((n, 4))).reshape(n, *SHAPE).astype(np.float32)
+    return ArrayDataset(x, y.astype(np.int64), num_classes=CLASSES)
+
+
+def _factory() -> nn.Module:
+    return build_model(ModelParams(hidden=[8]), SHAPE, CLASSES)
+
+
+def _linear() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(4, CLASSES))
+
+
+def _batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(5, *SHAPE, generator=generator)
+    y = torch.tensor([0, 1, 2, 1, 0])
+    mean_x = torch.randn(5, *SHAPE, generator=generator)
+    mean_y = torch.softmax(torch.randn(5, CLASSES, generator=generator), dim=1)
+    return x, y, mean_x, mean_y
+
+
+def _task(clients: list[ArrayDataset]) -> HorizontalTask:
+    return HorizontalTask(clients=clients, test=_blobs(60, seed=9), model=ModelParams(hidden=[8]), train=TRAIN)
+
+
+def _clients() -> list[ArrayDataset]:
+    return [_blobs(24, seed=k, classes=[k, (k + 1) % CLASSES]) for k in range(3)]
+
+
+# --- losses -----------------------------------------------------------------
+
+
+def test_naivemix_loss_matches_its_formula() -> None:
+    # Prepare
+    model, (x, y, mean_x, mean_y), lam = _linear(), _batch(), 0.1
+    weight, bias = model[1].weight, model[1].bias
+    # Execute
+    loss = naivemix_loss(model, x, y, mean_x, mean_y, lam)
+    # Assert: log-softmax of the mixed input, written out.
+    mixed = ((1 - lam) * x + lam * mean_x).flatten(1)
+    log_p = torch.log_softmax(mixed @ weight.T + bias, dim=1)
+    own = -log_p[torch.arange(5), y]
+    soft = -(mean_y * log_p).sum(dim=1)
+    expected = ((1 - lam) * own + lam * soft).mean()
+    torch.testing.assert_close(loss, expected)
+
+
+def test_fedmix_loss_and_its_parameter_gradient_match_the_closed_form() -> None:
+    # Prepare: for f(s) = W s + b, d CE(f(s), y) / d s = W^T (softmax(f(s)) - onehot(y)),
+    # so the formula needs no autograd through the input.
+    model, (x, y, mean_x, mean_y), lam = _linear(), _batch(), 0.05
+    weight, bias = model[1].weight, model[1].bias
+    scaled = ((1 - lam) * x).flatten(1)
+    logits = scaled @ weight.T + bias
+    log_p = torch.log_softmax(logits, dim=1)
+    own = -log_p[torch.arange(5), y]
+    soft = -(mean_y * log_p).sum(dim=1)
+    input_grad = (torch.softmax(logits, dim=1) - F.one_hot(y, CLASSES)) @ weight
+    taylor = (input_grad * mean_x.flatten(1)).sum(dim=1)
+    expected = ((1 - lam) * own + lam * soft + lam * (1 - lam) * taylor).mean()
+    expected_grad = torch.autograd.grad(expected, weight)[0]
+    without_taylor = torch.autograd.grad(((1 - lam) * own + lam * soft).mean(), weight)[0]
+    # Execute
+    loss = fedmix_loss(model, x, y, mean_x, mean_y, lam)
+    (grad,) = torch.autograd.grad(loss, weight)
+    # Assert
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(grad, expected_grad)
+    assert not torch.allclose(grad, without_taylor), "the Taylor term must reach the parameters"
+
+
+# --- means ------------------------------------------------------------------
+
+
+def test_one_mean_of_the_whole_dataset_by_default() -> None:
+    # Prepare
+    data = _blobs(10, seed=0)
+    # Execute
+    mean_x, mean_y = local_means(data, None, np.random.default_rng(0))
+    # Assert
+    assert mean_x.shape == (1, *SHAPE) and mean_y.shape == (1, CLASSES)
+    np.testing.assert_allclose(mean_x[0], data.x.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(mean_y[0], np.bincount(data.y, minlength=CLASSES) / 10)
+
+
+def test_mean_batch_gives_several_means_each_over_at_least_that_many_samples() -> None:
+    # Prepare
+    data = _blobs(11, seed=0)
+    # Execute
+    mean_x, mean_y = local_means(data, 3, np.random.default_rng(0))
+    # Assert: 11 // 3 groups of sizes 4, 4, 3; size-weighted they give the overall mean.
+    sizes = np.array([4, 4, 3])
+    assert mean_x.shape == (3, *SHAPE) and mean_y.shape == (3, CLASSES)
+    np.testing.assert_allclose(np.tensordot(sizes, mean_x, axes=1) / 11, data.x.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(mean_y.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(np.rint(mean_y * sizes[:, None]).sum(axis=0), np.bincount(data.y, minlength=CLASSES))
+
+
+# --- parameters -------------------------------------------------------------
+
+
+def test_params_defaults_follow_the_paper_and_bad_values_are_rejected() -> None:
+    # Execute / Assert
+    assert (FedMixParams().variant, FedMixParams().lam, FedMixParams().mean_batch) == ("fedmix", 0.05, None)
+    assert (NaiveMixParams().variant, NaiveMixParams().lam) == ("naivemix", 0.1)
+    for bad in ({"lam": 0.0}, {"lam": 1.0}, {"mean_batch": 0}, {"variant": "mixup"}, {"alpha": 1.0}):
+        with pytest.raises(pydantic.ValidationError):
+            FedMixParams(**bad)
+
+
+def test_every_parameter_is_documented_for_the_reference() -> None:
+    # Execute
+    tables = [key_table(FedMixParams), key_table(NaiveMixParams)]
+    # Assert
+    assert all("`lam` | float in (0, 1)" in table and "`mean_batch`" in table for table in tables)
+
+
+# --- client -----------------------------------------------------------------
+
+
+def test_a_client_shares_only_its_means_and_only_when_asked() -> None:
+    # Prepare
+    data = _blobs(24, seed=1)
+    start = model_to_arrays(_factory())
+    client = FedMixClient(_factory, data, TRAIN, FedMixParams())
+    # Execute
+    asked = client.handle(Message(arrays=start, config={"send_means": True}), ClientState(), ClientContext(1, 1, 5))
+    not_asked = client.handle(Message(arrays=start, config={"send_means": False}), ClientState(), ClientContext(1, 2, 5))
+    # Assert
+    assert set(asked.arrays) == set(start) | {"mean_x", "mean_y"}
+    np.testing.assert_allclose(asked.arrays["mean_x"], data.x.mean(axis=0, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(asked.arrays["mean_y"], np.bincount(data.y, minlength=CLASSES)[None] / 24)
+    assert set(not_asked.arrays) == set(start)
+
+
+def test_without_global_means_a_client_trains_exactly_like_fedavg() -> None:
+    # Prepare
+    data = _blobs(24, seed=1)
+    start = model_to_arrays(_factory())
+    context = ClientContext(0, 1, seed=7)
+    means = {"global_x": np.ones((1, *SHAPE), np.float32), "global_y": np.full((1, CLASSES), 1 / 3, np.float32)}
+    # Execute
+    fedavg = FedAvgClient(_factory, data, TRAIN).handle(Message(arrays=start), ClientState(), context)
+    plain = FedMixClient(_factory, data, TRAIN, FedMixParams()).handle(Message(arrays=start), ClientState(), context)
+    mixed = FedMixClient(_factory, data, TRAIN, FedMixParams()).handle(
+        Message(arrays={**start, **means}, config={"means_from": [1]}), ClientState(), context
+    )
+    # Assert
+    assert all(np.array_equal(plain.arrays[k], fedavg.arrays[k]) for k in start)
+    assert any(not np.array_equal(mixed.arrays[k], fedavg.arrays[k]) for k in start)
+
+
+def test_received_means_are_kept_in_state_and_a_repeat_is_ignored() -> None:
+    # Prepare: rows from clients 1 (two means) and 2, then a resend of 2 with new 3.
+    client = FedMixClient(_factory, _blobs(24, seed=0), TRAIN, FedMixParams())
+    start = model_to_arrays(_factory())
+    state = ClientState()
+
+    def message(sources: list[int]) -> Message:
+        rows = np.array(sources, np.float32)
+        means = {"global_x": np.broadcast_to(rows[:, None, None], (len(rows), *SHAPE)).copy(),
+                 "global_y": np.broadcast_to(rows[:, None], (len(rows), CLASSES)).copy()}
+        return Message(arrays={**start, **means}, config={"means_from": sources})
+
+    # Execute
+    client.handle(message([1, 1, 2]), state, ClientContext(0, 1, 1))
+    client.handle(message([2, 3]), state, ClientContext(0, 2, 1))
+    # Assert
+    assert state.arrays["global_from"].tolist() == [1, 1, 2, 3]
+    assert state.arrays["global_x"][:, 0, 0].tolist() == [1.0, 1.0, 2.0, 3.0]
+    assert state.arrays["global_y"].shape == (4, CLASSES)
+
+
+# --- federation ---------------------------------------------------------------
+
+
+class SpyGrid(Grid):
+    """Records every delivered message and every reply of an in-process grid."""
+
+    def __init__(self, inner: InProcessGrid) -> None:
+        self.inner = inner
+        self.sent: list[tuple[int, int, Message]] = []
+        self.replies: list[tuple[int, int, Message]] = []
+
+    def send_and_receive(
+        self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
+    ) -> dict[int, Message]:
+        self.sent += [(rnd, c, m) for c, m in messages.items()]
+        replies = self.inner.send_and_receive(messages, rnd, failing)
+        self.replies += [(rnd, c, r) for c, r in replies.items()]
+        return replies
+
+
+def _spied_run(variant: FedMixParams) -> tuple[SpyGrid, FedMixServer, int]:
+    clients = _clients()
+    server, factory = build_fedmix(_task(clients), variant)
+    assert isinstance(server, FedMixServer)
+    spy = SpyGrid(InProcessGrid(factory, seed=0))
+    # client 2 joins in round 3; client 1 misses round 2
+    schedule = Schedule(num_clients=3, joins={2: 3}, failures={2: frozenset({1})})
+    Federation(server, spy, schedule, seed=0, rounds=5).run()
+    return spy, server, len(clients)
+
+
+@pytest.mark.parametrize("params", [FedMixParams(mean_batch=10), NaiveMixParams()])
+def test_only_model_and_means_leave_a_client_and_means_only_once(params: FedMixParams) -> None:
+    # Execute
+    spy, server, _ = _spied_run(params)
+    # Assert
+    model_names = set(server.params)
+    uploads: dict[int, list[int]] = {}
+    for rnd, client, reply in spy.replies:
+        extra = set(reply.arrays) - model_names
+        if extra:
+            assert extra == {"mean_x", "mean_y"}
+            uploads.setdefault(client, []).append(rnd)
+            assert len(reply.arrays["mean_x"]) == len(reply.arrays["mean_y"]) == (1 if params.mean_batch is None else 2)
+    assert uploads == {0: [1], 1: [1], 2: [3]}, "each client uploads its means once, in its first round"
+
+
+@pytest.mark.parametrize("params", [FedMixParams(mean_batch=10), NaiveMixParams()])
+def test_each_client_receives_every_other_clients_means_exactly_once(params: FedMixParams) -> None:
+    # Execute
+    spy, server, num_clients = _spied_run(params)
+    # Assert
+    states = spy.inner.client_states()
+    for client in range(num_clients):
+        received = [s for _, c, m in spy.sent if c == client for s in m.config.get("means_from", [])]  # type: ignore[union-attr]
+        others = [s for s in server.relay.order if s != client]
+        per_mean = 1 if params.mean_batch is None else 2
+        assert sorted(received) == sorted(s for s in others for _ in range(per_mean))
+        state = states[client]
+        assert sorted(state.arrays["global_from"].tolist()) == sorted(received)
+        for source in others:
+            rows = state.arrays["global_x"][state.arrays["global_from"] == source]
+            np.testing.assert_array_equal(rows, server.relay.means[source][0])
+    # client 1 missed round 2: it gets client 0's means in round 3, with client 2's in round 4
+    rows_to_1 = {rnd: m.config.get("means_from") for rnd, c, m in spy.sent if c == 1}
+    assert rows_to_1[1] is None and set(rows_to_1[3]) == {0}  # type: ignore[arg-type]
+
+
+def _run(params: FedMixParams, *, seed: int, rounds: int, checkpoint: Path | None = None,
+         resume: bool = False) -> tuple[FedMixServer, InProcessGrid, list[dict[str, float]]]:
+    server, factory = build_fedmix(_task(_clients()), params)
+    assert isinstance(server, FedMixServer)
+    grid = InProcessGrid(factory, seed=seed)
+    schedule = Schedule(num_clients=3, clients_per_round=2)
+    history = Federation(server, grid, schedule, seed=seed, rounds=rounds, checkpoint=checkpoint,
+                         fingerprint="fedmix").run(resume=resume)
+    return server, grid, [r.metrics for r in history]
+
+
+def _assert_states_equal(a: Mapping[int, ClientState], b: Mapping[int, ClientState]) -> None:
+    assert a.keys() == b.keys()
+    for client in a:
+        assert a[client].config == b[client].config
+        assert a[client].arrays.keys() == b[client].arrays.keys()
+        for name in a[client].arrays:
+            np.testing.assert_array_equal(a[client].arrays[name], b[client].arrays[name])
+
+
+@pytest.mark.parametrize("params", [FedMixParams(), NaiveMixParams()])
+def test_a_three_client_federation_is_deterministic_and_learns(params: FedMixParams) -> None:
+    # Execute
+    a_server, a_grid, a_metrics = _run(params, seed=0, rounds=6)
+    b_server, b_grid, b_metrics = _run(params, seed=0, rounds=6)
+    c_server, _, _ = _run(params, seed=1, rounds=6)
+    # Assert
+    assert a_metrics == b_metrics
+    assert all(np.array_equal(a_server.params[k], b_server.params[k]) for k in a_server.params)
+    _assert_states_equal(a_grid.client_states(), b_grid.client_states())
+    assert any(not np.array_equal(a_server.params[k], c_server.params[k]) for k in a_server.params)
+    assert a_metrics[-1]["accuracy"] > 0.8
+
+
+@pytest.mark.parametrize("params", [FedMixParams(), NaiveMixParams(mean_batch=5)])
+def test_a_federation_resumes_exactly_from_a_checkpoint(params: FedMixParams, tmp_path: Path) -> None:
+    # Prepare
+    path = tmp_path / "checkpoint.npz"
+    reference, reference_grid, reference_metrics = _run(params, seed=3, rounds=5)
+    _run(params, seed=3, rounds=2, checkpoint=path)
+    # Execute: fresh server and grid continue from the checkpoint
+    resumed, resumed_grid, resumed_metrics = _run(params, seed=3, rounds=5, checkpoint=path, resume=True)
+    # Assert
+    assert resumed_metrics == reference_metrics
+    assert all(np.array_equal(resumed.params[k], reference.params[k]) for k in reference.params)
+    assert resumed.relay.order == reference.relay.order and resumed.relay.held == reference.relay.held
+    _assert_states_equal(resumed_grid.client_states(), reference_grid.client_states())
