@@ -23,12 +23,13 @@ from fedmosaic.federation import (
     Message,
     Schedule,
 )
-from fedmosaic.methods.arrays import model_to_arrays
+from fedmosaic.methods.arrays import model_to_arrays, seeded
 from fedmosaic.methods.fedavg import FedAvgClient
 from fedmosaic.methods.fedmix import (
     FedMixClient,
     FedMixParams,
     FedMixServer,
+    MeanRelay,
     NaiveMixParams,
     build_fedmix,
     fedmix_loss,
@@ -57,8 +58,7 @@ def _factory() -> nn.Module:
 
 
 def _linear() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Flatten(), nn.Linear(4, CLASSES))
+    return seeded(0, lambda: nn.Sequential(nn.Flatten(), nn.Linear(4, CLASSES)))
 
 
 def _batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -109,7 +109,7 @@ def test_fedmix_loss_and_its_parameter_gradient_match_the_closed_form() -> None:
     input_grad = (torch.softmax(logits, dim=1) - F.one_hot(y, CLASSES)) @ weight
     taylor = (input_grad * mean_x.flatten(1)).sum(dim=1)
     expected = ((1 - lam) * own + lam * soft + lam * (1 - lam) * taylor).mean()
-    expected_grad = torch.autograd.grad(expected, weight)[0]
+    expected_grad = torch.autograd.grad(expected, weight, retain_graph=True)[0]
     without_taylor = torch.autograd.grad(((1 - lam) * own + lam * soft).mean(), weight)[0]
     # Execute
     loss = fedmix_loss(model, x, y, mean_x, mean_y, lam)
@@ -175,8 +175,12 @@ def test_a_client_shares_only_its_means_and_only_when_asked() -> None:
     start = model_to_arrays(_factory())
     client = FedMixClient(_factory, data, TRAIN, FedMixParams())
     # Execute
-    asked = client.handle(Message(arrays=start, config={"send_means": True}), ClientState(), ClientContext(1, 1, 5))
-    not_asked = client.handle(Message(arrays=start, config={"send_means": False}), ClientState(), ClientContext(1, 2, 5))
+    asked = client.handle(
+        Message(arrays=start, config={"send_means": True}), ClientState(), ClientContext(1, 1, 5)
+    )
+    not_asked = client.handle(
+        Message(arrays=start, config={"send_means": False}), ClientState(), ClientContext(1, 2, 5)
+    )
     # Assert
     assert set(asked.arrays) == set(start) | {"mean_x", "mean_y"}
     np.testing.assert_allclose(asked.arrays["mean_x"], data.x.mean(axis=0, keepdims=True), rtol=1e-6)
@@ -222,6 +226,17 @@ def test_received_means_are_kept_in_state_and_a_repeat_is_ignored() -> None:
     assert state.arrays["global_y"].shape == (4, CLASSES)
 
 
+def test_the_relay_rejects_means_of_a_wrong_shape() -> None:
+    # Prepare
+    relay = MeanRelay()
+    good = Message(arrays={"mean_x": np.zeros((1, *SHAPE), np.float32), "mean_y": np.ones((1, CLASSES), np.float32)})
+    bad = Message(arrays={"mean_x": np.zeros((1, 4), np.float32), "mean_y": np.ones((1, CLASSES), np.float32)})
+    relay.collect({0: good})
+    # Execute / Assert
+    with pytest.raises(ValueError, match=r"client 1: means of shapes \(1, 4\)"):
+        relay.collect({1: bad})
+
+
 # --- federation ---------------------------------------------------------------
 
 
@@ -242,52 +257,70 @@ class SpyGrid(Grid):
         return replies
 
 
-def _spied_run(variant: FedMixParams) -> tuple[SpyGrid, FedMixServer, int]:
-    clients = _clients()
-    server, factory = build_fedmix(_task(clients), variant)
+JOINING = Schedule(num_clients=3, joins={2: 3})  # client 2 joins in round 3
+
+
+def _spied_run(params: FedMixParams, schedule: Schedule) -> tuple[SpyGrid, FedMixServer, list[str]]:
+    server, factory = build_fedmix(_task(_clients()), params)
     assert isinstance(server, FedMixServer)
     spy = SpyGrid(InProcessGrid(factory, seed=0))
-    # client 2 joins in round 3; client 1 misses round 2
-    schedule = Schedule(num_clients=3, joins={2: 3}, failures={2: frozenset({1})})
-    Federation(server, spy, schedule, seed=0, rounds=5).run()
-    return spy, server, len(clients)
+    history = Federation(server, spy, schedule, seed=0, rounds=5).run()
+    return spy, server, [r.status for r in history]
+
+
+def _sources_sent(spy: SpyGrid, client: int) -> dict[int, list[int]]:
+    """The contributor of each mean row sent to ``client``, by round."""
+    sent: dict[int, list[int]] = {}
+    for rnd, receiver, message in spy.sent:
+        sources = message.config.get("means_from", [])
+        assert isinstance(sources, list)
+        if receiver == client:
+            sent[rnd] = [int(s) for s in sources]
+    return sent
 
 
 @pytest.mark.parametrize("params", [FedMixParams(mean_batch=10), NaiveMixParams()])
 def test_only_model_and_means_leave_a_client_and_means_only_once(params: FedMixParams) -> None:
     # Execute
-    spy, server, _ = _spied_run(params)
-    # Assert
-    model_names = set(server.params)
+    spy, server, _ = _spied_run(params, JOINING)
+    # Assert: 24 samples per client give 1 mean, or 2 with mean_batch 10.
+    means_per_client = 1 if params.mean_batch is None else 2
     uploads: dict[int, list[int]] = {}
     for rnd, client, reply in spy.replies:
-        extra = set(reply.arrays) - model_names
+        extra = set(reply.arrays) - set(server.params)
         if extra:
             assert extra == {"mean_x", "mean_y"}
             uploads.setdefault(client, []).append(rnd)
-            assert len(reply.arrays["mean_x"]) == len(reply.arrays["mean_y"]) == (1 if params.mean_batch is None else 2)
+            assert len(reply.arrays["mean_x"]) == len(reply.arrays["mean_y"]) == means_per_client
     assert uploads == {0: [1], 1: [1], 2: [3]}, "each client uploads its means once, in its first round"
 
 
 @pytest.mark.parametrize("params", [FedMixParams(mean_batch=10), NaiveMixParams()])
-def test_each_client_receives_every_other_clients_means_exactly_once(params: FedMixParams) -> None:
+def test_each_client_receives_every_other_clients_means_once_and_keeps_them(params: FedMixParams) -> None:
     # Execute
-    spy, server, num_clients = _spied_run(params)
+    spy, server, _ = _spied_run(params, JOINING)
     # Assert
-    states = spy.inner.client_states()
-    for client in range(num_clients):
-        received = [s for _, c, m in spy.sent if c == client for s in m.config.get("means_from", [])]  # type: ignore[union-attr]
+    per_mean = 1 if params.mean_batch is None else 2
+    assert _sources_sent(spy, 0) == {1: [], 2: [1] * per_mean, 3: [], 4: [2] * per_mean, 5: []}
+    assert _sources_sent(spy, 2) == {3: [0] * per_mean + [1] * per_mean, 4: [], 5: []}
+    for client, state in spy.inner.client_states().items():
         others = [s for s in server.relay.order if s != client]
-        per_mean = 1 if params.mean_batch is None else 2
-        assert sorted(received) == sorted(s for s in others for _ in range(per_mean))
-        state = states[client]
-        assert sorted(state.arrays["global_from"].tolist()) == sorted(received)
+        assert sorted(set(state.arrays["global_from"].tolist())) == sorted(others)
         for source in others:
             rows = state.arrays["global_x"][state.arrays["global_from"] == source]
             np.testing.assert_array_equal(rows, server.relay.means[source][0])
-    # client 1 missed round 2: it gets client 0's means in round 3, with client 2's in round 4
-    rows_to_1 = {rnd: m.config.get("means_from") for rnd, c, m in spy.sent if c == 1}
-    assert rows_to_1[1] is None and set(rows_to_1[3]) == {0}  # type: ignore[arg-type]
+
+
+def test_means_are_resent_after_a_skipped_round_and_kept_once() -> None:
+    # Prepare: every round needs all 3 replies; client 1's reply in round 2 is lost,
+    # so round 2 is skipped after clients 0 and 2 stored the means sent to them.
+    schedule = Schedule(num_clients=3, min_replies=3, failures={2: frozenset({1})})
+    # Execute
+    spy, _, statuses = _spied_run(NaiveMixParams(), schedule)
+    # Assert
+    assert statuses == ["ok", "skipped", "ok", "ok", "ok"]
+    assert _sources_sent(spy, 0) == {1: [], 2: [1, 2], 3: [1, 2], 4: [], 5: []}
+    assert spy.inner.client_states()[0].arrays["global_from"].tolist() == [1, 2]
 
 
 def _run(params: FedMixParams, *, seed: int, rounds: int, checkpoint: Path | None = None,

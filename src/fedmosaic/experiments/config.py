@@ -36,10 +36,12 @@ class DataSection(Section):
 
     Parameters
     ----------
-    dataset : {"digits", "mnist", "fashion-mnist", "isolet", "bnlearn"}, default "digits"
+    dataset : {"digits", "mnist", "fashion-mnist", "isolet", "simpson-mnist", "bnlearn"}, default "digits"
         ``digits`` ships with scikit-learn; ``bnlearn`` samples concept data
         from a Bayesian network that ships with pgmpy (for concept methods);
-        the others are read from the data directory.
+        ``simpson-mnist`` colours MNIST's 1s and 7s so that every client shows
+        the trend the pooled data reverses (``partition.num_clients`` clients,
+        one shade band each); the others are read from the data directory.
     data_dir : str or None, default None
         Data directory; otherwise ``--data-dir``, then ``FEDMOSAIC_DATA``, then
         the default cache folder.
@@ -58,15 +60,26 @@ class DataSection(Section):
     latent_dim : int or None, default None
         ``bnlearn`` only: width of the autoencoder latent that forms the
         input (default 32 for asia and sachs, 64 otherwise).
+    samples_per_client : int, default 1000
+        ``simpson-mnist`` only: training digits per client.
+    test_colours : {"pooled", "independent"}, default "pooled"
+        ``simpson-mnist`` only: test shades drawn like the pooled data, or
+        independently of the label.
+    pretrain_samples : int, default 1000
+        ``simpson-mnist`` only: size of the pooled sample the initial model
+        is pre-trained on (``train.pretrain_epochs``).
     """
 
-    dataset: Literal["digits", "mnist", "fashion-mnist", "isolet", "bnlearn"] = "digits"
+    dataset: Literal["digits", "mnist", "fashion-mnist", "isolet", "simpson-mnist", "bnlearn"] = "digits"
     data_dir: str | None = None
     test_fraction: float = Field(default=0.25, gt=0, lt=1)
     network: str = "asia"
     task: str | None = None
     samples: PositiveInt | None = None
     latent_dim: PositiveInt | None = None
+    samples_per_client: PositiveInt = 1000
+    test_colours: Literal["pooled", "independent"] = "pooled"
+    pretrain_samples: NonNegativeInt = 1000
 
 
 class ConceptsSection(Section):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 from pathlib import Path
@@ -86,6 +87,10 @@ def run_experiment(
         "seed": config.seed,
         "config": document,
         "runs": runs,
+        "figures": [
+            {"name": name, "caption": caption, "png_base64": base64.b64encode(png).decode()}
+            for name, caption, png in getattr(workload, "figures", ())
+        ],
     }
     write_json(out_dir / RESULTS, results)
     write_json(out_dir / SUMMARY, summary_rows(results))

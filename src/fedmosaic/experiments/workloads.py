@@ -28,6 +28,7 @@ from fedmosaic.data.concept_clients import (
     oracle_confidence,
 )
 from fedmosaic.data.partition import partition
+from fedmosaic.data.simpson import sample_grid_png, simpson_mnist
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.federation import Schedule, derive_rng
@@ -63,14 +64,28 @@ class Job:
 
 @dataclass(frozen=True)
 class ClassificationWorkload:
-    """A dataset partitioned across clients, and the global test set."""
+    """A dataset partitioned across clients, and the global test set.
+
+    Parameters
+    ----------
+    clients : list of ArrayDataset
+        Each client's training data.
+    test : ArrayDataset
+        The global test set.
+    pretrain : ArrayDataset or None, default None
+        A pooled sample for central pretraining of the initial model.
+    figures : tuple of (name, caption, PNG bytes), default ()
+        Pictures of the data for the report.
+    """
 
     clients: list[ArrayDataset]
     test: ArrayDataset
+    pretrain: ArrayDataset | None = None
+    figures: tuple[tuple[str, str, bytes], ...] = ()
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """The federations that make up a run in ``setting``."""
-        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train)
+        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train, self.pretrain)
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(self.clients))
             return [Job("federated", task(self.clients), schedule)]
@@ -139,6 +154,8 @@ def prepare_workload(config: ExperimentConfig, *, data_dir: str | Path | None = 
 
 def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
     """Load the dataset and partition its training split across clients."""
+    if config.data.dataset == "simpson-mnist":
+        return prepare_simpson(config, data_dir=data_dir)
     splits = load_dataset(
         config.data.dataset,
         data_dir=data_dir if data_dir is not None else config.data.data_dir,
@@ -161,6 +178,26 @@ def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | N
         min_size=p.min_size,
     )
     return ClassificationWorkload(clients=[splits.train.subset(part) for part in parts], test=splits.test)
+
+
+def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
+    """Simpson-MNIST: one shade band per client, the pooled trend reversed."""
+    mnist = load_dataset("mnist", data_dir=data_dir if data_dir is not None else config.data.data_dir)
+    splits = simpson_mnist(
+        mnist,
+        seed=config.seed,
+        num_clients=config.partition.num_clients,
+        samples_per_client=config.data.samples_per_client,
+        test_colours=config.data.test_colours,
+        pretrain_samples=config.data.pretrain_samples,
+    )
+    picture = ("simpson_samples", "samples of each client (rows), darker to lighter shade bands", sample_grid_png(splits))
+    return ClassificationWorkload(
+        clients=splits.clients,
+        test=splits.test,
+        pretrain=splits.pretrain if len(splits.pretrain) else None,
+        figures=(picture,),
+    )
 
 
 def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:

@@ -52,7 +52,7 @@ from fedmosaic.federation import (
 )
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.base import Built, MethodParams
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory
+from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, Pretraining
 from fedmosaic.methods.training import LossFn, TrainParams
 
 if TYPE_CHECKING:
@@ -376,7 +376,7 @@ class MeanRelay:
             reply = replies[client]
             self.held[client] = sent
             if "mean_x" in reply.arrays and client not in self.means:
-                self.means[client] = (np.array(reply.arrays["mean_x"]), np.array(reply.arrays["mean_y"]))
+                self.means[client] = self._checked(client, reply.arrays["mean_x"], reply.arrays["mean_y"])
                 self.order.append(client)
             stripped[client] = Message(
                 arrays={k: v for k, v in reply.arrays.items() if k not in _UPLOADED},
@@ -385,6 +385,21 @@ class MeanRelay:
                 kind=reply.kind,
             )
         return stripped
+
+    def _checked(self, client: int, mean_x: np.ndarray, mean_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of a client's means, once their shapes agree with each other and with earlier means."""
+        like = next(iter(self.means.values()), (mean_x, mean_y))
+        if (
+            mean_y.ndim != 2
+            or not 1 <= len(mean_x) == len(mean_y)
+            or mean_x.shape[1:] != like[0].shape[1:]
+            or mean_y.shape[1:] != like[1].shape[1:]
+        ):
+            raise ValueError(
+                f"client {client}: means of shapes {mean_x.shape} and {mean_y.shape} do not match "
+                f"(m, {', '.join(map(str, like[0].shape[1:]))}) and (m, {like[1].shape[1]})"
+            )
+        return np.array(mean_x), np.array(mean_y)
 
     def state_dict(self) -> ClientState:
         """The collected means and who holds which, as named arrays and config."""
@@ -408,10 +423,12 @@ class MeanRelay:
 
 
 class _SharingRound(RoundContext):
-    """The round as FedAvg's server sees it: each exchange goes through ``outer``
-    with means attached, and comes back with the uploaded means taken out.
+    """The round as FedAvg's server sees it, with mean sharing piggybacked on each exchange.
 
-    Bytes, trips and repliers are counted by ``outer``, the federation's round.
+    Messages go through ``outer`` with the means each client lacks attached;
+    replies come back with the uploaded means taken out (and kept by the
+    relay). Bytes, trips and repliers are counted by ``outer``, the
+    federation's round.
     """
 
     def __init__(self, outer: RoundContext, relay: MeanRelay) -> None:
@@ -449,8 +466,10 @@ class FedMixServer(FedAvgServer):
     See ``tests/methods/test_fedmix.py`` for complete small runs.
     """
 
-    def __init__(self, model_factory: ModelFactory, test: ArrayDataset) -> None:
-        super().__init__(model_factory, test)
+    def __init__(
+        self, model_factory: ModelFactory, test: ArrayDataset, pretraining: Pretraining | None = None
+    ) -> None:
+        super().__init__(model_factory, test, pretraining)
         self.relay = MeanRelay()
 
     def initialize(self, seed: int) -> None:
@@ -493,5 +512,5 @@ def build_fedmix(task: HorizontalTask, params: MethodParams) -> Built:
     if not isinstance(params, FedMixParams):
         raise TypeError(f"build_fedmix needs FedMixParams, got {type(params).__name__}")
     factory = task.model_factory()
-    server = FedMixServer(factory, task.test)
+    server = FedMixServer(factory, task.test, task.pretraining())
     return server, lambda client: FedMixClient(factory, task.clients[client], task.train, params)

@@ -17,6 +17,7 @@ from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
+from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams
 
@@ -104,6 +105,20 @@ METHODS: dict[str, Method] = {
             "classification",
             FedProxParams,
             _build_fedavg,
+        ),
+        Method(
+            "fedmix",
+            "FedMix: global mixup approximated with shared mean inputs and labels (double backward)",
+            "classification",
+            FedMixParams,
+            build_fedmix,
+        ),
+        Method(
+            "naivemix",
+            "NaiveMix: local data mixed with other clients' shared means",
+            "classification",
+            NaiveMixParams,
+            build_fedmix,
         ),
         Method(
             "fcm",

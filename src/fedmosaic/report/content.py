@@ -1,5 +1,6 @@
 """Decide what a report says: build its :class:`~fedmosaic.report.document.Document`."""
 
+import base64
 import json
 import re
 from collections.abc import Mapping
@@ -48,6 +49,7 @@ def build_document(results: Mapping[str, Any]) -> Document:
             f"Experiment {results['experiment']} · seed {results['seed']} · "
             f"{len(runs)} runs · fedmosaic {results['fedmosaic_version']}"
         ),
+        *_section("Data", _data_images(results)),
         Heading("Final metrics"),
         _final_table(runs, metrics),
         Heading("Communication and time"),
@@ -62,6 +64,14 @@ def build_document(results: Mapping[str, Any]) -> Document:
         Code(json.dumps(results["config"], indent=2, ensure_ascii=False), "json"),
     ]
     return Document(title=results["experiment"], blocks=tuple(blocks))
+
+
+def _data_images(results: Mapping[str, Any]) -> list[Image]:
+    """Pictures of the data that the run recorded (e.g. Simpson-MNIST samples per client)."""
+    return [
+        _image(figure["name"], figure["caption"], base64.b64decode(figure["png_base64"]))
+        for figure in results.get("figures", [])
+    ]
 
 
 def _intervention_images(results: Mapping[str, Any]) -> list[Image]:

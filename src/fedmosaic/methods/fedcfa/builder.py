@@ -41,6 +41,19 @@ def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
     ValueError
         If the model cannot be split where ``params.split`` says, or the split
         gives fewer than 2 factors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fedmosaic.data.arrays import ArrayDataset
+    >>> from fedmosaic.methods.models import ModelParams
+    >>> from fedmosaic.methods.registry import HorizontalTask
+    >>> from fedmosaic.methods.training import TrainParams
+    >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
+    >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())
+    >>> server, clients = build_fedcfa(task, FedCFAParams(k=2))
+    >>> type(server).__name__, type(clients(1)).__name__
+    ('FedCFAServer', 'FedCFAClient')
     """
     if not isinstance(params, FedCFAParams):
         raise TypeError(f"build_fedcfa needs FedCFAParams, got {type(params).__name__}")

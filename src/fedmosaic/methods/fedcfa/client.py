@@ -43,7 +43,12 @@ class FedCFAClient(FedAvgClient):
     """
 
     def __init__(
-        self, model_factory: ModelFactory, data: ArrayDataset, train: TrainParams, params: FedCFAParams, split: int
+        self,
+        model_factory: ModelFactory,
+        data: ArrayDataset,
+        train: TrainParams,
+        params: FedCFAParams,
+        split: int,
     ) -> None:
         super().__init__(model_factory, data, train)
         self._data = data
@@ -53,6 +58,7 @@ class FedCFAClient(FedAvgClient):
         self._draw_seed = 0
 
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        # Per-message caches read by _loss_fn, which FedAvg's handle calls once the model is loaded.
         self._average = _received_average(message)
         self._draw_seed = derive_seed(context.seed, "counterfactual")
         reply = super().handle(replace(message, arrays=without_means(message.arrays)), state, context)

@@ -115,8 +115,8 @@ def extreme_factors(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """
     low = torch.zeros_like(scores, dtype=torch.bool)
     high = torch.zeros_like(scores, dtype=torch.bool)
-    low.scatter_(1, scores.topk(k, dim=1, largest=False).indices, True)
-    high.scatter_(1, scores.topk(k, dim=1, largest=True).indices, True)
+    low.scatter_(1, scores.topk(k, dim=1, largest=False, sorted=False).indices, True)
+    high.scatter_(1, scores.topk(k, dim=1, largest=True, sorted=False).indices, True)
     return low, high
 
 
@@ -157,7 +157,9 @@ def negative_target(y_one_hot: Tensor, donor_y: Tensor, replaced_share: float) -
     return (1.0 - replaced_share) * y_one_hot + replaced_share * donor_y
 
 
-def counterfactuals(z: Tensor, y: Tensor, donor_z: Tensor, donor_y: Tensor, scores: Tensor, k: int) -> Counterfactuals:
+def counterfactuals(
+    z: Tensor, y: Tensor, donor_z: Tensor, donor_y: Tensor, scores: Tensor, k: int
+) -> Counterfactuals:
     """The positive and negative counterfactual samples of a batch.
 
     Parameters

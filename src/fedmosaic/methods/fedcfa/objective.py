@@ -16,7 +16,16 @@ from fedmosaic.methods.fedcfa.split import split_model
 
 
 def frozen_copy(module: nn.Module) -> nn.Module:
-    """A copy of ``module`` in eval mode whose parameters take no gradient."""
+    """A copy of ``module`` in eval mode whose parameters take no gradient.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> layer = nn.Linear(2, 2)
+    >>> frozen = frozen_copy(layer)
+    >>> frozen.weight.requires_grad, frozen.weight is layer.weight
+    (False, False)
+    """
     frozen = copy.deepcopy(module).eval()
     frozen.requires_grad_(False)
     return frozen
@@ -67,11 +76,22 @@ class CounterfactualObjective:
     def counterfactual_loss(self, encoder: nn.Module, decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
         """``w_pos CE(positive) + w_neg softCE(negative)`` for detached factors ``z``."""
         drawn = torch.randint(len(self.average_x), (len(y),), generator=self.generator)
-        with torch.no_grad():
-            donor_z = encoder(self.average_x[drawn])
-        samples = counterfactuals(
-            z, y, donor_z, self.average_y[drawn], factor_scores(self.reference_decoder, z, y), self.params.k
-        )
-        return self.params.positive_weight * F.cross_entropy(
-            decoder(samples.positive), y
-        ) + self.params.negative_weight * F.cross_entropy(decoder(samples.negative), samples.negative_target)
+        scores = factor_scores(self.reference_decoder, z, y)
+        donor_z = self.encode_means(encoder, drawn)
+        samples = counterfactuals(z, y, donor_z, self.average_y[drawn], scores, self.params.k)
+        logits = decoder(torch.cat([samples.positive, samples.negative]))
+        positive_logits, negative_logits = logits.split(len(y))
+        positive = F.cross_entropy(positive_logits, y)
+        negative = F.cross_entropy(negative_logits, samples.negative_target)
+        return self.params.positive_weight * positive + self.params.negative_weight * negative
+
+    @torch.no_grad()
+    def encode_means(self, encoder: nn.Module, drawn: Tensor) -> Tensor:
+        """Factors of the drawn global means, without gradient.
+
+        Encodes the whole global average dataset when it is no larger than
+        the batch (each mean once), otherwise only the drawn means.
+        """
+        if len(self.average_x) <= len(drawn):
+            return encoder(self.average_x)[drawn]
+        return encoder(self.average_x[drawn])

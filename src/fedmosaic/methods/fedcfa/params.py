@@ -49,6 +49,12 @@ class FedCFAParams(MethodParams):
     negative_weight : float, default 5.0
         Weight of the soft-label cross-entropy on the negative counterfactual
         samples.
+
+    Examples
+    --------
+    >>> params = FedCFAParams(k=8, fdc_weight=0.0)
+    >>> params.positive_weight, params.average_dataset
+    (5.0, 'previous')
     """
 
     k: PositiveInt = 24

@@ -7,7 +7,12 @@ import numpy as np
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientState, Message, RoundContext, derive_rng, weighted_average
 from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining
-from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, global_average_dataset, without_means
+from fedmosaic.methods.fedcfa.average_dataset import (
+    AVERAGE_X,
+    AVERAGE_Y,
+    global_average_dataset,
+    without_means,
+)
 from fedmosaic.methods.fedcfa.params import FedCFAParams
 
 

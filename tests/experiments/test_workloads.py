@@ -1,0 +1,50 @@
+"""Workloads: the data of an experiment laid out over clients."""
+
+from pathlib import Path
+
+import pytest
+
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.workloads import prepare_workload
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "mnist").exists(), reason="MNIST files are not available")
+def test_simpson_mnist_gives_one_client_per_shade_band_a_pretraining_sample_and_a_picture() -> None:
+    config = load_config(
+        {
+            "name": "simpson",
+            "data": {"dataset": "simpson-mnist", "data_dir": str(SHARED_DATA), "samples_per_client": 50, "pretrain_samples": 40},
+            "partition": {"num_clients": 5},
+            "runs": [{"name": "FedAvg", "method": "fedavg"}],
+        }
+    )
+    workload = prepare_workload(config)
+    assert [len(c) for c in workload.clients] == [50] * 5
+    assert workload.clients[0].x.shape[1:] == (3, 28, 28)
+    assert workload.pretrain is not None and len(workload.pretrain) == 40
+    (name, caption, png), = workload.figures
+    assert png.startswith(b"\x89PNG") and name == "simpson_samples"
+    task = workload.jobs("federated", config)[0].task
+    assert task.pretrain is workload.pretrain
+
+
+def test_concept_workloads_lay_out_clients_with_their_arrival_rounds() -> None:
+    config = load_config(
+        {
+            "name": "asia",
+            "data": {"dataset": "bnlearn", "network": "asia", "samples": 2000},
+            "concepts": {"num_clients": 6, "initial_clients": 3, "join_round": 4},
+            "runs": [{"name": "F-CMs", "method": "fcm"}],
+        }
+    )
+    workload = prepare_workload(config)
+    (job,) = workload.jobs("federated", config)
+    assert job.schedule.available(1) == [0, 1, 2]
+    assert job.schedule.available(4) == list(range(6))
+    assert job.task.last_arrival == 4
+    assert 0.7 < job.task.extras["bayes_optimal_accuracy"] <= 1.0
+    assert len(workload.jobs("local", config)) == 6
+    (central,) = workload.jobs("centralized", config)
+    assert set(central.task.clients[0].train.names) == set(workload.splits.train.names)
