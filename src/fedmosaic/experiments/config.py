@@ -15,7 +15,6 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
 from fedmosaic.errors import ConfigError
@@ -238,7 +237,7 @@ class GridSection(Section):
         Final metric in each cell, as a percentage, mean ± std over the other
         axes (e.g. seeds).
     secondary : str or None, default "coverage"
-        Final metric shown in parentheses, as a percentage.
+        Final metric shown in parentheses, as a percentage (empty: none).
     """
 
     axes: dict[str, list[Any]] = Field(min_length=1)
@@ -351,9 +350,10 @@ def grid_points(source: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, 
     points = []
     for combination in itertools.product(*(grid["axes"][k] for k in keys)):
         values = dict(zip(keys, combination))
-        base = {k: v for k, v in source.items() if k != "grid"}
-        overrides = [f"{k}={_toml_value(v)}" for k, v in values.items()]
-        points.append((values, apply_overrides(base, overrides)))
+        point = json.loads(json.dumps({k: v for k, v in source.items() if k != "grid"}))
+        for key, value in values.items():
+            _set_path(point, key.split("."), json.loads(json.dumps(value)), key)
+        points.append((values, point))
     return points
 
 
@@ -370,10 +370,6 @@ def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
         except ConfigError as error:
             at = ", ".join(f"{k}={v}" for k, v in values.items())
             raise ConfigError(error.field, f"{error.message} (in the grid point {at})") from None
-
-
-def _toml_value(value: Any) -> str:
-    return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
 
 
 def method_params(config: ExperimentConfig, index: int) -> MethodParams:

@@ -79,11 +79,11 @@ def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, An
     run's own ``<metric>_std`` (local: over clients) is shown.
     """
     runs = [run["name"] for run in entries[0]["runs"]] if entries else []
-    header = [grid.rows, "run", *(str(v) for v in grid.axes[grid.columns])]
+    header = [grid.rows, "run", *(axis_label(v) for v in grid.axes[grid.columns])]
     rows = []
     for row_value in grid.axes[grid.rows]:
         for name in runs:
-            cells = [str(row_value), name]
+            cells = [axis_label(row_value), name]
             for column_value in grid.axes[grid.columns]:
                 finals = [
                     run
@@ -95,6 +95,19 @@ def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, An
                 cells.append(_cell(finals, grid.metric, grid.secondary))
             rows.append(cells)
     return {"header": header, "rows": rows, "metric": grid.metric, "secondary": grid.secondary}
+
+
+def axis_label(value: Any) -> str:
+    """How an axis value is shown: tables as ``key=value`` pairs.
+
+    Examples
+    --------
+    >>> axis_label({"scheme": "dirichlet", "alpha": 0.6}), axis_label(3)
+    ('scheme=dirichlet alpha=0.6', '3')
+    """
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
 
 
 def _cell(finals: list[dict[str, Any]], metric: str, secondary: str | None) -> str:
@@ -110,5 +123,5 @@ def _cell(finals: list[dict[str, Any]], metric: str, secondary: str | None) -> s
 
 
 def _slug(index: int, values: dict[str, Any]) -> str:
-    text = "-".join(str(v) for v in values.values())
+    text = "-".join(axis_label(v) for v in values.values())
     return f"{index:03d}-" + (re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-") or "point")

@@ -17,6 +17,7 @@ from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
+from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams
@@ -105,6 +106,13 @@ METHODS: dict[str, Method] = {
             "classification",
             FedProxParams,
             _build_fedavg,
+        ),
+        Method(
+            "fedcfa",
+            "FedCFA: counterfactual samples from global chunk means and factor decorrelation",
+            "classification",
+            FedCFAParams,
+            build_fedcfa,
         ),
         Method(
             "fedmix",
