@@ -25,6 +25,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fedavg_vs_centralized.py
 	$(BIN)/python benchmarks/graph_fusion.py
 	$(BIN)/python benchmarks/fcm_grid_time.py
+	$(BIN)/python benchmarks/fedcfa_step_cost.py
 
 clean:
 	rm -rf $(VENV) runs
