@@ -90,3 +90,9 @@ def test_malformed_overrides_are_rejected(override: str) -> None:
 def test_fingerprint_depends_on_content_not_key_order() -> None:
     assert fingerprint({"a": 1, "b": 2}) == fingerprint({"b": 2, "a": 1})
     assert fingerprint({"a": 1}) != fingerprint({"a": 2})
+
+
+def test_a_method_must_match_the_kind_of_task_the_data_gives() -> None:
+    error = _error(_with(data={"dataset": "bnlearn"}, runs=[{"name": "x", "method": "fedavg", "params": {"model": {}}}]))
+    assert error.field == "runs.0.method"
+    assert "'fedavg' is a classification method" in str(error)

@@ -319,7 +319,6 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
         if run.name in seen:
             raise ConfigError(f"runs.{index}.name", f"run names must be unique, '{run.name}' repeats")
         seen.add(run.name)
-        method_params(config, index)
         method = get_method(run.method, field=f"runs.{index}.method")
         if method.kind != config.task_kind:
             raise ConfigError(
@@ -327,6 +326,7 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
                 f"'{run.method}' is a {method.kind} method; data.dataset '{config.data.dataset}' "
                 f"gives a {config.task_kind} task",
             )
+        method_params(config, index)
     concepts = config.concepts
     if config.task_kind == "concepts" and concepts.initial_clients > concepts.num_clients:
         raise ConfigError(
