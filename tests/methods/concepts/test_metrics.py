@@ -42,7 +42,7 @@ def _decoder_accuracy_on_true_concepts(model: ConceptModel, test: LabeledConcept
 
 
 def _make_concepts_perfect(model: ConceptModel) -> None:
-    """Encoder = identity on the one-hot input; each concept head reads its block with a large gain."""
+    """Encoder = identity on the one-hot input; each concept's first value embedding unit reads its block with a large gain."""
     hidden = model.params.encoder_hidden
     eye = torch.eye(hidden, CONCEPT_WIDTH)
     with torch.no_grad():
@@ -51,11 +51,15 @@ def _make_concepts_perfect(model: ConceptModel) -> None:
         model.encoder[2].weight.copy_(torch.eye(hidden))
         model.encoder[2].bias.zero_()
         for node, start in (("a", 0), ("b", 2), ("c", 5)):
-            head = model.get_submodule(model.node_prefix(node).rstrip(".")).layers[0]
-            head.weight.zero_()
-            head.bias.zero_()
+            block = model.get_submodule(model.node_prefix(node).rstrip("."))
+            values, scorer = block.values[0], block.scorer
+            size = block.embedding_size
+            for layer in (values, scorer):
+                layer.weight.zero_()
+                layer.bias.zero_()
             for v in range(CARDS[node]):
-                head.weight[v, start + v] = 60.0
+                values.weight[v * size, start + v] = 60.0
+                scorer.weight[v, v * size] = 1.0
 
 
 # --------------------------------------------------------------------------- coverage

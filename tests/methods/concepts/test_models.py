@@ -375,9 +375,10 @@ def test_a_root_that_gains_a_parent_is_rewired_to_read_it(family: str) -> None:
 @pytest.mark.parametrize(
     "family, parents, before, changed, after",
     [
-        # encoder 3*4+4 + 4*4+4 = 36; a 4*2+2 = 10; y 2*2+2 = 6 -> 52.
-        # b 4*3+3 = 15 new; y weight 2*5 = 10 reshaped (bias kept) -> 25; 36 + 10 + 15 + (10 + 2) = 73.
-        ("cbm", {}, 52, 25, 73),
+        # encoder 3*4+4 + 4*4+4 = 36; a: values 4*6+6 = 30, scorer 6*2+2 = 14; y 2*2+2 = 6 -> 86.
+        # b: values 4*9+9 = 45, scorer 9*3+3 = 30, new; y weight 2*5 = 10 reshaped (bias kept) -> 85;
+        # 36 + 44 + 75 + (10 + 2) = 167.
+        ("cbm", {}, 86, 85, 167),
         # encoder 36; a 4*2+2 = 10; y 4*5+5 = 25 and 5*(2*2)+2*2 = 24 -> 95.
         # b 15 new; y last layer 5*(2*5)+2*5 = 60 reshaped -> 75; 36 + 10 + 15 + 25 + 60 = 146.
         ("c2bm", {"y": ("a",)}, 95, 75, 146),

@@ -391,9 +391,8 @@ class NodeBlock(nn.Module, ABC):
 class MLPHead(NodeBlock):
     """Logits from the slots by a LeakyReLU MLP (a linear layer without hidden widths).
 
-    CBM concepts and C2BM roots (one encoding slot, no hidden layer); the task
-    decoder of CBM and CEM (one slot per concept). Its message is the fed
-    probabilities.
+    C2BM roots (one encoding slot, no hidden layer) and the task decoder of
+    CBM and CEM (one slot per concept). Its message is the fed probabilities.
     """
 
     def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
@@ -436,6 +435,22 @@ class EmbeddingHead(NodeBlock):
 
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
         _rewire_inputs(self.values[0], before, after, fill)
+
+
+class ScoredEmbeddingHead(EmbeddingHead):
+    """An :class:`EmbeddingHead` whose message is the fed probabilities.
+
+    CBM concepts, as in the reference code: the same per-value embeddings and
+    linear scorer as CEM, but the task decoder reads the concept
+    probabilities, not the mixed embeddings.
+    """
+
+    @staticmethod
+    def message_width(cardinality: int, params: ConceptModelParams) -> int:
+        return cardinality
+
+    def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
+        return NodeOutput(super().forward(encoding, inputs).logits, None)
 
 
 class WeightGenerator(NodeBlock):
@@ -509,7 +524,7 @@ class _Bottleneck(_Family):
 
 
 class _CBM(_Bottleneck):
-    concept_block = MLPHead
+    concept_block = ScoredEmbeddingHead
 
 
 class _CEM(_Bottleneck):
