@@ -221,8 +221,9 @@ class FCMServer(ServerLogic):
             "rejected": {str(c): r for c, r in self.rejected.items()},
         }
         return {
+            "full_intervention_accuracy": accuracies(model, task.test, concepts)["task_accuracy"],
             "noisy_accuracy": topological_curve[0],
-            "full_intervention_accuracy": topological_curve[-1],
+            "noisy_full_intervention_accuracy": topological_curve[-1],
             "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
             "best_round": float(self.best_round),
             **{k: float(v) for k, v in task.extras.items()},
