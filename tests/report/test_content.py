@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from fedmosaic.report.content import build_document
-from fedmosaic.report.document import Block, Code, Document, Heading, Image, Paragraph, Table
+from fedmosaic.report.document import Block, Code, Document, Heading, Paragraph, Table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

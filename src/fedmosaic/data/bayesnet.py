@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import gzip
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 
