@@ -243,7 +243,7 @@ def concept_subsets(
     base = _distinct_draws(lambda: _walk_to_root(base_graph, task, rng), count)
     _cover_edges(base, base_graph, task, rng)
     added = _distinct_draws(
-        lambda: set().union(*(_path_through(graph, node, task, rng) for node in extra)),
+        lambda: set().union(*(_path_through(graph, node, task, rng) for node in sorted(extra))),
         additional_subsets if extra else 0,
     )
     _cover_edges(added, graph, task, rng, covered=base)
