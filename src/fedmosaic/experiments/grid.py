@@ -7,14 +7,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import tomli_w
 
 from fedmosaic import __version__
-from fedmosaic.atomic import atomic_write, write_json
 from fedmosaic.experiments.config import ExperimentConfig, GridSection, grid_points, load_config
-from fedmosaic.experiments.outputs import POINTS, RESULTS, SUMMARY, prepare_out_dir, summary_rows
+from fedmosaic.experiments.outputs import POINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
-from fedmosaic.report import write_report
 
 
 def run_grid(
@@ -39,10 +36,9 @@ def run_grid(
     progress = progress or SilentProgress()
     document = config.model_dump(mode="json", exclude_none=True)
     points = grid_points(document)
-    finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
     if finished is not None:
         return finished
-    atomic_write(out_dir / "config.toml", lambda f: f.write(tomli_w.dumps(document).encode()))
     entries = []
     for index, (values, source) in enumerate(points):
         folder = Path(POINTS) / _slug(index, values)
@@ -59,15 +55,11 @@ def run_grid(
         "points": entries,
         "table": grid_table(config.grid, entries),
     }
-    write_json(out_dir / RESULTS, results)
-    write_json(
-        out_dir / SUMMARY,
-        {
-            "experiment": config.name,
-            "rows": [{**entry["values"], **run} for entry in entries for run in entry["runs"]],
-        },
-    )
-    write_report(results, out_dir)
+    summary = {
+        "experiment": config.name,
+        "rows": [{**entry["values"], **run} for entry in entries for run in entry["runs"]],
+    }
+    finish_run(out_dir, results, summary)
     return results
 
 

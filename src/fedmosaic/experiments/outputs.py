@@ -11,7 +11,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
+from fedmosaic.atomic import atomic_write, write_json
 from fedmosaic.errors import ConfigError, FedmosaicError
+from fedmosaic.report import write_report
 
 RESULTS = "results.json"
 SUMMARY = "summary.json"
@@ -55,6 +59,27 @@ def prepare_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> dict[str
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     return None
+
+
+def start_run(out_dir: Path, document: dict[str, Any], *, resume: bool, overwrite: bool) -> dict[str, Any] | None:
+    """Prepare ``out_dir`` (:func:`prepare_out_dir`) and record the configuration in ``config.toml``.
+
+    Returns
+    -------
+    dict or None
+        The finished results when resuming a run that already completed.
+    """
+    finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    if finished is None:
+        atomic_write(out_dir / "config.toml", lambda f: f.write(tomli_w.dumps(document).encode()))
+    return finished
+
+
+def finish_run(out_dir: Path, results: dict[str, Any], summary: dict[str, Any]) -> None:
+    """Write ``results.json`` (last, atomically, marking the run complete), ``summary.json`` and the report."""
+    write_json(out_dir / RESULTS, results)
+    write_json(out_dir / SUMMARY, summary)
+    write_report(results, out_dir)
 
 
 def read_results(out_dir: Path) -> dict[str, Any]:

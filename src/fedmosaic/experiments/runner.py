@@ -8,25 +8,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from fedmosaic import __version__
-from fedmosaic.atomic import atomic_write, write_json
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
-from fedmosaic.experiments.outputs import (
-    CHECKPOINTS,
-    RESULTS,
-    SUMMARY,
-    prepare_out_dir,
-    summary_rows,
-)
+from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, InProcessGrid
 from fedmosaic.methods.registry import get_method
-from fedmosaic.report import write_report
 from fedmosaic.threads import torch_threads
 
 
@@ -70,11 +60,10 @@ def run_experiment(
         return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress)
     progress = progress or SilentProgress()
     workload = prepare_workload(config, data_dir=data_dir)
-    finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    document = config.model_dump(mode="json", exclude_none=True)
+    finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
     if finished is not None:
         return finished
-    document = config.model_dump(mode="json", exclude_none=True)
-    atomic_write(out_dir / "config.toml", lambda f: f.write(tomli_w.dumps(document).encode()))
     with torch_threads(config.federation.threads):
         runs = [
             _run(config, index, workload, out_dir, document, resume=resume, progress=progress)
@@ -89,12 +78,10 @@ def run_experiment(
         "runs": runs,
         "figures": [
             {"name": name, "caption": caption, "png_base64": base64.b64encode(png).decode()}
-            for name, caption, png in getattr(workload, "figures", ())
+            for name, caption, png in workload.figures
         ],
     }
-    write_json(out_dir / RESULTS, results)
-    write_json(out_dir / SUMMARY, summary_rows(results))
-    write_report(results, out_dir)
+    finish_run(out_dir, results, summary_rows(results))
     shutil.rmtree(out_dir / CHECKPOINTS, ignore_errors=True)
     return results
 

@@ -108,6 +108,7 @@ class ConceptWorkload:
     clients: list[ConceptClientData]
     true_ancestors: frozenset[str]
     bayes_optimal: float
+    figures: tuple[tuple[str, str, bytes], ...] = ()
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """The federations that make up a run in ``setting``."""

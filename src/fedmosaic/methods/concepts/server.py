@@ -49,7 +49,7 @@ class FCMServer(ServerLogic):
         self.model_seed = 0
         self.model: ConceptModel | None = None
         self.registry: dict[int, dict[str, Any]] = {}
-        self.confidences: dict[int, np.ndarray] = {}
+        self.confidences: dict[int, ConfidenceMatrix] = {}
         self.rejected: dict[int, str] = {}
         self.best: dict[str, np.ndarray] = {}
         self.best_graph = ""
@@ -64,11 +64,13 @@ class FCMServer(ServerLogic):
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         newcomers = [c for c in ctx.clients if c not in self.registry and c not in self.rejected]
+        known = len(self.registry)
         if newcomers:
             replies = ctx.exchange({c: Message(kind=REGISTER) for c in newcomers}, quorum=False)
             for client in sorted(replies):
                 self._register(client, replies[client])
-        metrics = self._update_model(ctx.round)
+        # The fused graph changes only when the set of registered clients does.
+        metrics = self._update_model(ctx.round) if len(self.registry) > known or self.model is None else {}
         model = self.model
         if model is None:
             raise QuorumNotMet("no client has registered yet")
@@ -116,7 +118,7 @@ class FCMServer(ServerLogic):
             "cardinalities": cardinalities,
             "num_examples": examples,
         }
-        self.confidences[client] = np.array(matrix.values)
+        self.confidences[client] = matrix
 
     def _update_model(self, rnd: int) -> dict[str, float]:
         if not self.registry:
@@ -152,7 +154,7 @@ class FCMServer(ServerLogic):
         cardinalities = self._known_cardinalities()
         names = sorted(cardinalities)
         clients = sorted(self.registry)
-        matrices = [ConfidenceMatrix(tuple(self.registry[c]["confidence_names"]), self.confidences[c]) for c in clients]
+        matrices = [self.confidences[c] for c in clients]
         weights = [self.registry[c]["num_examples"] for c in clients]
         dag, _ = aggregate_graph(names, matrices, weights, task)
         parents = {n: tuple(sorted(src for src, dst in dag.edges if dst == n)) for n in names}
@@ -247,7 +249,7 @@ class FCMServer(ServerLogic):
         if self.model is not None:
             arrays.update({f"model/{k}": v for k, v in model_to_arrays(self.model).items()})
         arrays.update({f"best/{k}": v for k, v in self.best.items()})
-        arrays.update({f"confidence/{c}": v for c, v in self.confidences.items()})
+        arrays.update({f"confidence/{c}": np.array(m.values) for c, m in self.confidences.items()})
         config = {
             "seed": self.seed,
             "model_seed": self.model_seed,
@@ -270,7 +272,10 @@ class FCMServer(ServerLogic):
         self.model_seed = int(config["model_seed"])  # type: ignore[arg-type]
         self.registry = {int(c): e for c, e in json.loads(str(config["registry"])).items()}
         self.rejected = {int(c): r for c, r in json.loads(str(config["rejected"])).items()}
-        self.confidences = {int(k.split("/")[1]): v for k, v in state.arrays.items() if k.startswith("confidence/")}
+        self.confidences = {
+            c: ConfidenceMatrix(tuple(entry["confidence_names"]), state.arrays[f"confidence/{c}"])
+            for c, entry in self.registry.items()
+        }
         self.best = {k.removeprefix("best/"): v for k, v in state.arrays.items() if k.startswith("best/")}
         self.best_graph = str(config["best_graph"])
         best_val = float(config["best_val"])  # type: ignore[arg-type]
