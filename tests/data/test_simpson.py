@@ -12,6 +12,7 @@ from fedmosaic.data.simpson import (
     DIGITS,
     LIGHT,
     SimpsonSplits,
+    coarsened,
     one_shares,
     sample_grid_png,
     shade_colour,
@@ -106,6 +107,34 @@ def test_each_image_is_its_greyscale_digit_times_the_colour_of_its_shade(
 
     # Assert
     np.testing.assert_array_equal(client.x, expected)
+
+
+def test_a_coarse_resolution_tints_the_block_averaged_digit(mnist: DatasetSplits) -> None:
+    # Execute
+    coarse = simpson_mnist(mnist, seed=0, resolution=7, **SMALL)
+    full = simpson_mnist(mnist, seed=0, **SMALL)
+
+    # Assert: same rows and shades, only the digit's detail changes
+    client, rows, shades = coarse.clients[1], coarse.sources[1], coarse.shades[1]
+    np.testing.assert_array_equal(rows, full.sources[1])
+    expected = coarsened(mnist.train.x[rows], 7) * shade_colour(shades)[:, :, None, None]
+    np.testing.assert_array_equal(client.x, expected)
+    assert not np.array_equal(client.x, full.clients[1].x)
+
+
+def test_coarsening_averages_blocks_and_repeats_them() -> None:
+    # Prepare: a 4x4 image made of four constant 2x2 blocks, plus noise inside each block
+    blocks = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    image = np.kron(blocks, np.ones((2, 2), dtype=np.float32))
+    image += np.array([[0.1, -0.1, 0.2, -0.2]] * 4, dtype=np.float32)
+
+    # Execute
+    result = coarsened(image[None, None], 2)
+
+    # Assert
+    assert result.shape == (1, 1, 4, 4) and result.dtype == np.float32
+    np.testing.assert_allclose(result[0, 0], np.kron(blocks, np.ones((2, 2))), atol=1e-6)
+    np.testing.assert_array_equal(coarsened(image[None, None], 4), image[None, None])
 
 
 def test_the_colour_ramp_goes_from_dark_to_light_in_every_channel() -> None:
@@ -280,6 +309,8 @@ def test_the_sample_grid_rejects_an_impossible_row_length(splits: SimpsonSplits,
         ({"num_clients": 1}, "simpson.num_clients: must be >= 2"),
         ({"samples_per_client": 9}, "simpson.samples_per_client: must be >= 10"),
         ({"pretrain_samples": -1}, "simpson.pretrain_samples: must be >= 0"),
+        ({"resolution": 0}, "simpson.resolution: must be from 1 to the image side 28"),
+        ({"resolution": 29}, "simpson.resolution: must be from 1 to the image side 28"),
         ({"test_colours": "pool"}, "simpson.test_colours: .*independent, pooled .*did you mean 'pooled'"),
         ({"samples_per_client": 100}, "simpson.samples_per_client: .*need 275 training images of digit 1"),
     ],

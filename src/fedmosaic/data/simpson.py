@@ -24,6 +24,12 @@ Construction, for ``K = num_clients`` clients (``K >= 2``):
   0.05)`` (dark red) and ``LIGHT = (1.00, 0.90, 0.60)`` (light yellow), every
   channel rising with ``s``; an MNIST pixel of intensity ``v`` in ``[0, 1]``
   becomes ``rgb = v * colour(s)``, so the background stays black.
+* **Shape detail** (``resolution``): each digit may be averaged down to
+  ``resolution x resolution`` pixels and scaled back up by repetition
+  (nearest neighbour) before it is tinted. Full resolution keeps MNIST's
+  shapes, which separate 1s from 7s so well that the colour shortcut barely
+  matters; coarser digits make the shape less informative and the shade
+  trend more tempting.
 * **Rows.** Client and pretraining digits are drawn without replacement from
   MNIST's training split: clients first, then the pretraining sample, so the
   two never share a row.
@@ -44,6 +50,7 @@ from dataclasses import dataclass
 
 import matplotlib.style
 import numpy as np
+import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -137,6 +144,7 @@ def simpson_mnist(
     samples_per_client: int = 1000,
     test_colours: str = "pooled",
     pretrain_samples: int = 1000,
+    resolution: int | None = None,
 ) -> SimpsonSplits:
     """Build Simpson-MNIST from MNIST, as the module docstring describes.
 
@@ -156,6 +164,10 @@ def simpson_mnist(
         of the label.
     pretrain_samples : int, optional
         Size of the pooled pretraining sample, >= 0. Default 1000.
+    resolution : int or None, optional
+        Side, in pixels, the digits are averaged down to before being scaled
+        back up (see :func:`coarsened`); from 1 to the image side. Default
+        None keeps the full resolution.
 
     Returns
     -------
@@ -167,7 +179,7 @@ def simpson_mnist(
     ConfigError
         If a parameter is out of range (fields ``simpson.num_clients``,
         ``simpson.samples_per_client``, ``simpson.pretrain_samples``,
-        ``simpson.test_colours``) or MNIST's training split holds too few 1s
+        ``simpson.test_colours``, ``simpson.resolution``) or MNIST's training split holds too few 1s
         or 7s for the request (field ``simpson.samples_per_client``).
     FedmosaicError
         If the images are not greyscale ``(n, 1, H, W)`` or the test split
@@ -188,6 +200,7 @@ def simpson_mnist(
     """
     _check_parameters(num_clients, samples_per_client, pretrain_samples, test_colours)
     _check_images(mnist)
+    _check_resolution(resolution, mnist.train.x.shape[-2:])
     shares = one_shares(num_clients)
     client_counts = _class_counts(np.full(num_clients, samples_per_client), shares)
     quotient, remainder = divmod(pretrain_samples, num_clients)
@@ -207,11 +220,11 @@ def simpson_mnist(
     test_shades = _test_shades(test_labels, shares, test_colours, derive_rng(seed, "simpson", "test"))
     return SimpsonSplits(
         clients=[
-            _coloured(mnist.train, part.rows, part.labels, shades)
+            _coloured(mnist.train, part.rows, part.labels, shades, resolution)
             for part, shades in zip(clients, client_shades, strict=True)
         ],
-        test=_coloured(mnist.test, test_rows, test_labels, test_shades),
-        pretrain=_coloured(mnist.train, pretrain.rows, pretrain.labels, pretrain_shades),
+        test=_coloured(mnist.test, test_rows, test_labels, test_shades, resolution),
+        pretrain=_coloured(mnist.train, pretrain.rows, pretrain.labels, pretrain_shades, resolution),
         shades=client_shades,
         test_shades=test_shades,
         pretrain_shades=pretrain_shades,
@@ -261,6 +274,38 @@ def shade_colour(shades: np.ndarray) -> np.ndarray:
     True
     """
     return (DARK + np.asarray(shades, dtype=np.float32)[:, None] * (LIGHT - DARK)).astype(np.float32)
+
+
+def coarsened(images: np.ndarray, resolution: int) -> np.ndarray:
+    """Average images down to ``resolution x resolution`` pixels and scale them back up.
+
+    Down-sampling averages over adaptive pooling windows; up-sampling repeats
+    each coarse pixel (nearest neighbour), so the result has the input's
+    shape and dtype and keeps its mean brightness roughly unchanged.
+
+    Parameters
+    ----------
+    images : np.ndarray
+        Images ``(n, channels, H, W)``.
+    resolution : int
+        Coarse side in pixels, from 1 to ``min(H, W)``.
+
+    Returns
+    -------
+    np.ndarray
+        The coarsened images, same shape and dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> image = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> coarsened(image, 2)[0, 0].tolist()[0]
+    [2.5, 2.5, 4.5, 4.5]
+    """
+    tensor = torch.from_numpy(np.ascontiguousarray(images))
+    coarse = torch.nn.functional.adaptive_avg_pool2d(tensor, resolution)
+    fine = torch.nn.functional.interpolate(coarse, size=tuple(images.shape[-2:]), mode="nearest")
+    return fine.numpy().astype(images.dtype, copy=False)
 
 
 def shade_label_correlation(shades: np.ndarray, labels: np.ndarray) -> float:
@@ -389,6 +434,14 @@ def _check_parameters(
         raise unknown_choice("simpson.test_colours", "test colours", test_colours, TEST_COLOURS)
 
 
+def _check_resolution(resolution: int | None, size: tuple[int, ...]) -> None:
+    """Raise a ConfigError unless ``resolution`` is None or from 1 to the image side."""
+    if resolution is not None and not 1 <= resolution <= min(size):
+        raise ConfigError(
+            "simpson.resolution", f"must be from 1 to the image side {min(size)} (got {resolution})"
+        )
+
+
 def _check_images(mnist: DatasetSplits) -> None:
     """Raise unless the images are greyscale and the test split holds both digits."""
     shape = mnist.train.x.shape
@@ -477,7 +530,14 @@ def _test_shades(
     return _band_shades(bands, labels, len(shares), rng)
 
 
-def _coloured(source: ArrayDataset, rows: np.ndarray, labels: np.ndarray, shades: np.ndarray) -> ArrayDataset:
-    """Tint the greyscale images at ``rows``: ``rgb = intensity * colour(shade)``."""
-    rgb = source.x[rows] * shade_colour(shades)[:, :, None, None]
+def _coloured(
+    source: ArrayDataset,
+    rows: np.ndarray,
+    labels: np.ndarray,
+    shades: np.ndarray,
+    resolution: int | None,
+) -> ArrayDataset:
+    """Tint the greyscale images at ``rows`` (coarsened first if asked): ``rgb = intensity * colour(shade)``."""
+    grey = source.x[rows] if resolution is None else coarsened(source.x[rows], resolution)
+    rgb = grey * shade_colour(shades)[:, :, None, None]
     return ArrayDataset(rgb.astype(np.float32, copy=False), labels, num_classes=2)

@@ -67,6 +67,11 @@ class DataSection(Section):
     pretrain_samples : int, default 1000
         ``simpson-mnist`` only: size of the pooled sample the initial model
         is pre-trained on (``train.pretrain_epochs``).
+    resolution : int or None, default None
+        ``simpson-mnist`` only: side in pixels the digits are averaged down
+        to (then scaled back up) before being tinted; coarser digits make the
+        shape less informative and the colour shortcut more tempting. None
+        keeps MNIST's 28 x 28.
     """
 
     dataset: Literal["digits", "mnist", "fashion-mnist", "isolet", "simpson-mnist", "bnlearn"] = "digits"
@@ -79,6 +84,7 @@ class DataSection(Section):
     samples_per_client: PositiveInt = 1000
     test_colours: Literal["pooled", "independent"] = "pooled"
     pretrain_samples: NonNegativeInt = 1000
+    resolution: PositiveInt | None = None
 
 
 class ConceptsSection(Section):

@@ -191,6 +191,7 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
         samples_per_client=config.data.samples_per_client,
         test_colours=config.data.test_colours,
         pretrain_samples=config.data.pretrain_samples,
+        resolution=config.data.resolution,
     )
     picture = ("simpson_samples", "samples of each client (rows), darker to lighter shade bands", sample_grid_png(splits))
     return ClassificationWorkload(
