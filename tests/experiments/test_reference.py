@@ -50,6 +50,7 @@ def test_reference_covers_every_table() -> None:
         "[model]",
         "[train]",
         "[[runs]]",
+        "[attack]",
     ]
 
 

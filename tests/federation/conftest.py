@@ -27,6 +27,7 @@ from fedmosaic.federation import (
     Grid,
     InProcessGrid,
     Message,
+    ReplySpec,
     RoundContext,
     Schedule,
     ServerLogic,
@@ -104,7 +105,8 @@ class ToyServer(ServerLogic):
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays={"w": self.w}, config={"round": ctx.round})
         self.exchanges += 1  # state changed before a possibly failing exchange
-        replies = ctx.exchange({c: message for c in ctx.clients})
+        spec = ReplySpec.like({"w": self.w}, metrics={"num_examples"}, config=frozenset({"handled"}))
+        replies = ctx.exchange({c: message for c in ctx.clients}, expect=spec)
         if self.crash_at == ctx.round:
             raise SimulatedKill(f"killed in round {ctx.round}")
         self.last_repliers = sorted(replies)

@@ -89,7 +89,7 @@ def test_server_averages_replies_weighted_by_examples() -> None:
         round = 1
         clients = [0, 1]
 
-        def exchange(self, messages):
+        def exchange(self, messages, **options):
             return replies
 
     # Execute

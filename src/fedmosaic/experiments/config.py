@@ -183,6 +183,14 @@ class FederationSection(Section):
     target_accuracy : float or None, default None
         When set, each run reports the first round whose accuracy reaches it
         (``rounds_to_target``; ``null``, shown as "not reached", when none does).
+    max_reply_bytes : int, default 268435456
+        Largest reply a client may send (256 MiB); larger replies are rejected.
+    max_examples : int, default 1000000000
+        Largest plausible ``num_examples`` in a reply.
+    retries : int, default 0
+        Quorum policy: a round without ``min_replies`` valid replies is rolled
+        back and tried again this many times with clients sampled afresh,
+        then skipped (0: skipped at once).
     """
 
     engine: Literal["inprocess"] = "inprocess"
@@ -197,6 +205,30 @@ class FederationSection(Section):
     evaluate_every: PositiveInt = 1
     threads: PositiveInt = 1
     target_accuracy: float | None = Field(default=None, gt=0, le=1)
+    max_reply_bytes: PositiveInt = 256 * 2**20
+    max_examples: PositiveInt = 10**9
+    retries: NonNegativeInt = 0
+
+
+class AttackSection(Section):
+    """Simulated hostile clients (federated runs), to measure robustness.
+
+    Parameters
+    ----------
+    fraction : float, default 0.0
+        Share of the clients that are hostile, in [0, 1), drawn from the seed.
+    kind : str, default "sign-flip"
+        What their replies become: ``sign-flip`` or ``scale`` (x100) of the
+        update; ``nan``, ``inf``, ``wrong-shape``, ``unknown-name``,
+        ``oversized``, or ``malformed`` (one of these per client); for
+        F-CMs ``reversed-graph`` or ``random-graph`` confidence matrices.
+    """
+
+    fraction: float = Field(default=0.0, ge=0, lt=1)
+    kind: Literal[
+        "sign-flip", "scale", "nan", "inf", "wrong-shape", "unknown-name", "oversized",
+        "malformed", "reversed-graph", "random-graph",
+    ] = "sign-flip"
 
 
 class RunSection(Section):
@@ -274,6 +306,8 @@ class ExperimentConfig(Section):
         The methods to run and compare (``[[runs]]``), at least one.
     grid : table or None, default None
         Makes the experiment a grid of experiments (``[grid]``).
+    attack : table
+        Simulated hostile clients (``[attack]``).
     """
 
     name: str = Field(min_length=1)
@@ -287,6 +321,7 @@ class ExperimentConfig(Section):
     train: TrainParams = Field(default_factory=TrainParams)
     runs: list[RunSection] = Field(min_length=1)
     grid: GridSection | None = None
+    attack: AttackSection = Field(default_factory=AttackSection)
 
     @property
     def num_clients(self) -> int:

@@ -15,7 +15,7 @@ from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
-from fedmosaic.federation import Federation, InProcessGrid
+from fedmosaic.federation import Federation, Grid, HostileGrid, InProcessGrid, ReplyLimits, hostile_clients
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
 
@@ -107,13 +107,15 @@ def _run(
         server, client_factory = method.build(job.task, params)
         federation = Federation(
             server,
-            InProcessGrid(client_factory, config.seed),
+            _grid(config, run.setting, job.schedule.num_clients, InProcessGrid(client_factory, config.seed)),
             job.schedule,
             seed=config.seed,
             rounds=rounds,
             evaluate_every=config.federation.evaluate_every,
             checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
             fingerprint=fingerprint([document, index, job.label]),
+            limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
+            retries=config.federation.retries,
         )
         histories.append(
             federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
@@ -134,6 +136,15 @@ def _run(
         "rounds_to_target": rounds_to_target(history, config.federation.target_accuracy),
         "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
     }
+
+
+def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) -> Grid:
+    """The engine's grid, with the ``[attack]`` section's hostile clients in federated runs."""
+    attack = config.attack
+    if setting != "federated" or attack.fraction == 0:
+        return grid
+    hostile = hostile_clients(num_clients, attack.fraction, config.seed)
+    return HostileGrid(grid, hostile, attack.kind, config.seed, config.federation.max_reply_bytes)
 
 
 def rounds_to_target(history: list[dict[str, Any]], target: float | None) -> int | None:

@@ -23,6 +23,8 @@ from fedmosaic.federation import (
     ClientLogic,
     ClientState,
     Message,
+    ArraySpec,
+    ReplySpec,
     RoundContext,
     ServerLogic,
     derive_seed,
@@ -77,6 +79,7 @@ class FedAvgServer(ServerLogic):
         self._model: nn.Module | None = None
         self._test_x = torch.from_numpy(test.x)
         self._test_y = torch.from_numpy(test.y)
+        self._num_classes = test.num_classes
         self.params: dict[str, np.ndarray] = {}
 
     def initialize(self, seed: int) -> None:
@@ -94,13 +97,24 @@ class FedAvgServer(ServerLogic):
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays=self.params, config={"round": ctx.round})
-        replies = ctx.exchange({client: message for client in ctx.clients})
+        replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
         weights = [reply.metrics["num_examples"] for reply in replies.values()]
         self.params = weighted_average(
             [(reply.arrays, w) for reply, w in zip(replies.values(), weights)]
         )
         losses = [reply.metrics["train_loss"] for reply in replies.values()]
         return {"train_loss": float(np.average(losses, weights=weights))}
+
+    def reply_spec(self) -> ReplySpec:
+        """What a client's reply may hold: the model as sent, its example count and loss."""
+        return ReplySpec.like(self.params, metrics={"num_examples", "train_loss"})
+
+    def mean_specs(self, x_name: str, y_name: str) -> dict[str, ArraySpec]:
+        """Specs of shared means: inputs ``(m, *input_shape)`` and one-hot labels ``(m, classes)``, float32."""
+        return {
+            x_name: ArraySpec((None, *self._test_x.shape[1:]), "float32"),
+            y_name: ArraySpec((None, self._num_classes), "float32"),
+        }
 
     def evaluate(self, rnd: int) -> dict[str, float]:
         model = self._require_model()

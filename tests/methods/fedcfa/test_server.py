@@ -22,7 +22,7 @@ class ScriptedRound:
         self.replies = replies
         self.sent: dict[int, Message] = {}
 
-    def exchange(self, messages):
+    def exchange(self, messages, **options):
         self.sent = dict(messages)
         return self.replies
 
