@@ -50,6 +50,8 @@ def test_reference_covers_every_table() -> None:
         "[model]",
         "[train]",
         "[[runs]]",
+        "[aggregation]",
+        "[privacy]",
         "[attack]",
     ]
 

@@ -6,7 +6,7 @@ toward its mean plus a little noise drawn from ``default_rng(context.seed)``.
 Its step shrinks with the number of messages it has handled, a counter kept
 in ``state.config["handled"]``, so the results depend on the client state
 being kept (and checkpointed) correctly. The server takes the
-``weighted_average`` of the replies; ``evaluate`` reports the distance of
+``ctx.aggregate`` (the weighted mean by default) of the replies; ``evaluate`` reports the distance of
 ``w`` to the weighted mean of all private means.
 """
 
@@ -32,7 +32,6 @@ from fedmosaic.federation import (
     Schedule,
     ServerLogic,
     derive_rng,
-    weighted_average,
 )
 
 DIM = 3
@@ -110,8 +109,8 @@ class ToyServer(ServerLogic):
         if self.crash_at == ctx.round:
             raise SimulatedKill(f"killed in round {ctx.round}")
         self.last_repliers = sorted(replies)
-        average = weighted_average(
-            [(reply.arrays, reply.metrics["num_examples"]) for reply in replies.values()]
+        average = ctx.aggregate(
+            [(reply.arrays, reply.metrics["num_examples"]) for reply in replies.values()], reference={"w": self.w}
         )
         self.w = average["w"]
         self.aggregations += 1

@@ -12,6 +12,7 @@ from fedmosaic.federation import (
     InProcessGrid,
     Message,
     Schedule,
+    weighted_average,
 )
 from fedmosaic.methods.arrays import model_to_arrays
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
@@ -91,6 +92,9 @@ def test_server_averages_replies_weighted_by_examples() -> None:
 
         def exchange(self, messages, **options):
             return replies
+
+        def aggregate(self, contributions, reference):
+            return weighted_average(contributions)
 
     # Execute
     metrics = server.run_round(FixedReplies())  # type: ignore[arg-type]

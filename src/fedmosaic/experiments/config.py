@@ -210,6 +210,59 @@ class FederationSection(Section):
     retries: NonNegativeInt = 0
 
 
+class AggregationSection(Section):
+    """How the server combines the clients' arrays, name by name (every horizontal method and F-CMs).
+
+    Parameters
+    ----------
+    rule : {"mean", "median", "trimmed-mean"}, default "mean"
+        The example-weighted mean, the coordinate-wise median, or the
+        coordinate-wise mean after dropping ``trim`` of the values at each end
+        (the robust rules ignore the clients' claimed example counts).
+    trim : float, default 0.2
+        ``trimmed-mean`` only: share dropped at each end, in [0, 0.5).
+    clip_norm : float or None, default None
+        Bound each client's update (what it sends minus what it received) to
+        this L2 norm per module (layer) before combining; none when unset.
+    """
+
+    rule: Literal["mean", "median", "trimmed-mean"] = "mean"
+    trim: float = Field(default=0.2, ge=0, lt=0.5)
+    clip_norm: float | None = Field(default=None, gt=0)
+
+
+class PrivacySection(Section):
+    """Client-level differential privacy of the aggregate (every horizontal method and F-CMs).
+
+    Parameters
+    ----------
+    noise_multiplier : float, default 0.0
+        Gaussian noise on each module's sum of clipped updates, in units of
+        ``clip_norm``; 0 turns client-level DP off. The aggregate is then the
+        unweighted mean of the clipped updates, and each round records the
+        (epsilon, delta) spent so far (``dp_epsilon``), from Opacus's RDP
+        accountant.
+    target_epsilon : float or None, default None
+        Instead of ``noise_multiplier``: the noise that spends this epsilon
+        over ``federation.rounds`` rounds (Opacus's search).
+    clip_norm : float, default 1.0
+        Bound on the L2 norm of a client's whole update (split evenly over
+        the model's modules).
+    delta : float, default 1e-5
+        Target delta, in (0, 1).
+    """
+
+    noise_multiplier: float = Field(default=0.0, ge=0)
+    target_epsilon: float | None = Field(default=None, gt=0)
+    clip_norm: float = Field(default=1.0, gt=0)
+    delta: float = Field(default=1e-5, gt=0, lt=1)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether client-level DP is on."""
+        return self.noise_multiplier > 0 or self.target_epsilon is not None
+
+
 class AttackSection(Section):
     """Simulated hostile clients (federated runs), to measure robustness.
 
@@ -306,6 +359,10 @@ class ExperimentConfig(Section):
         The methods to run and compare (``[[runs]]``), at least one.
     grid : table or None, default None
         Makes the experiment a grid of experiments (``[grid]``).
+    aggregation : table
+        How replies are combined (``[aggregation]``).
+    privacy : table
+        Client-level differential privacy (``[privacy]``).
     attack : table
         Simulated hostile clients (``[attack]``).
     """
@@ -321,6 +378,8 @@ class ExperimentConfig(Section):
     train: TrainParams = Field(default_factory=TrainParams)
     runs: list[RunSection] = Field(min_length=1)
     grid: GridSection | None = None
+    aggregation: AggregationSection = Field(default_factory=AggregationSection)
+    privacy: PrivacySection = Field(default_factory=PrivacySection)
     attack: AttackSection = Field(default_factory=AttackSection)
 
     @property
@@ -428,6 +487,14 @@ def _check_federation(config: ExperimentConfig) -> None:
                     f"federation.{key}.{i}.clients",
                     f"client ids must be in 0..{clients - 1} ({source} = {clients}), got {outside}",
                 )
+    privacy = config.privacy
+    if privacy.noise_multiplier > 0 and privacy.target_epsilon is not None:
+        raise ConfigError("privacy.target_epsilon", "set either noise_multiplier or target_epsilon, not both")
+    if privacy.enabled and (config.aggregation.rule != "mean" or config.aggregation.clip_norm is not None):
+        raise ConfigError(
+            "aggregation.rule",
+            "client-level privacy clips and averages by itself: keep aggregation.rule = 'mean' without clip_norm",
+        )
     if federation.min_replies > clients:
         raise ConfigError(
             "federation.min_replies",

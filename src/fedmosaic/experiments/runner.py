@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic import __version__
+from fedmosaic.experiments.aggregation import build_aggregation
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
@@ -105,6 +106,7 @@ def _run(
     histories, artifacts = [], []
     for job in jobs:
         server, client_factory = method.build(job.task, params)
+        aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
         federation = Federation(
             server,
             _grid(config, run.setting, job.schedule.num_clients, InProcessGrid(client_factory, config.seed)),
@@ -116,6 +118,8 @@ def _run(
             fingerprint=fingerprint([document, index, job.label]),
             limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
             retries=config.federation.retries,
+            aggregator=aggregator,
+            privacy=privacy,
         )
         histories.append(
             federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))

@@ -11,6 +11,8 @@ from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.logic import ServerLogic
+from fedmosaic.federation.privacy import PrivacyBudget
+from fedmosaic.federation.robust import Aggregator, Mean
 from fedmosaic.federation.round import MessageObserver, QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
 from fedmosaic.federation.validation import ReplyLimits
@@ -98,6 +100,13 @@ class Federation:
         once.
     observer : callable or None, default None
         Sees every message that crosses (the message audit).
+    aggregator : Aggregator, default Mean()
+        How the server logic's :meth:`RoundContext.aggregate` combines replies.
+    privacy : PrivacyBudget or None, default None
+        With a :class:`~fedmosaic.federation.privacy.GaussianMechanism`
+        aggregator: its noise and delta, so that each aggregated round
+        records the privacy spent so far (``dp_epsilon``, ``dp_delta``,
+        ``dp_sample_rate``).
 
     Examples
     --------
@@ -118,6 +127,8 @@ class Federation:
         limits: ReplyLimits = ReplyLimits(),
         retries: int = 0,
         observer: MessageObserver | None = None,
+        aggregator: Aggregator | None = None,
+        privacy: PrivacyBudget | None = None,
     ) -> None:
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
@@ -136,6 +147,8 @@ class Federation:
         self.limits = limits
         self.retries = retries
         self.observer = observer
+        self.aggregator = aggregator if aggregator is not None else Mean()
+        self.privacy = privacy
 
     def run(
         self, *, resume: bool = False, on_round: Callable[[RoundRecord], None] | None = None
@@ -162,14 +175,14 @@ class Federation:
             if on_round is not None:
                 on_round(record)
         while len(history) < self.rounds and not self.server.done():
-            record = self._run_round(len(history) + 1)
+            record = self._run_round(len(history) + 1, history)
             history.append(record)
             self._save(history)
             if on_round is not None:
                 on_round(record)
         return history
 
-    def _run_round(self, rnd: int) -> RoundRecord:
+    def _run_round(self, rnd: int, history: list[RoundRecord]) -> RoundRecord:
         start = time.perf_counter()
         attempts: list[RoundContext] = []
         status, reasons, metrics = "skipped", [], {}
@@ -187,6 +200,8 @@ class Federation:
                 reasons.append(str(error))
                 continue
             status = "ok"
+            if self.privacy is not None:
+                metrics.update(self.privacy.spent(history, len(ctx.clients) / self.schedule.num_clients))
             break
         if rnd % self.evaluate_every == 0 or rnd == self.rounds or self.server.done():
             metrics.update(self.server.evaluate(rnd))
@@ -223,6 +238,7 @@ class Federation:
             min_replies=self.schedule.min_replies,
             limits=self.limits,
             observer=self.observer,
+            aggregator=self.aggregator,
         )
 
     def _save(self, history: list[RoundRecord]) -> None:

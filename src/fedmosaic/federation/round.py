@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.message import Message
+from fedmosaic.federation.robust import Aggregator, Contribution, Mean
+from fedmosaic.federation.seeding import derive_rng
 from fedmosaic.federation.validation import OPEN, ReplyLimits, ReplySpec, check_reply, reply_size
 
 LOG = logging.getLogger("fedmosaic.federation")
@@ -44,6 +48,8 @@ class RoundContext:
         Size and sample-count limits every reply must respect.
     observer : callable or None
         Sees every message that crosses (the message audit).
+    aggregator : Aggregator
+        The rule :meth:`aggregate` applies (the weighted mean by default).
     """
 
     round: int
@@ -54,6 +60,8 @@ class RoundContext:
     min_replies: int = 1
     limits: ReplyLimits = field(default_factory=ReplyLimits)
     observer: MessageObserver | None = None
+    aggregator: Aggregator = field(default_factory=Mean)
+    aggregations: int = 0
     bytes_down: int = 0
     bytes_up: int = 0
     replied: set[int] = field(default_factory=set)
@@ -120,6 +128,22 @@ class RoundContext:
             detail = f" ({rejected} rejected)" if rejected else ""
             raise QuorumNotMet(f"{len(replies)} valid replies{detail} < min_replies {self.min_replies}")
         return replies
+
+    def aggregate(
+        self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """Combine named arrays by the federation's rule (mean, robust, or private).
+
+        Parameters
+        ----------
+        contributions : sequence of (mapping of str to ndarray, float)
+            Each valid reply's arrays and weight (number of examples).
+        reference : mapping of str to ndarray
+            What was sent: updates are measured from it (clipping, noise).
+        """
+        self.aggregations += 1
+        rng = derive_rng(self.seed, self.round, "aggregate", self.aggregations)
+        return self.aggregator.aggregate(contributions, reference, rng)
 
     def _observe(self, client: int, direction: str, message: Message) -> None:
         if self.observer is not None:

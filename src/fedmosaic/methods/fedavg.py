@@ -28,7 +28,6 @@ from fedmosaic.federation import (
     RoundContext,
     ServerLogic,
     derive_seed,
-    weighted_average,
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.training import (
@@ -99,8 +98,8 @@ class FedAvgServer(ServerLogic):
         message = Message(arrays=self.params, config={"round": ctx.round})
         replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
         weights = [reply.metrics["num_examples"] for reply in replies.values()]
-        self.params = weighted_average(
-            [(reply.arrays, w) for reply, w in zip(replies.values(), weights)]
+        self.params = ctx.aggregate(
+            [(reply.arrays, w) for reply, w in zip(replies.values(), weights)], reference=self.params
         )
         losses = [reply.metrics["train_loss"] for reply in replies.values()]
         return {"train_loss": float(np.average(losses, weights=weights))}

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmosaic.federation import Message
+from fedmosaic.federation import Message, weighted_average
 from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAServer
 from fedmosaic.methods.models import ModelParams, build_model
 
@@ -25,6 +25,9 @@ class ScriptedRound:
     def exchange(self, messages, **options):
         self.sent = dict(messages)
         return self.replies
+
+    def aggregate(self, contributions, reference):
+        return weighted_average(contributions)
 
 
 def _reply(server: FedCFAServer, value: float, examples: float, means: int) -> Message:

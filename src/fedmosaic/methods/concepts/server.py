@@ -19,7 +19,6 @@ from fedmosaic.federation import (
     ServerLogic,
     derive_rng,
     derive_seed,
-    weighted_average,
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN
@@ -95,7 +94,7 @@ class FCMServer(ServerLogic):
         }
         replies = ctx.exchange(messages, expect={c: self._training_spec(arrays) for c, arrays in needed.items()})
         uploads = [(r.arrays, r.metrics["num_examples"]) for r in replies.values() if r.arrays]
-        load_arrays(model, {**sent, **(weighted_average(uploads) if uploads else {})})
+        load_arrays(model, {**sent, **(ctx.aggregate(uploads, reference=sent) if uploads else {})})
         val_loss = _weighted_mean(replies, "val_loss", "val_examples")
         self._track(val_loss, sent, graph_text, ctx.round)
         trained = {c: r for c, r in replies.items() if r.arrays}

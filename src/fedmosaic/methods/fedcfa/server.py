@@ -14,7 +14,6 @@ from fedmosaic.federation import (
     RoundContext,
     derive_rng,
     label_means_check,
-    weighted_average,
 )
 from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining
 from fedmosaic.methods.fedcfa.average_dataset import (
@@ -71,7 +70,7 @@ class FedCFAServer(FedAvgServer):
         replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
         ordered = [replies[client] for client in sorted(replies)]
         weights = [reply.metrics["num_examples"] for reply in ordered]
-        self.params = weighted_average([(without_means(r.arrays), w) for r, w in zip(ordered, weights)])
+        self.params = ctx.aggregate([(without_means(r.arrays), w) for r, w in zip(ordered, weights)], reference=self.params)
         self.average = global_average_dataset(
             [r.arrays for r in ordered],
             self._params.average_dataset,
