@@ -58,3 +58,11 @@ def test_contradictory_or_impossible_settings_are_one_line_errors(sections: dict
     with pytest.raises(ConfigError) as info:
         load_config({**BASE, **sections})
     assert info.value.field == field and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("method", ["fedprox", "fedmix", "fedcfa"])
+def test_local_dp_sgd_is_refused_for_methods_whose_loss_is_not_per_example(method: str) -> None:
+    source = {**BASE, "runs": [{"name": "a", "method": method}], "train": {"dp_noise_multiplier": 1.0}}
+    with pytest.raises(ConfigError, match="per-example terms") as info:
+        load_config(source)
+    assert info.value.field == "train.dp_noise_multiplier"

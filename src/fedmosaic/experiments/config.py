@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.validation import validate
 from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.registry import MethodParams, get_method
+from fedmosaic.methods.registry import METHODS, MethodParams, get_method
 from fedmosaic.methods.training import TrainParams
 
 
@@ -421,6 +421,12 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
                 f"gives a {config.task_kind} task",
             )
         method_params(config, index)
+        if config.train.dp_noise_multiplier > 0 and not method.dp_sgd:
+            raise ConfigError(
+                "train.dp_noise_multiplier",
+                f"local DP-SGD needs a loss of per-example terms; '{run.method}' has none "
+                f"(DP-SGD methods: {', '.join(sorted(m.name for m in METHODS.values() if m.dp_sgd))})",
+            )
     concepts = config.concepts
     if config.task_kind == "concepts" and concepts.initial_clients > concepts.num_clients:
         raise ConfigError(

@@ -34,11 +34,14 @@ from fedmosaic.methods.training import (
     LossFn,
     TrainParams,
     cross_entropy_loss,
+    dp_sgd_epsilon,
     evaluate_classifier,
     train_epochs,
 )
 
 ModelFactory = Callable[[], nn.Module]
+DP_SGD_EPSILON = "dp_sgd_epsilon"
+"""Metric of a client training with local DP-SGD: the epsilon it has spent so far."""
 
 
 @dataclass(frozen=True)
@@ -101,12 +104,13 @@ class FedAvgServer(ServerLogic):
         self.params = ctx.aggregate(
             [(reply.arrays, w) for reply, w in zip(replies.values(), weights)], reference=self.params
         )
-        losses = [reply.metrics["train_loss"] for reply in replies.values()]
-        return {"train_loss": float(np.average(losses, weights=weights))}
+        return training_metrics(list(replies.values()))
 
     def reply_spec(self) -> ReplySpec:
         """What a client's reply may hold: the model as sent, its example count and loss."""
-        return ReplySpec.like(self.params, metrics={"num_examples", "train_loss"})
+        return ReplySpec.like(
+            self.params, metrics={"num_examples", "train_loss"}, optional_metrics=frozenset({DP_SGD_EPSILON})
+        )
 
     def mean_specs(self, x_name: str, y_name: str) -> dict[str, ArraySpec]:
         """Specs of shared means: inputs ``(m, *input_shape)`` and one-hot labels ``(m, classes)``, float32."""
@@ -131,6 +135,17 @@ class FedAvgServer(ServerLogic):
         if self._model is None:
             self._model = self._model_factory()
         return self._model
+
+
+def training_metrics(replies: list[Message]) -> dict[str, float]:
+    """The round's example-weighted training loss and, with local DP-SGD, the largest epsilon a client has spent."""
+    weights = [reply.metrics["num_examples"] for reply in replies]
+    losses = [reply.metrics["train_loss"] for reply in replies]
+    metrics = {"train_loss": float(np.average(losses, weights=weights))}
+    spent = [reply.metrics[DP_SGD_EPSILON] for reply in replies if DP_SGD_EPSILON in reply.metrics]
+    if spent:
+        metrics[f"{DP_SGD_EPSILON}_max"] = max(spent)
+    return metrics
 
 
 class FedAvgClient(ClientLogic):
@@ -170,10 +185,12 @@ class FedAvgClient(ClientLogic):
             generator=generator,
             loss_fn=self._loss_fn(),
         )
-        return Message(
-            arrays=model_to_arrays(self._model),
-            metrics={"num_examples": float(len(self._y)), "train_loss": loss},
-        )
+        metrics = {"num_examples": float(len(self._y)), "train_loss": loss}
+        if self._train.dp_noise_multiplier > 0:
+            rounds = int(state.config.get("dp_rounds", 0)) + 1
+            state.config["dp_rounds"] = rounds
+            metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._y), rounds)
+        return Message(arrays=model_to_arrays(self._model), metrics=metrics)
 
     def _loss_fn(self) -> LossFn:
         if self._mu == 0.0:

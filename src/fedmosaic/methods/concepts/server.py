@@ -285,6 +285,7 @@ class FCMServer(ServerLogic):
             "noisy_full_intervention_accuracy": topological_curve[-1],
             "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
             "best_round": float(self.best_round),
+            **({"graph_epsilon_per_pair": self._params.graph_epsilon} if self._params.graph_epsilon else {}),
             **{k: float(v) for k, v in task.extras.items()},
         }
 

@@ -15,7 +15,7 @@ from fedmosaic.federation import (
     derive_rng,
     label_means_check,
 )
-from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining
+from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining, training_metrics
 from fedmosaic.methods.fedcfa.average_dataset import (
     AVERAGE_X,
     AVERAGE_Y,
@@ -77,8 +77,7 @@ class FedCFAServer(FedAvgServer):
             derive_rng(ctx.seed, ctx.round, "average_dataset"),
             size=self._params.num_chunks,
         )
-        losses = [reply.metrics["train_loss"] for reply in ordered]
-        return {"train_loss": float(np.average(losses, weights=weights))}
+        return training_metrics(ordered)
 
     def reply_spec(self) -> ReplySpec:
         """The model as sent, plus chunk means: no more chunks than the client's examples allow."""
