@@ -191,6 +191,10 @@ class FederationSection(Section):
         Quorum policy: a round without ``min_replies`` valid replies is rolled
         back and tried again this many times with clients sampled afresh,
         then skipped (0: skipped at once).
+    audit : bool, default false
+        Write the message audit: ``messages/<run>-<job>.jsonl`` in the output
+        folder, one line per message with its arrays' names, shapes, dtypes
+        and bytes, its config keys and metrics (never array contents).
     """
 
     engine: Literal["inprocess"] = "inprocess"
@@ -208,6 +212,7 @@ class FederationSection(Section):
     max_reply_bytes: PositiveInt = 256 * 2**20
     max_examples: PositiveInt = 10**9
     retries: NonNegativeInt = 0
+    audit: bool = False
 
 
 class AggregationSection(Section):

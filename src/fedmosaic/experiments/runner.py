@@ -17,8 +17,12 @@ from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, su
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, Grid, HostileGrid, InProcessGrid, ReplyLimits, hostile_clients
+from fedmosaic.federation.audit import MessageLog
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
+
+MESSAGES = "messages"
+"""Folder of the message audit in a run's output folder."""
 
 
 def run_experiment(
@@ -107,6 +111,7 @@ def _run(
     for job in jobs:
         server, client_factory = method.build(job.task, params)
         aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
+        log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
         federation = Federation(
             server,
             _grid(config, run.setting, job.schedule.num_clients, InProcessGrid(client_factory, config.seed)),
@@ -120,6 +125,7 @@ def _run(
             retries=config.federation.retries,
             aggregator=aggregator,
             privacy=privacy,
+            observer=MessageLog(log) if config.federation.audit else None,
         )
         histories.append(
             federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.federation.audit import MessageLog
 from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.logic import ServerLogic
@@ -171,6 +172,8 @@ class Federation:
         if history is None:
             self.server.initialize(self.seed)
             history = []
+        if isinstance(self.observer, MessageLog):
+            self.observer.keep_rounds(len(history))  # forget messages of a round interrupted before
         for record in history:
             if on_round is not None:
                 on_round(record)
