@@ -150,6 +150,7 @@ class Federation:
         self.observer = observer
         self.aggregator = aggregator if aggregator is not None else Mean()
         self.privacy = privacy
+        self._history: list[RoundRecord] = []
 
     def run(
         self, *, resume: bool = False, on_round: Callable[[RoundRecord], None] | None = None
@@ -172,20 +173,21 @@ class Federation:
         if history is None:
             self.server.initialize(self.seed)
             history = []
+        self._history = history  # the rounds so far, read by the privacy accounting
         if isinstance(self.observer, MessageLog):
             self.observer.keep_rounds(len(history))  # forget messages of a round interrupted before
         for record in history:
             if on_round is not None:
                 on_round(record)
         while len(history) < self.rounds and not self.server.done():
-            record = self._run_round(len(history) + 1, history)
+            record = self._run_round(len(history) + 1)
             history.append(record)
             self._save(history)
             if on_round is not None:
                 on_round(record)
         return history
 
-    def _run_round(self, rnd: int, history: list[RoundRecord]) -> RoundRecord:
+    def _run_round(self, rnd: int) -> RoundRecord:
         start = time.perf_counter()
         attempts: list[RoundContext] = []
         status, reasons, metrics = "skipped", [], {}
@@ -204,7 +206,7 @@ class Federation:
                 continue
             status = "ok"
             if self.privacy is not None:
-                metrics.update(self.privacy.spent(history, len(ctx.clients) / self.schedule.num_clients))
+                metrics.update(self.privacy.spent(self._history, len(ctx.clients) / self.schedule.num_clients))
             break
         if rnd % self.evaluate_every == 0 or rnd == self.rounds or self.server.done():
             metrics.update(self.server.evaluate(rnd))
