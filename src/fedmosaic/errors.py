@@ -24,7 +24,9 @@ class ConfigError(FedmosaicError, ValueError):
     def __init__(self, field: str, message: str) -> None:
         self.field = field
         self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
+        text = f"{field}: {message}" if field else message
+        # Keys and values come from the user: escape line breaks so the report stays one line.
+        super().__init__(text.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 class DataFileMissing(FedmosaicError, FileNotFoundError):

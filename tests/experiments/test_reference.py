@@ -50,6 +50,9 @@ def test_reference_covers_every_table() -> None:
         "[model]",
         "[train]",
         "[[runs]]",
+        "[aggregation]",
+        "[privacy]",
+        "[attack]",
     ]
 
 

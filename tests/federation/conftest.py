@@ -6,7 +6,7 @@ toward its mean plus a little noise drawn from ``default_rng(context.seed)``.
 Its step shrinks with the number of messages it has handled, a counter kept
 in ``state.config["handled"]``, so the results depend on the client state
 being kept (and checkpointed) correctly. The server takes the
-``weighted_average`` of the replies; ``evaluate`` reports the distance of
+``ctx.aggregate`` (the weighted mean by default) of the replies; ``evaluate`` reports the distance of
 ``w`` to the weighted mean of all private means.
 """
 
@@ -27,11 +27,11 @@ from fedmosaic.federation import (
     Grid,
     InProcessGrid,
     Message,
+    ReplySpec,
     RoundContext,
     Schedule,
     ServerLogic,
     derive_rng,
-    weighted_average,
 )
 
 DIM = 3
@@ -104,12 +104,13 @@ class ToyServer(ServerLogic):
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays={"w": self.w}, config={"round": ctx.round})
         self.exchanges += 1  # state changed before a possibly failing exchange
-        replies = ctx.exchange({c: message for c in ctx.clients})
+        spec = ReplySpec.like({"w": self.w}, metrics={"num_examples"}, config=frozenset({"handled"}))
+        replies = ctx.exchange({c: message for c in ctx.clients}, expect=spec)
         if self.crash_at == ctx.round:
             raise SimulatedKill(f"killed in round {ctx.round}")
         self.last_repliers = sorted(replies)
-        average = weighted_average(
-            [(reply.arrays, reply.metrics["num_examples"]) for reply in replies.values()]
+        average = ctx.aggregate(
+            [(reply.arrays, reply.metrics["num_examples"]) for reply in replies.values()], reference={"w": self.w}
         )
         self.w = average["w"]
         self.aggregations += 1

@@ -14,8 +14,10 @@ from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import (
     ClientState,
     Grid,
+    HostileGrid,
     InProcessGrid,
     Message,
+    ReplyLimits,
     RoundRecord,
     Schedule,
 )
@@ -355,3 +357,54 @@ def test_resume_reports_restored_rounds_to_the_progress_callback_first(make_toy,
 
     # Assert
     assert seen == [1, 2]
+
+
+# ----------------------------------------------------------------------------- hostile replies
+
+
+@pytest.mark.parametrize("attack", ["nan", "inf", "wrong-shape", "unknown-name", "oversized", "malformed"])
+def test_malformed_replies_are_dropped_and_recorded_and_the_result_is_that_of_the_others(make_toy, attack: str) -> None:
+    # Prepare: clients 1 and 4 of 6 send malformed replies; the clean run leaves them out.
+    hostile = frozenset({1, 4})
+    attacked = make_toy(
+        rounds=3,
+        schedule=Schedule(num_clients=6),
+        wrap_grid=lambda grid: HostileGrid(grid, hostile, attack, seed=0, max_bytes=10_000),
+    )
+    attacked.federation.limits = ReplyLimits(max_bytes=10_000)
+    clean = make_toy(rounds=3, schedule=Schedule(num_clients=6, failures={r: hostile for r in (1, 2, 3)}))
+
+    # Execute
+    history = attacked.federation.run()
+    reference = clean.federation.run()
+
+    # Assert: every round went on without them, saying why, and ended where the clean run did.
+    assert [r.status for r in history] == ["ok"] * 3
+    for record in history:
+        assert sorted(record.rejected) == ["1", "4"]
+        assert all(reason and "\n" not in reason for reason in record.rejected.values())
+    np.testing.assert_array_equal(attacked.server.w, clean.server.w)
+    assert history[-1].metrics == reference[-1].metrics
+
+
+def test_the_retry_policy_tries_a_round_again_with_other_clients_before_skipping(make_toy) -> None:
+    # Prepare: 2 of 6 clients per round, 2 valid replies needed, client 0 always sends NaN.
+    def toy(retries: int):
+        made = make_toy(
+            rounds=6,
+            schedule=Schedule(num_clients=6, clients_per_round=2, min_replies=2),
+            wrap_grid=lambda grid: HostileGrid(grid, frozenset({0}), "nan", seed=0),
+        )
+        made.federation.retries = retries
+        return made
+
+    # Execute
+    skipping = toy(0).federation.run()
+    retrying = toy(3).federation.run()
+
+    # Assert: rounds that drew client 0 are skipped at once, or retried until a sample without it.
+    hit = [r.round for r in skipping if "0" in r.rejected]
+    assert hit, "the seed must draw client 0 at least once"
+    assert all(skipping[r - 1].status == "skipped" and "(1 rejected)" in skipping[r - 1].reason for r in hit)
+    assert all(r.status == "ok" for r in retrying)
+    assert all(retrying[r - 1].attempts > 1 and "0" in retrying[r - 1].rejected for r in hit)

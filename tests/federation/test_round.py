@@ -70,7 +70,7 @@ def test_fewer_replies_than_min_replies_raise_quorum_not_met() -> None:
     )
 
     # Execute / Assert
-    with pytest.raises(QuorumNotMet, match="1 replies < min_replies 2"):
+    with pytest.raises(QuorumNotMet, match="1 valid replies < min_replies 2"):
         ctx.exchange({c: _message(1) for c in (0, 1, 2)})
     assert ctx.replied == {2}, "replies that did arrive are still recorded"
 

@@ -12,6 +12,7 @@ from fedmosaic.federation import (
     InProcessGrid,
     Message,
     Schedule,
+    weighted_average,
 )
 from fedmosaic.methods.arrays import model_to_arrays
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
@@ -89,8 +90,11 @@ def test_server_averages_replies_weighted_by_examples() -> None:
         round = 1
         clients = [0, 1]
 
-        def exchange(self, messages):
+        def exchange(self, messages, **options):
             return replies
+
+        def aggregate(self, contributions, reference):
+            return weighted_average(contributions)
 
     # Execute
     metrics = server.run_round(FixedReplies())  # type: ignore[arg-type]

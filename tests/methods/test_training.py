@@ -4,7 +4,13 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from fedmosaic.methods.training import TrainParams, evaluate_classifier, make_optimizer, train_epochs
+from fedmosaic.methods.training import (
+    TrainParams,
+    dp_sgd_epsilon,
+    evaluate_classifier,
+    make_optimizer,
+    train_epochs,
+)
 
 
 def _data() -> tuple[torch.Tensor, torch.Tensor]:
@@ -50,3 +56,44 @@ def test_optimizer_choice_and_validation() -> None:
         TrainParams(lr=0.0)
     with pytest.raises(ValidationError):
         TrainParams(momentum=1.0)
+
+
+# ----------------------------------------------------------------------------- local DP-SGD
+
+
+def _one_step(noise: float, bound: float, seed: int = 0) -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+    x, y = 10 * torch.randn(16, 4), torch.randint(0, 3, (16,))
+    params = TrainParams(batch_size=16, lr=1.0, dp_noise_multiplier=noise, dp_max_grad_norm=bound)
+    train_epochs(model, x, y, params=params, generator=torch.Generator().manual_seed(seed))
+    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    return model, after - before
+
+
+def test_dp_sgd_without_noise_moves_the_model_by_at_most_the_clipping_bound_per_step() -> None:
+    # Per-example gradients clipped to 0.01 and averaged: one step of lr 1 moves at most 0.01.
+    model, step = _one_step(noise=1e-9, bound=0.01)
+    assert 0 < float(step.norm()) <= 0.01 + 1e-6
+    assert not any(hasattr(p, "grad_sample") for p in model.parameters()), "Opacus's hooks are removed"
+    _, plain = _one_step(noise=0.0, bound=0.01)
+    assert float(plain.norm()) > 0.01, "without DP-SGD the same step is larger"
+
+
+def test_dp_sgd_noise_is_drawn_from_the_given_generator() -> None:
+    _, first = _one_step(noise=1.0, bound=1.0, seed=3)
+    _, again = _one_step(noise=1.0, bound=1.0, seed=3)
+    _, other = _one_step(noise=1.0, bound=1.0, seed=4)
+    assert torch.equal(first, again) and not torch.equal(first, other)
+
+
+def test_dp_sgd_epsilon_is_opacus_accountants_for_its_batches() -> None:
+    from opacus.accountants import RDPAccountant
+
+    params = TrainParams(batch_size=10, epochs=2, dp_noise_multiplier=1.1, dp_delta=1e-5)
+    accountant = RDPAccountant()
+    for _ in range(3 * 2 * 5):  # 3 rounds x 2 epochs x ceil(45 / 10) batches
+        accountant.step(noise_multiplier=1.1, sample_rate=10 / 45)
+    assert dp_sgd_epsilon(params, 45, 3) == pytest.approx(accountant.get_epsilon(1e-5))
+    assert dp_sgd_epsilon(params, 45, 0) == 0.0

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.validation import validate
 from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.registry import MethodParams, get_method
+from fedmosaic.methods.registry import METHODS, MethodParams, get_method
 from fedmosaic.methods.training import TrainParams
 
 
@@ -189,6 +189,18 @@ class FederationSection(Section):
     target_accuracy : float or None, default None
         When set, each run reports the first round whose accuracy reaches it
         (``rounds_to_target``; ``null``, shown as "not reached", when none does).
+    max_reply_bytes : int, default 268435456
+        Largest reply a client may send (256 MiB); larger replies are rejected.
+    max_examples : int, default 1000000000
+        Largest plausible ``num_examples`` in a reply.
+    retries : int, default 0
+        Quorum policy: a round without ``min_replies`` valid replies is rolled
+        back and tried again this many times with clients sampled afresh,
+        then skipped (0: skipped at once).
+    audit : bool, default false
+        Write the message audit: ``messages/<run>-<job>.jsonl`` in the output
+        folder, one line per message with its arrays' names, shapes, dtypes
+        and bytes, its config keys and metrics (never array contents).
     """
 
     engine: Literal["inprocess"] = "inprocess"
@@ -203,6 +215,84 @@ class FederationSection(Section):
     evaluate_every: PositiveInt = 1
     threads: PositiveInt = 1
     target_accuracy: float | None = Field(default=None, gt=0, le=1)
+    max_reply_bytes: PositiveInt = 256 * 2**20
+    max_examples: PositiveInt = 10**9
+    retries: NonNegativeInt = 0
+    audit: bool = False
+
+
+class AggregationSection(Section):
+    """How the server combines the clients' arrays, name by name (every horizontal method and F-CMs).
+
+    Parameters
+    ----------
+    rule : {"mean", "median", "trimmed-mean"}, default "mean"
+        The example-weighted mean, the coordinate-wise median, or the
+        coordinate-wise mean after dropping ``trim`` of the values at each end
+        (the robust rules ignore the clients' claimed example counts).
+    trim : float, default 0.2
+        ``trimmed-mean`` only: share dropped at each end, in [0, 0.5).
+    clip_norm : float or None, default None
+        Bound each client's update (what it sends minus what it received) to
+        this L2 norm per module (layer) before combining; none when unset.
+    """
+
+    rule: Literal["mean", "median", "trimmed-mean"] = "mean"
+    trim: float = Field(default=0.2, ge=0, lt=0.5)
+    clip_norm: float | None = Field(default=None, gt=0)
+
+
+class PrivacySection(Section):
+    """Client-level differential privacy of the aggregate (every horizontal method and F-CMs).
+
+    Parameters
+    ----------
+    noise_multiplier : float, default 0.0
+        Gaussian noise on each module's sum of clipped updates, in units of
+        ``clip_norm``; 0 turns client-level DP off. The aggregate is then the
+        unweighted mean of the clipped updates, and each round records the
+        (epsilon, delta) spent so far (``dp_epsilon``), from Opacus's RDP
+        accountant.
+    target_epsilon : float or None, default None
+        Instead of ``noise_multiplier``: the noise that spends this epsilon
+        over ``federation.rounds`` rounds (Opacus's search).
+    clip_norm : float, default 1.0
+        Bound on the L2 norm of a client's whole update (split evenly over
+        the model's modules).
+    delta : float, default 1e-5
+        Target delta, in (0, 1).
+    """
+
+    noise_multiplier: float = Field(default=0.0, ge=0)
+    target_epsilon: float | None = Field(default=None, gt=0)
+    clip_norm: float = Field(default=1.0, gt=0)
+    delta: float = Field(default=1e-5, gt=0, lt=1)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether client-level DP is on."""
+        return self.noise_multiplier > 0 or self.target_epsilon is not None
+
+
+class AttackSection(Section):
+    """Simulated hostile clients (federated runs), to measure robustness.
+
+    Parameters
+    ----------
+    fraction : float, default 0.0
+        Share of the clients that are hostile, in [0, 1), drawn from the seed.
+    kind : str, default "sign-flip"
+        What their replies become: ``sign-flip`` or ``scale`` (x100) of the
+        update; ``nan``, ``inf``, ``wrong-shape``, ``unknown-name``,
+        ``oversized``, or ``malformed`` (one of these per client); for
+        F-CMs ``reversed-graph`` or ``random-graph`` confidence matrices.
+    """
+
+    fraction: float = Field(default=0.0, ge=0, lt=1)
+    kind: Literal[
+        "sign-flip", "scale", "nan", "inf", "wrong-shape", "unknown-name", "oversized",
+        "malformed", "reversed-graph", "random-graph",
+    ] = "sign-flip"
 
 
 class RunSection(Section):
@@ -280,6 +370,12 @@ class ExperimentConfig(Section):
         The methods to run and compare (``[[runs]]``), at least one.
     grid : table or None, default None
         Makes the experiment a grid of experiments (``[grid]``).
+    aggregation : table
+        How replies are combined (``[aggregation]``).
+    privacy : table
+        Client-level differential privacy (``[privacy]``).
+    attack : table
+        Simulated hostile clients (``[attack]``).
     """
 
     name: str = Field(min_length=1)
@@ -293,6 +389,9 @@ class ExperimentConfig(Section):
     train: TrainParams = Field(default_factory=TrainParams)
     runs: list[RunSection] = Field(min_length=1)
     grid: GridSection | None = None
+    aggregation: AggregationSection = Field(default_factory=AggregationSection)
+    privacy: PrivacySection = Field(default_factory=PrivacySection)
+    attack: AttackSection = Field(default_factory=AttackSection)
 
     @property
     def num_clients(self) -> int:
@@ -333,6 +432,12 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
                 f"gives a {config.task_kind} task",
             )
         method_params(config, index)
+        if config.train.dp_noise_multiplier > 0 and not method.dp_sgd:
+            raise ConfigError(
+                "train.dp_noise_multiplier",
+                f"local DP-SGD needs a loss of per-example terms; '{run.method}' has none "
+                f"(DP-SGD methods: {', '.join(sorted(m.name for m in METHODS.values() if m.dp_sgd))})",
+            )
     concepts = config.concepts
     if config.task_kind == "concepts" and concepts.initial_clients > concepts.num_clients:
         raise ConfigError(
@@ -399,6 +504,14 @@ def _check_federation(config: ExperimentConfig) -> None:
                     f"federation.{key}.{i}.clients",
                     f"client ids must be in 0..{clients - 1} ({source} = {clients}), got {outside}",
                 )
+    privacy = config.privacy
+    if privacy.noise_multiplier > 0 and privacy.target_epsilon is not None:
+        raise ConfigError("privacy.target_epsilon", "set either noise_multiplier or target_epsilon, not both")
+    if privacy.enabled and (config.aggregation.rule != "mean" or config.aggregation.clip_norm is not None):
+        raise ConfigError(
+            "aggregation.rule",
+            "client-level privacy clips and averages by itself: keep aggregation.rule = 'mean' without clip_norm",
+        )
     if federation.min_replies > clients:
         raise ConfigError(
             "federation.min_replies",

@@ -9,15 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic import __version__
+from fedmosaic.experiments.aggregation import build_aggregation
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
-from fedmosaic.federation import Federation, InProcessGrid
+from fedmosaic.federation import Federation, Grid, HostileGrid, InProcessGrid, ReplyLimits, hostile_clients
+from fedmosaic.federation.audit import MessageLog
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
+
+MESSAGES = "messages"
+"""Folder of the message audit in a run's output folder."""
 
 
 def run_experiment(
@@ -105,15 +110,22 @@ def _run(
     histories, artifacts = [], []
     for job in jobs:
         server, client_factory = method.build(job.task, params)
+        aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
+        log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
         federation = Federation(
             server,
-            InProcessGrid(client_factory, config.seed),
+            _grid(config, run.setting, job.schedule.num_clients, InProcessGrid(client_factory, config.seed)),
             job.schedule,
             seed=config.seed,
             rounds=rounds,
             evaluate_every=config.federation.evaluate_every,
             checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
             fingerprint=fingerprint([document, index, job.label]),
+            limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
+            retries=config.federation.retries,
+            aggregator=aggregator,
+            privacy=privacy,
+            observer=MessageLog(log) if config.federation.audit else None,
         )
         histories.append(
             federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
@@ -134,6 +146,15 @@ def _run(
         "rounds_to_target": rounds_to_target(history, config.federation.target_accuracy),
         "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
     }
+
+
+def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) -> Grid:
+    """The engine's grid, with the ``[attack]`` section's hostile clients in federated runs."""
+    attack = config.attack
+    if setting != "federated" or attack.fraction == 0:
+        return grid
+    hostile = hostile_clients(num_clients, attack.fraction, config.seed)
+    return HostileGrid(grid, hostile, attack.kind, config.seed, config.federation.max_reply_bytes)
 
 
 def rounds_to_target(history: list[dict[str, Any]], target: float | None) -> int | None:

@@ -7,6 +7,7 @@ unchanged on every engine.
 from fedmosaic.federation.aggregate import weighted_average
 from fedmosaic.federation.federation import Federation, RoundRecord
 from fedmosaic.federation.grid import Grid
+from fedmosaic.federation.hostile import ATTACKS, HostileGrid, hostile_clients
 from fedmosaic.federation.inprocess import InProcessGrid
 from fedmosaic.federation.logic import ClientContext, ClientLogic, ServerLogic
 from fedmosaic.federation.message import Message
@@ -14,8 +15,17 @@ from fedmosaic.federation.round import QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
 from fedmosaic.federation.seeding import derive_rng, derive_seed
 from fedmosaic.federation.state import ClientState
+from fedmosaic.federation.validation import ArraySpec, ReplyLimits, ReplySpec, check_reply, label_means_check
 
 __all__ = [
+    "ATTACKS",
+    "HostileGrid",
+    "hostile_clients",
+    "ArraySpec",
+    "ReplyLimits",
+    "ReplySpec",
+    "check_reply",
+    "label_means_check",
     "ClientContext",
     "ClientLogic",
     "ClientState",

@@ -60,10 +60,11 @@ def weighted_average(
                 )
             sums[name] += weight * np.asarray(array, dtype=np.float64)
             totals[name] += weight
-    return {name: _cast(sums[name] / totals[name], templates[name].dtype) for name in sums}
+    return {name: cast_to_dtype(sums[name] / totals[name], templates[name].dtype) for name in sums}
 
 
-def _cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def cast_to_dtype(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``values`` (a float average) in ``dtype``; integers are rounded."""
     if np.issubdtype(dtype, np.integer):
         return np.rint(values).astype(dtype)
     return values.astype(dtype)

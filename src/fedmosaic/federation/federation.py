@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.federation.audit import MessageLog
 from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.logic import ServerLogic
-from fedmosaic.federation.round import QuorumNotMet, RoundContext
+from fedmosaic.federation.privacy import PrivacyBudget
+from fedmosaic.federation.robust import Aggregator, Mean
+from fedmosaic.federation.round import MessageObserver, QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
+from fedmosaic.federation.validation import ReplyLimits
 
 
 @dataclass
@@ -41,6 +45,11 @@ class RoundRecord:
         Training metrics and, on evaluation rounds, evaluation metrics.
     reason : str
         Why the round was skipped (empty when it was not).
+    rejected : dict of str to str
+        Replies dropped by validation: client id (as text) -> reason.
+    attempts : int
+        How many times the round was tried (more than one under the
+        ``retry`` quorum policy).
     """
 
     round: int
@@ -54,6 +63,8 @@ class RoundRecord:
     wall_time_s: float
     metrics: dict[str, float] = field(default_factory=dict)
     reason: str = ""
+    rejected: dict[str, str] = field(default_factory=dict)
+    attempts: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-ready dict."""
@@ -81,6 +92,22 @@ class Federation:
         Where to write a checkpoint after every round.
     fingerprint : str, default ""
         Identifies the configuration; a resumed checkpoint must match it.
+    limits : ReplyLimits, default ReplyLimits()
+        Size and sample-count limits of every reply.
+    retries : int, default 0
+        Quorum policy: when a round lacks valid replies, roll it back and
+        try it again this many times with clients sampled afresh (from
+        ``(seed, round, "sample", attempt)``) before skipping it; 0 skips at
+        once.
+    observer : callable or None, default None
+        Sees every message that crosses (the message audit).
+    aggregator : Aggregator, default Mean()
+        How the server logic's :meth:`RoundContext.aggregate` combines replies.
+    privacy : PrivacyBudget or None, default None
+        With a :class:`~fedmosaic.federation.privacy.GaussianMechanism`
+        aggregator: its noise and delta, so that each aggregated round
+        records the privacy spent so far (``dp_epsilon``, ``dp_delta``,
+        ``dp_sample_rate``).
 
     Examples
     --------
@@ -98,11 +125,18 @@ class Federation:
         evaluate_every: int = 1,
         checkpoint: Path | None = None,
         fingerprint: str = "",
+        limits: ReplyLimits = ReplyLimits(),
+        retries: int = 0,
+        observer: MessageObserver | None = None,
+        aggregator: Aggregator | None = None,
+        privacy: PrivacyBudget | None = None,
     ) -> None:
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
         if evaluate_every < 1:
             raise ValueError(f"evaluate_every must be >= 1, got {evaluate_every}")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
         self.server = server
         self.grid = grid
         self.schedule = schedule
@@ -111,6 +145,12 @@ class Federation:
         self.evaluate_every = evaluate_every
         self.checkpoint = checkpoint
         self.fingerprint = fingerprint
+        self.limits = limits
+        self.retries = retries
+        self.observer = observer
+        self.aggregator = aggregator if aggregator is not None else Mean()
+        self.privacy = privacy
+        self._history: list[RoundRecord] = []
 
     def run(
         self, *, resume: bool = False, on_round: Callable[[RoundRecord], None] | None = None
@@ -133,6 +173,9 @@ class Federation:
         if history is None:
             self.server.initialize(self.seed)
             history = []
+        self._history = history  # the rounds so far, read by the privacy accounting
+        if isinstance(self.observer, MessageLog):
+            self.observer.keep_rounds(len(history))  # forget messages of a round interrupted before
         for record in history:
             if on_round is not None:
                 on_round(record)
@@ -146,40 +189,61 @@ class Federation:
 
     def _run_round(self, rnd: int) -> RoundRecord:
         start = time.perf_counter()
-        sampled = self.schedule.sample(rnd, self.seed)
-        failing = self.schedule.failing(rnd, sampled, self.seed)
-        ctx = RoundContext(
-            round=rnd,
-            clients=sampled,
-            seed=self.seed,
-            grid=self.grid,
-            failing=failing,
-            min_replies=self.schedule.min_replies,
-        )
-        status, reason, metrics = "ok", "", {}
-        if not sampled:
-            status, reason = "skipped", "no client available"
-        else:
+        attempts: list[RoundContext] = []
+        status, reasons, metrics = "skipped", [], {}
+        while len(attempts) <= self.retries:
+            ctx = self._context(rnd, attempt=len(attempts))
+            attempts.append(ctx)
+            if not ctx.clients:
+                reasons.append("no client available")
+                break
             before = self.server.state_dict()
             try:
                 metrics = dict(self.server.run_round(ctx))
             except QuorumNotMet as error:
                 self.server.load_state_dict(before)
-                status, reason = "skipped", str(error)
+                reasons.append(str(error))
+                continue
+            status = "ok"
+            if self.privacy is not None:
+                metrics.update(self.privacy.spent(self._history, len(ctx.clients) / self.schedule.num_clients))
+            break
         if rnd % self.evaluate_every == 0 or rnd == self.rounds or self.server.done():
             metrics.update(self.server.evaluate(rnd))
+        sampled = sorted({c for ctx in attempts for c in ctx.clients})
+        replied = set().union(*(ctx.replied for ctx in attempts))
+        rejected = {str(c): reason for ctx in attempts for c, reason in ctx.rejected.items()}
+        reason = "" if status == "ok" else "; ".join(
+            r if len(reasons) == 1 else f"attempt {i + 1}: {r}" for i, r in enumerate(reasons)
+        )
         return RoundRecord(
             round=rnd,
             status=status,
             clients_sampled=len(sampled),
-            replies=len(ctx.replied),
-            dropped=sorted(set(sampled) - ctx.replied),
-            bytes_up=ctx.bytes_up,
-            bytes_down=ctx.bytes_down,
-            trips=ctx.trips,
+            replies=len(replied),
+            dropped=sorted(set(sampled) - replied),
+            bytes_up=sum(ctx.bytes_up for ctx in attempts),
+            bytes_down=sum(ctx.bytes_down for ctx in attempts),
+            trips=sum(ctx.trips for ctx in attempts),
             wall_time_s=time.perf_counter() - start,
             metrics={k: float(v) for k, v in metrics.items()},
             reason=reason,
+            rejected=rejected,
+            attempts=len(attempts),
+        )
+
+    def _context(self, rnd: int, *, attempt: int) -> RoundContext:
+        sampled = self.schedule.sample(rnd, self.seed, attempt=attempt)
+        return RoundContext(
+            round=rnd,
+            clients=sampled,
+            seed=self.seed,
+            grid=self.grid,
+            failing=self.schedule.failing(rnd, sampled, self.seed),
+            min_replies=self.schedule.min_replies,
+            limits=self.limits,
+            observer=self.observer,
+            aggregator=self.aggregator,
         )
 
     def _save(self, history: list[RoundRecord]) -> None:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.message import Message
+from fedmosaic.federation.robust import Aggregator, Contribution, Mean
+from fedmosaic.federation.seeding import derive_rng
+from fedmosaic.federation.validation import OPEN, ReplyLimits, ReplySpec, check_reply, reply_size
+
+LOG = logging.getLogger("fedmosaic.federation")
+
+MessageObserver = Callable[[int, int, str, Message], None]
+"""Called with (round, client, direction ``"down"``/``"up"``, message) for every message."""
 
 
 class QuorumNotMet(FedmosaicError):
@@ -32,7 +43,13 @@ class RoundContext:
     failing : frozenset of int
         Selected clients that will fail to reply (simulated dropouts).
     min_replies : int
-        Fewest replies each exchange needs.
+        Fewest valid replies each exchange needs.
+    limits : ReplyLimits
+        Size and sample-count limits every reply must respect.
+    observer : callable or None
+        Sees every message that crosses (the message audit).
+    aggregator : Aggregator
+        The rule :meth:`aggregate` applies (the weighted mean by default).
     """
 
     round: int
@@ -41,41 +58,101 @@ class RoundContext:
     grid: Grid
     failing: frozenset[int] = frozenset()
     min_replies: int = 1
+    limits: ReplyLimits = field(default_factory=ReplyLimits)
+    observer: MessageObserver | None = None
+    aggregator: Aggregator = field(default_factory=Mean)
+    aggregations: int = 0
     bytes_down: int = 0
     bytes_up: int = 0
     replied: set[int] = field(default_factory=set)
+    rejected: dict[int, str] = field(default_factory=dict)
     trips: int = 0
 
-    def exchange(self, messages: Mapping[int, Message], *, quorum: bool = True) -> dict[int, Message]:
-        """Send messages to selected clients and return their replies.
+    def exchange(
+        self,
+        messages: Mapping[int, Message],
+        *,
+        quorum: bool = True,
+        expect: ReplySpec | Mapping[int, ReplySpec] | None = None,
+    ) -> dict[int, Message]:
+        """Send messages to selected clients and return their valid replies.
 
-        Bytes in both directions are counted.
+        Bytes in both directions are counted. Every reply is checked against
+        ``expect`` before the server logic sees it; a reply that does not fit
+        is dropped, its reason logged and kept in :attr:`rejected`.
 
         Parameters
         ----------
         messages : mapping of int to Message
             One message per addressed client.
         quorum : bool, default True
-            Require ``min_replies`` replies. Pass ``False`` for exchanges with
-            only some of the round's clients (e.g. registering newcomers).
+            Require ``min_replies`` valid replies. Pass ``False`` for
+            exchanges with only some of the round's clients (e.g. registering
+            newcomers).
+        expect : ReplySpec or mapping of int to ReplySpec or None
+            What a reply may contain (one spec for all, or one per client);
+            None applies the generic checks only (finite values, size,
+            plausible sample count).
 
         Raises
         ------
         ValueError
             If a message is addressed to a client not selected this round.
         QuorumNotMet
-            If ``quorum`` and fewer than ``min_replies`` replies arrive.
+            If ``quorum`` and fewer than ``min_replies`` valid replies arrive.
         """
         strangers = sorted(set(messages) - set(self.clients))
         if strangers:
             raise ValueError(f"round {self.round}: clients {strangers} were not selected")
         self.trips += 1
         self.bytes_down += sum(m.nbytes() for m in messages.values())
-        replies = self.grid.send_and_receive(messages, self.round, self.failing)
-        self.bytes_up += sum(r.nbytes() for r in replies.values())
-        self.replied |= set(replies)
+        for client, message in messages.items():
+            self._observe(client, "down", message)
+        arrived = self.grid.send_and_receive(messages, self.round, self.failing)
+        replies: dict[int, Message] = {}
+        for client in sorted(arrived):
+            reply = arrived[client]
+            self.bytes_up += reply_size(reply)
+            self.replied.add(client)
+            spec = _spec_for(expect, client)
+            reason = check_reply(reply, spec, self.limits)
+            if reason is not None:
+                self.rejected[client] = reason
+                LOG.warning("round %d: reply of client %d rejected: %s", self.round, client, reason)
+                continue
+            assert isinstance(reply, Message)
+            self._observe(client, "up", reply)
+            replies[client] = reply
         if quorum and len(replies) < self.min_replies:
-            raise QuorumNotMet(
-                f"{len(replies)} replies < min_replies {self.min_replies}"
-            )
+            rejected = len(arrived) - len(replies)
+            detail = f" ({rejected} rejected)" if rejected else ""
+            raise QuorumNotMet(f"{len(replies)} valid replies{detail} < min_replies {self.min_replies}")
         return replies
+
+    def aggregate(
+        self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """Combine named arrays by the federation's rule (mean, robust, or private).
+
+        Parameters
+        ----------
+        contributions : sequence of (mapping of str to ndarray, float)
+            Each valid reply's arrays and weight (number of examples).
+        reference : mapping of str to ndarray
+            What was sent: updates are measured from it (clipping, noise).
+        """
+        self.aggregations += 1
+        rng = derive_rng(self.seed, self.round, "aggregate", self.aggregations)
+        return self.aggregator.aggregate(contributions, reference, rng)
+
+    def _observe(self, client: int, direction: str, message: Message) -> None:
+        if self.observer is not None:
+            self.observer(self.round, client, direction, message)
+
+
+def _spec_for(expect: ReplySpec | Mapping[int, ReplySpec] | None, client: int) -> ReplySpec:
+    if expect is None:
+        return OPEN
+    if isinstance(expect, ReplySpec):
+        return expect
+    return expect.get(client, OPEN)

@@ -82,8 +82,11 @@ class Schedule:
             if self.joins.get(c, 1) <= rnd < self.leaves.get(c, rnd + 1)
         ]
 
-    def sample(self, rnd: int, seed: int) -> list[int]:
-        """Clients selected for round ``rnd``, sorted, drawn from derived randomness."""
+    def sample(self, rnd: int, seed: int, *, attempt: int = 0) -> list[int]:
+        """Clients selected for round ``rnd``, sorted, drawn from derived randomness.
+
+        A retried round (``attempt`` > 0) draws from ``(seed, rnd, "sample", attempt)``.
+        """
         pool = self.available(rnd)
         if not pool:
             return []
@@ -93,7 +96,7 @@ class Schedule:
             count = max(1, math.floor(self.fraction * len(pool) + 0.5))
         if count == len(pool):
             return pool
-        rng = derive_rng(seed, rnd, "sample")
+        rng = derive_rng(seed, rnd, "sample", attempt) if attempt else derive_rng(seed, rnd, "sample")
         return sorted(int(c) for c in rng.choice(pool, size=count, replace=False))
 
     def failing(self, rnd: int, sampled: list[int], seed: int) -> frozenset[int]:

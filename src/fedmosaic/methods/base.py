@@ -35,6 +35,10 @@ class Method:
         Validates the method's parameters.
     build : callable (task, MethodParams) -> (ServerLogic, client factory)
         Creates the server logic and a factory of client logic by client id.
+    dp_sgd : bool, default False
+        Whether its clients may train with local DP-SGD (``train.dp_noise_multiplier``):
+        its loss is a mean of per-example terms, with nothing that mixes
+        examples of a batch or depends on the parameters alone.
     """
 
     name: str
@@ -42,3 +46,4 @@ class Method:
     kind: TaskKind
     params: type[MethodParams]
     build: Callable[[Any, MethodParams], Built]
+    dp_sgd: bool = False

@@ -23,21 +23,25 @@ from fedmosaic.federation import (
     ClientLogic,
     ClientState,
     Message,
+    ArraySpec,
+    ReplySpec,
     RoundContext,
     ServerLogic,
     derive_seed,
-    weighted_average,
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.training import (
     LossFn,
     TrainParams,
     cross_entropy_loss,
+    dp_sgd_epsilon,
     evaluate_classifier,
     train_epochs,
 )
 
 ModelFactory = Callable[[], nn.Module]
+DP_SGD_EPSILON = "dp_sgd_epsilon"
+"""Metric of a client training with local DP-SGD: the epsilon it has spent so far."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class FedAvgServer(ServerLogic):
         self._model: nn.Module | None = None
         self._test_x = torch.from_numpy(test.x)
         self._test_y = torch.from_numpy(test.y)
+        self._num_classes = test.num_classes
         self.params: dict[str, np.ndarray] = {}
 
     def initialize(self, seed: int) -> None:
@@ -94,13 +99,25 @@ class FedAvgServer(ServerLogic):
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays=self.params, config={"round": ctx.round})
-        replies = ctx.exchange({client: message for client in ctx.clients})
+        replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
         weights = [reply.metrics["num_examples"] for reply in replies.values()]
-        self.params = weighted_average(
-            [(reply.arrays, w) for reply, w in zip(replies.values(), weights)]
+        self.params = ctx.aggregate(
+            [(reply.arrays, w) for reply, w in zip(replies.values(), weights)], reference=self.params
         )
-        losses = [reply.metrics["train_loss"] for reply in replies.values()]
-        return {"train_loss": float(np.average(losses, weights=weights))}
+        return training_metrics(list(replies.values()))
+
+    def reply_spec(self) -> ReplySpec:
+        """What a client's reply may hold: the model as sent, its example count and loss."""
+        return ReplySpec.like(
+            self.params, metrics={"num_examples", "train_loss"}, optional_metrics=frozenset({DP_SGD_EPSILON})
+        )
+
+    def mean_specs(self, x_name: str, y_name: str) -> dict[str, ArraySpec]:
+        """Specs of shared means: inputs ``(m, *input_shape)`` and one-hot labels ``(m, classes)``, float32."""
+        return {
+            x_name: ArraySpec((None, *self._test_x.shape[1:]), "float32"),
+            y_name: ArraySpec((None, self._num_classes), "float32"),
+        }
 
     def evaluate(self, rnd: int) -> dict[str, float]:
         model = self._require_model()
@@ -118,6 +135,17 @@ class FedAvgServer(ServerLogic):
         if self._model is None:
             self._model = self._model_factory()
         return self._model
+
+
+def training_metrics(replies: list[Message]) -> dict[str, float]:
+    """The round's example-weighted training loss and, with local DP-SGD, the largest epsilon a client has spent."""
+    weights = [reply.metrics["num_examples"] for reply in replies]
+    losses = [reply.metrics["train_loss"] for reply in replies]
+    metrics = {"train_loss": float(np.average(losses, weights=weights))}
+    spent = [reply.metrics[DP_SGD_EPSILON] for reply in replies if DP_SGD_EPSILON in reply.metrics]
+    if spent:
+        metrics[f"{DP_SGD_EPSILON}_max"] = max(spent)
+    return metrics
 
 
 class FedAvgClient(ClientLogic):
@@ -157,10 +185,12 @@ class FedAvgClient(ClientLogic):
             generator=generator,
             loss_fn=self._loss_fn(),
         )
-        return Message(
-            arrays=model_to_arrays(self._model),
-            metrics={"num_examples": float(len(self._y)), "train_loss": loss},
-        )
+        metrics = {"num_examples": float(len(self._y)), "train_loss": loss}
+        if self._train.dp_noise_multiplier > 0:
+            rounds = int(state.config.get("dp_rounds", 0)) + 1
+            state.config["dp_rounds"] = rounds
+            metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._y), rounds)
+        return Message(arrays=model_to_arrays(self._model), metrics=metrics)
 
     def _loss_fn(self) -> LossFn:
         if self._mu == 0.0:

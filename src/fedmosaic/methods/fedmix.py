@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 import numpy as np
 import torch
@@ -43,12 +43,15 @@ from torch.nn import functional as F
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import (
+    ArraySpec,
     ClientContext,
     ClientState,
     Message,
+    ReplySpec,
     RoundContext,
     derive_rng,
     derive_seed,
+    label_means_check,
 )
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.base import Built, MethodParams
@@ -431,7 +434,7 @@ class _SharingRound(RoundContext):
     federation's round.
     """
 
-    def __init__(self, outer: RoundContext, relay: MeanRelay) -> None:
+    def __init__(self, outer: RoundContext, relay: MeanRelay, means: Mapping[str, ArraySpec], max_means: Callable[[float], int]) -> None:
         super().__init__(
             round=outer.round,
             clients=outer.clients,
@@ -439,13 +442,19 @@ class _SharingRound(RoundContext):
             grid=outer.grid,
             failing=outer.failing,
             min_replies=outer.min_replies,
+            limits=outer.limits,
         )
         self._outer = outer
         self._relay = relay
+        self._means = dict(means)
+        self._check = label_means_check(*_UPLOADED, max_means)
 
-    def exchange(self, messages: Mapping[int, Message], *, quorum: bool = True) -> dict[int, Message]:
+    def exchange(
+        self, messages: Mapping[int, Message], *, quorum: bool = True, expect: ReplySpec | None = None
+    ) -> dict[int, Message]:
         attached = {client: self._relay.attach(client, m) for client, m in messages.items()}
-        return self._relay.collect(self._outer.exchange(attached, quorum=quorum))
+        spec = (expect or ReplySpec(open=True)).extended(optional_arrays=self._means, checks=(self._check,))
+        return self._relay.collect(self._outer.exchange(attached, quorum=quorum, expect=spec))
 
 
 class FedMixServer(FedAvgServer):
@@ -460,6 +469,11 @@ class FedMixServer(FedAvgServer):
         Builds the (untrained) global model.
     test : ArrayDataset
         The global test set the server evaluates on.
+    pretraining : Pretraining or None, default None
+        Train the initial model centrally first.
+    mean_batch : int or None, default None
+        The clients' ``mean_batch``: a reply may hold at most
+        ``max(1, num_examples // mean_batch)`` means (one without it).
 
     Examples
     --------
@@ -467,9 +481,14 @@ class FedMixServer(FedAvgServer):
     """
 
     def __init__(
-        self, model_factory: ModelFactory, test: ArrayDataset, pretraining: Pretraining | None = None
+        self,
+        model_factory: ModelFactory,
+        test: ArrayDataset,
+        pretraining: Pretraining | None = None,
+        mean_batch: int | None = None,
     ) -> None:
         super().__init__(model_factory, test, pretraining)
+        self._mean_batch = mean_batch
         self.relay = MeanRelay()
 
     def initialize(self, seed: int) -> None:
@@ -477,7 +496,11 @@ class FedMixServer(FedAvgServer):
         self.relay = MeanRelay()
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
-        return super().run_round(_SharingRound(ctx, self.relay))
+        sharing = _SharingRound(ctx, self.relay, self.mean_specs(*_UPLOADED), self._max_means)
+        return super().run_round(sharing)
+
+    def _max_means(self, examples: float) -> int:
+        return 1 if self._mean_batch is None else max(1, int(examples) // self._mean_batch)
 
     def state_dict(self) -> ClientState:
         state = super().state_dict()
@@ -512,5 +535,5 @@ def build_fedmix(task: HorizontalTask, params: MethodParams) -> Built:
     if not isinstance(params, FedMixParams):
         raise TypeError(f"build_fedmix needs FedMixParams, got {type(params).__name__}")
     factory = task.model_factory()
-    server = FedMixServer(factory, task.test, task.pretraining())
+    server = FedMixServer(factory, task.test, task.pretraining(), params.mean_batch)
     return server, lambda client: FedMixClient(factory, task.clients[client], task.train, params)

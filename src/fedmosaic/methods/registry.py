@@ -99,6 +99,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedAvgParams,
             _build_fedavg,
+            dp_sgd=True,
         ),
         Method(
             "fedprox",
@@ -127,6 +128,7 @@ METHODS: dict[str, Method] = {
             "classification",
             NaiveMixParams,
             build_fedmix,
+            dp_sgd=True,
         ),
         Method(
             "fcm",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+import warnings
+from typing import Any, Callable, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
@@ -32,6 +33,16 @@ class TrainParams(BaseModel):
     pretrain_epochs : int, default 0
         Epochs of central training of the initial model on the workload's
         pretraining sample before round 1 (Simpson-MNIST); 0 for none.
+    dp_noise_multiplier : float, default 0.0
+        Local DP-SGD through Opacus: each example's gradient is clipped to
+        ``dp_max_grad_norm`` and Gaussian noise of this many times that
+        bound is added to each batch's sum; 0 trains without it. The loss
+        must be a mean over examples of per-example terms (FedProx's
+        proximal term is not; it is rejected with DP-SGD).
+    dp_max_grad_norm : float, default 1.0
+        DP-SGD's bound on each example's gradient norm.
+    dp_delta : float, default 1e-5
+        The delta of the (epsilon, delta) each DP-SGD client reports.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -43,6 +54,9 @@ class TrainParams(BaseModel):
     momentum: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
     pretrain_epochs: NonNegativeInt = 0
+    dp_noise_multiplier: float = Field(default=0.0, ge=0)
+    dp_max_grad_norm: float = Field(default=1.0, gt=0)
+    dp_delta: float = Field(default=1e-5, gt=0, lt=1)
 
 
 def make_optimizer(model: nn.Module, params: TrainParams) -> torch.optim.Optimizer:
@@ -100,20 +114,68 @@ def train_epochs(
     True
     """
     optimizer = make_optimizer(model, params)
+    # DP-SGD: Opacus's hooks on the model's layers record per-example gradients; the loss
+    # still calls the model itself, so methods that take it apart keep working.
+    private = params.dp_noise_multiplier > 0
+    hooks = _per_sample(model) if private else None
+    if private:
+        optimizer = _private(optimizer, params, generator)
     model.train()
     total = torch.zeros(())
     seen = 0
-    for _ in range(params.epochs):
-        order = torch.randperm(len(x), generator=generator)
-        for start in range(0, len(x), params.batch_size):
-            index = order[start : start + params.batch_size]
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model, x[index], y[index])
-            loss.backward()
-            optimizer.step()
-            total += loss.detach() * len(index)
-            seen += len(index)
+    try:
+        for _ in range(params.epochs):
+            order = torch.randperm(len(x), generator=generator)
+            for start in range(0, len(x), params.batch_size):
+                index = order[start : start + params.batch_size]
+                optimizer.zero_grad(set_to_none=True)
+                loss = loss_fn(model, x[index], y[index])
+                with warnings.catch_warnings():
+                    # Opacus's hooks fire on the first layer, whose input needs no gradient: expected.
+                    warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                    loss.backward()
+                optimizer.step()
+                total += loss.detach() * len(index)
+                seen += len(index)
+    finally:
+        if hooks is not None:
+            hooks._close()  # removes Opacus's hooks and per-example gradients from the model
     return float(total) / max(seen, 1)
+
+
+def _per_sample(model: nn.Module) -> Any:
+    from opacus import GradSampleModule  # imported on use: only DP-SGD needs it
+
+    return GradSampleModule(model)
+
+
+def _private(optimizer: torch.optim.Optimizer, params: TrainParams, generator: torch.Generator) -> torch.optim.Optimizer:
+    from opacus.optimizers import DPOptimizer
+
+    return DPOptimizer(
+        optimizer,
+        noise_multiplier=params.dp_noise_multiplier,
+        max_grad_norm=params.dp_max_grad_norm,
+        expected_batch_size=params.batch_size,
+        generator=generator,
+    )
+
+
+def dp_sgd_epsilon(params: TrainParams, num_examples: int, rounds: int) -> float:
+    """Epsilon a client has spent with local DP-SGD after training in ``rounds`` rounds (Opacus's RDP accountant).
+
+    Each batch is one Gaussian step with sampling rate ``batch_size / num_examples``
+    (batches are shuffled, not Poisson-sampled: the usual approximation).
+    """
+    from opacus.accountants import RDPAccountant
+
+    if params.dp_noise_multiplier == 0 or rounds == 0:
+        return 0.0 if rounds == 0 else float("inf")
+    steps = rounds * params.epochs * -(-num_examples // params.batch_size)
+    accountant = RDPAccountant()
+    for _ in range(steps):
+        accountant.step(noise_multiplier=params.dp_noise_multiplier, sample_rate=min(1.0, params.batch_size / num_examples))
+    return float(accountant.get_epsilon(params.dp_delta))
 
 
 @torch.no_grad()

@@ -422,7 +422,7 @@ TAMPERINGS = {
     "wrong-size": (_set_confidence(lambda v: v[:2, :2]), "2x2"),
     "not-square": (_set_confidence(lambda v: v[:, :3]), "square"),
     "foreign-names": (_foreign_names, "zeta"),
-    "no-samples": (_no_samples, "sample count"),
+    "no-samples": (_no_samples, "num_examples"),
     "missing-field": (_missing_concepts, "concepts"),
 }
 

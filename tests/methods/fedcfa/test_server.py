@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmosaic.federation import Message
+from fedmosaic.federation import Message, weighted_average
 from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAServer
 from fedmosaic.methods.models import ModelParams, build_model
 
@@ -22,9 +22,12 @@ class ScriptedRound:
         self.replies = replies
         self.sent: dict[int, Message] = {}
 
-    def exchange(self, messages):
+    def exchange(self, messages, **options):
         self.sent = dict(messages)
         return self.replies
+
+    def aggregate(self, contributions, reference):
+        return weighted_average(contributions)
 
 
 def _reply(server: FedCFAServer, value: float, examples: float, means: int) -> Message:

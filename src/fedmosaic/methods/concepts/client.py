@@ -7,11 +7,12 @@ import json
 import numpy as np
 import torch
 
-from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
+from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, derive_rng
 from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.concepts.models import ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.objective import Objective
 from fedmosaic.methods.concepts.params import FCMParams
+from fedmosaic.methods.concepts.privacy import randomized_response
 from fedmosaic.methods.concepts.task import ConceptClientData, decode_graph
 from fedmosaic.methods.training import TrainParams, train_epochs
 
@@ -46,13 +47,16 @@ class FCMClient(ClientLogic):
 
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         if message.kind == REGISTER:
-            return self._register()
+            return self._register(context)
         if message.kind == TRAIN:
             return self._fit(message, context)
         raise ValueError(f"F-CMs client cannot handle message kind {message.kind!r}")
 
-    def _register(self) -> Message:
+    def _register(self, context: ClientContext) -> Message:
         confidence = self._data.confidence
+        if self._params.graph_epsilon is not None:
+            rng = derive_rng(context.seed, "randomized-response")
+            confidence = randomized_response(confidence, self._params.graph_epsilon, rng)
         return Message(
             kind=REGISTER,
             arrays={"confidence": np.asarray(confidence.values, dtype=np.float64)},

@@ -39,6 +39,13 @@ class FCMParams(MethodParams):
         Standard deviation of the Gaussian noise added to the test inputs for
         the intervention curves (as in the paper), so that concept
         predictions are imperfect and interventions can correct them.
+    graph_epsilon : float or None, default None
+        Randomized response on each client's local graph before it leaves
+        the client: every concept pair is in one of three states (edge one
+        way, the other way, none); the client sends its most believed state
+        with probability ``e^eps / (e^eps + 2)`` and each other state with
+        probability ``1 / (e^eps + 2)``, as a 0/1 matrix (eps-local DP per
+        pair). None sends the confidence matrix itself.
     """
 
     model: ConceptModelParams = Field(default_factory=ConceptModelParams)
@@ -48,3 +55,4 @@ class FCMParams(MethodParams):
     intervention_prob: float = Field(default=0.8, ge=0, le=1)
     patience: NonNegativeInt = 10
     intervention_noise: float = Field(default=0.8, ge=0)
+    graph_epsilon: float | None = Field(default=None, gt=0)

@@ -9,7 +9,17 @@ from typing import Any
 import numpy as np
 
 from fedmosaic.errors import FedmosaicError
-from fedmosaic.federation import ClientState, Message, QuorumNotMet, RoundContext, ServerLogic, derive_rng, derive_seed, weighted_average
+from fedmosaic.federation import (
+    ArraySpec,
+    ClientState,
+    Message,
+    QuorumNotMet,
+    ReplySpec,
+    RoundContext,
+    ServerLogic,
+    derive_rng,
+    derive_seed,
+)
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN
 from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph
@@ -66,9 +76,10 @@ class FCMServer(ServerLogic):
         newcomers = [c for c in ctx.clients if c not in self.registry and c not in self.rejected]
         known = len(self.registry)
         if newcomers:
-            replies = ctx.exchange({c: Message(kind=REGISTER) for c in newcomers}, quorum=False)
+            replies = ctx.exchange({c: Message(kind=REGISTER) for c in newcomers}, quorum=False, expect=self._registration_spec())
             for client in sorted(replies):
                 self._register(client, replies[client])
+            self.rejected.update({c: ctx.rejected[c] for c in newcomers if c in ctx.rejected})
         # The fused graph changes only when the set of registered clients does.
         metrics = self._update_model(ctx.round) if len(self.registry) > known or self.model is None else {}
         model = self.model
@@ -76,14 +87,14 @@ class FCMServer(ServerLogic):
             raise QuorumNotMet("no client has registered yet")
         sent = model_to_arrays(model)
         graph_text = encode_graph(model.graph)
+        needed = {c: self._needed(c, sent) for c in ctx.clients if c in self.registry}
         messages = {
-            c: Message(kind=TRAIN, arrays=self._needed(c, sent), config={"graph": graph_text, "round": ctx.round})
-            for c in ctx.clients
-            if c in self.registry
+            c: Message(kind=TRAIN, arrays=arrays, config={"graph": graph_text, "round": ctx.round})
+            for c, arrays in needed.items()
         }
-        replies = ctx.exchange(messages)
+        replies = ctx.exchange(messages, expect={c: self._training_spec(arrays) for c, arrays in needed.items()})
         uploads = [(r.arrays, r.metrics["num_examples"]) for r in replies.values() if r.arrays]
-        load_arrays(model, {**sent, **(weighted_average(uploads) if uploads else {})})
+        load_arrays(model, {**sent, **(ctx.aggregate(uploads, reference=sent) if uploads else {})})
         val_loss = _weighted_mean(replies, "val_loss", "val_examples")
         self._track(val_loss, sent, graph_text, ctx.round)
         trained = {c: r for c, r in replies.items() if r.arrays}
@@ -94,30 +105,76 @@ class FCMServer(ServerLogic):
         )
         return metrics
 
-    def _register(self, client: int, reply: Message) -> None:
+    def _registration_spec(self) -> ReplySpec:
+        """A registration: a valid confidence matrix over the client's concepts, its cardinalities and sample count."""
+        return ReplySpec(
+            arrays={"confidence": ArraySpec((None, None), "float64")},
+            config=frozenset({"concepts", "confidence_names", "cardinalities"}),
+            metrics=frozenset({"num_examples"}),
+            kind=REGISTER,
+            checks=(self._registration_problem,),
+        )
+
+    def _training_spec(self, sent: dict[str, np.ndarray]) -> ReplySpec:
+        """A training reply: some of the modules ``sent`` (as sent), its sample counts, losses where due."""
+
+        def problem(reply: Message) -> str | None:
+            metrics = reply.metrics
+            if reply.arrays and "train_loss" not in metrics:
+                return "trained modules without train_loss"
+            if metrics["val_examples"] > 0 and "val_loss" not in metrics:
+                return "val_examples without val_loss"
+            return None
+
+        return ReplySpec.like(
+            sent,
+            metrics={"num_examples", "val_examples"},
+            optional_metrics=frozenset({"train_loss", "val_loss"}),
+            partial=True,
+            kind=TRAIN,
+            checks=(problem,),
+        )
+
+    def _registration_problem(self, reply: Message) -> str | None:
         try:
-            concepts = list(json.loads(str(reply.config["concepts"])))
-            names = tuple(json.loads(str(reply.config["confidence_names"])))
-            cardinalities = {str(k): int(v) for k, v in json.loads(str(reply.config["cardinalities"])).items()}
-            matrix = ConfidenceMatrix(names, reply.arrays["confidence"])
-            examples = float(reply.metrics["num_examples"])
-            if not set(names) <= set(concepts) | {self._task.task}:
-                raise FedmosaicError(f"confidence matrix names {sorted(set(names) - set(concepts))} are not its concepts")
-            if examples <= 0 or set(cardinalities) != set(concepts) or min(cardinalities.values(), default=2) < 2:
-                raise FedmosaicError("sample count or cardinalities are invalid")
-            known = self._known_cardinalities()
-            conflicts = sorted(n for n, k in cardinalities.items() if known.get(n, k) != k)
-            if conflicts:
-                raise FedmosaicError(f"cardinalities of {conflicts} contradict those already known")
+            self._parse_registration(reply)
         except (FedmosaicError, KeyError, ValueError, TypeError) as error:
-            self.rejected[client] = str(error)
-            return
-        self.registry[client] = {
+            return str(error)
+        return None
+
+    def _parse_registration(self, reply: Message) -> tuple[dict[str, Any], ConfidenceMatrix]:
+        """The registry entry and confidence matrix of a registration; FedmosaicError when invalid."""
+        concepts = list(json.loads(str(reply.config["concepts"])))
+        names = tuple(json.loads(str(reply.config["confidence_names"])))
+        cardinalities = {str(k): int(v) for k, v in json.loads(str(reply.config["cardinalities"])).items()}
+        matrix = ConfidenceMatrix(names, reply.arrays["confidence"])
+        examples = float(reply.metrics["num_examples"])
+        if not all(isinstance(c, str) for c in concepts):
+            raise FedmosaicError("concepts must be names")
+        if not set(names) <= set(concepts) | {self._task.task}:
+            raise FedmosaicError(f"confidence matrix names {sorted(set(names) - set(concepts))} are not its concepts")
+        if examples <= 0 or set(cardinalities) != set(concepts) or min(cardinalities.values(), default=2) < 2:
+            raise FedmosaicError("sample count or cardinalities are invalid")
+        known = self._known_cardinalities()
+        conflicts = sorted(n for n, k in cardinalities.items() if known.get(n, k) != k)
+        if conflicts:
+            raise FedmosaicError(f"cardinalities of {conflicts} contradict those already known")
+        entry = {
             "concepts": concepts,
             "confidence_names": list(matrix.names),
             "cardinalities": cardinalities,
             "num_examples": examples,
         }
+        return entry, matrix
+
+    def _register(self, client: int, reply: Message) -> None:
+        try:
+            entry, matrix = self._parse_registration(reply)
+        except (FedmosaicError, KeyError, ValueError, TypeError) as error:
+            # Valid on its own, but contradicting a client registered earlier in the same exchange.
+            self.rejected[client] = str(error)
+            return
+        self.registry[client] = entry
         self.confidences[client] = matrix
 
     def _update_model(self, rnd: int) -> dict[str, float]:
@@ -228,6 +285,7 @@ class FCMServer(ServerLogic):
             "noisy_full_intervention_accuracy": topological_curve[-1],
             "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
             "best_round": float(self.best_round),
+            **({"graph_epsilon_per_pair": self._params.graph_epsilon} if self._params.graph_epsilon else {}),
             **{k: float(v) for k, v in task.extras.items()},
         }
 

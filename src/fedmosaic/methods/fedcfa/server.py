@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.federation import ClientState, Message, RoundContext, derive_rng, weighted_average
-from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining
+from fedmosaic.federation import (
+    ClientState,
+    Message,
+    ReplySpec,
+    RoundContext,
+    derive_rng,
+    label_means_check,
+)
+from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining, training_metrics
 from fedmosaic.methods.fedcfa.average_dataset import (
     AVERAGE_X,
     AVERAGE_Y,
+    CHUNK_X,
+    CHUNK_Y,
     global_average_dataset,
     without_means,
 )
@@ -56,18 +67,31 @@ class FedCFAServer(FedAvgServer):
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays={**self.params, **self.average}, config={"round": ctx.round})
-        replies = ctx.exchange({client: message for client in ctx.clients})
+        replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
         ordered = [replies[client] for client in sorted(replies)]
         weights = [reply.metrics["num_examples"] for reply in ordered]
-        self.params = weighted_average([(without_means(r.arrays), w) for r, w in zip(ordered, weights)])
+        self.params = ctx.aggregate([(without_means(r.arrays), w) for r, w in zip(ordered, weights)], reference=self.params)
         self.average = global_average_dataset(
             [r.arrays for r in ordered],
             self._params.average_dataset,
             derive_rng(ctx.seed, ctx.round, "average_dataset"),
             size=self._params.num_chunks,
         )
-        losses = [reply.metrics["train_loss"] for reply in ordered]
-        return {"train_loss": float(np.average(losses, weights=weights))}
+        return training_metrics(ordered)
+
+    def reply_spec(self) -> ReplySpec:
+        """The model as sent, plus chunk means: no more chunks than the client's examples allow."""
+        spec = super().reply_spec()
+        return replace(
+            spec,
+            arrays={**spec.arrays, **self.mean_specs(CHUNK_X, CHUNK_Y)},
+            checks=(label_means_check(CHUNK_X, CHUNK_Y, self._max_chunks),),
+        )
+
+    def _max_chunks(self, examples: float) -> int:
+        if self._params.num_chunks is not None:
+            return int(min(self._params.num_chunks, examples))
+        return max(1, int(examples) // self._params.chunk_size)
 
     def state_dict(self) -> ClientState:
         state = super().state_dict()

@@ -1,0 +1,46 @@
+"""The aggregation rule of a federated run, from ``[aggregation]`` and ``[privacy]``."""
+
+from __future__ import annotations
+
+from fedmosaic.experiments.config import ExperimentConfig
+from fedmosaic.federation.privacy import GaussianMechanism, PrivacyBudget, noise_for_epsilon
+from fedmosaic.federation.robust import Aggregator, ClippedUpdates, Mean, Median, TrimmedMean
+
+
+def build_aggregation(config: ExperimentConfig, num_clients: int) -> tuple[Aggregator, PrivacyBudget | None]:
+    """The rule the server combines replies with, and the privacy budget to account when it is private.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+        The experiment (``aggregation``, ``privacy``, ``federation`` sections).
+    num_clients : int
+        Clients of the federation (for the sampling rate of ``target_epsilon``).
+
+    Examples
+    --------
+    >>> from fedmosaic.experiments.config import load_config
+    >>> base = {"name": "x", "runs": [{"name": "a", "method": "fedavg"}]}
+    >>> rule, budget = build_aggregation(load_config({**base, "aggregation": {"rule": "median"}}), 10)
+    >>> type(rule).__name__, budget
+    ('Median', None)
+    """
+    privacy = config.privacy
+    if privacy.enabled:
+        noise = privacy.noise_multiplier
+        if privacy.target_epsilon is not None:
+            noise = noise_for_epsilon(privacy.target_epsilon, privacy.delta, sample_rate(config, num_clients), config.federation.rounds)
+        return GaussianMechanism(privacy.clip_norm, noise), PrivacyBudget(noise, privacy.delta)
+    section = config.aggregation
+    rule: Aggregator = {"mean": Mean(), "median": Median(), "trimmed-mean": TrimmedMean(section.trim)}[section.rule]
+    if section.clip_norm is not None:
+        rule = ClippedUpdates(rule, section.clip_norm)
+    return rule, None
+
+
+def sample_rate(config: ExperimentConfig, num_clients: int) -> float:
+    """The share of the clients selected per round (``clients_per_round`` or ``fraction``)."""
+    federation = config.federation
+    if federation.clients_per_round is not None:
+        return min(1.0, federation.clients_per_round / num_clients)
+    return federation.fraction

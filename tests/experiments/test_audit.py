@@ -1,0 +1,88 @@
+"""The message audit: every message's names, shapes and bytes; nothing leaves a client per sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.runner import MESSAGES, run_experiment
+from fedmosaic.federation.audit import read_log
+
+CLASSIFICATION = {
+    "name": "audit",
+    "seed": 1,
+    "data": {"dataset": "digits"},
+    "partition": {"scheme": "dirichlet", "num_clients": 3, "alpha": 1.0, "min_size": 40},
+    "federation": {"rounds": 2, "audit": True},
+    "model": {"hidden": [8]},
+    "train": {"batch_size": 64},
+    "runs": [
+        {"name": "FedAvg", "method": "fedavg"},
+        {"name": "FedProx", "method": "fedprox"},
+        {"name": "FedMix", "method": "fedmix", "params": {"mean_batch": 20}},
+        {"name": "NaiveMix", "method": "naivemix", "params": {"mean_batch": 20}},
+        {"name": "FedCFA", "method": "fedcfa", "params": {"chunk_size": 16}},
+    ],
+}
+CONCEPTS = {
+    "name": "audit-fcm",
+    "seed": 1,
+    "data": {"dataset": "bnlearn", "network": "asia", "samples": 1500},
+    "concepts": {"num_clients": 8, "initial_clients": 6, "join_round": 2},
+    "federation": {"rounds": 2, "audit": True},
+    "runs": [{"name": "F-CMs", "method": "fcm", "params": {"patience": 0}}],
+}
+
+
+def _logs(tmp_path: Path, source: dict) -> dict[str, list[dict]]:
+    run_experiment(load_config(source), tmp_path / "out")
+    return {path.stem: read_log(path) for path in sorted((tmp_path / "out" / MESSAGES).glob("*.jsonl"))}
+
+
+def _per_sample(entries: list[dict]) -> list[str]:
+    """Uploads that hold something of one row per example: an array with as many rows as the client's examples,
+    or a name the server never sent whose rows are not fewer than the examples."""
+    sent = {(e["round"], e["client"]): e["arrays"] for e in entries if e["direction"] == "down"}
+    found = []
+    for entry in entries:
+        if entry["direction"] != "up" or "num_examples" not in entry["metrics"]:
+            continue
+        examples = int(entry["metrics"]["num_examples"])
+        down = sent.get((entry["round"], entry["client"]), {})
+        for name, array in entry["arrays"].items():
+            shape = array["shape"]
+            if name in down and shape != down[name]["shape"]:
+                found.append(f"{name}: shape {shape} differs from what was sent")
+            if examples in shape or (name not in down and shape and shape[0] >= examples):
+                found.append(f"client {entry['client']} round {entry['round']}: {name} {shape} for {examples} examples")
+    return found
+
+
+def test_every_message_is_logged_with_names_shapes_and_bytes(tmp_path: Path) -> None:
+    logs = _logs(tmp_path, {**CLASSIFICATION, "runs": CLASSIFICATION["runs"][:1]})
+    (entries,) = logs.values()
+    assert {e["direction"] for e in entries} == {"down", "up"}
+    assert len([e for e in entries if e["direction"] == "up"]) == 2 * 3
+    for entry in entries:
+        assert entry["bytes"] >= sum(a["bytes"] for a in entry["arrays"].values()) > 0
+        assert all(set(a) == {"shape", "dtype", "bytes"} for a in entry["arrays"].values())
+
+
+@pytest.mark.parametrize("source", [CLASSIFICATION, CONCEPTS], ids=["classification", "concepts"])
+def test_no_client_message_of_any_method_holds_anything_per_sample(tmp_path: Path, source: dict) -> None:
+    logs = _logs(tmp_path, source)
+    assert len(logs) == len(source["runs"])
+    for name, entries in logs.items():
+        assert any(e["direction"] == "up" and e["arrays"] for e in entries), name
+        assert _per_sample(entries) == [], name
+
+
+def test_the_check_finds_raw_rows(tmp_path: Path) -> None:
+    # The detector itself: an upload of one row per example is found.
+    entries = [
+        {"round": 1, "client": 0, "direction": "down", "arrays": {"w": {"shape": [4]}}},
+        {"round": 1, "client": 0, "direction": "up", "arrays": {"w": {"shape": [4]}, "rows": {"shape": [37, 64]}}, "metrics": {"num_examples": 37.0}},
+    ]
+    assert len(_per_sample(entries)) == 1
