@@ -183,6 +183,19 @@ class FederationSection(Section):
     target_accuracy : float or None, default None
         When set, each run reports the first round whose accuracy reaches it
         (``rounds_to_target``; ``null``, shown as "not reached", when none does).
+    workers : int or None, default None
+        Worker processes that run a round's clients in parallel, each client
+        always in the same worker; results are identical to one process.
+        Default: one per core when a round has more than one client (never
+        more than a round's clients), else 1; 1 runs the clients one after
+        another in the calling process.
+    client_cache : int, default 32
+        Clients whose logic (model, data tensors) each process keeps built
+        between rounds; the least recently used are rebuilt when sampled
+        again (costs time, never results).
+    client_memory_mb : float, default 1024
+        Memory each process gives to the states clients keep between rounds
+        (e.g. optimizer moments); past it the least recently used go to disk.
     """
 
     engine: Literal["inprocess"] = "inprocess"
@@ -197,6 +210,9 @@ class FederationSection(Section):
     evaluate_every: PositiveInt = 1
     threads: PositiveInt = 1
     target_accuracy: float | None = Field(default=None, gt=0, le=1)
+    workers: PositiveInt | None = None
+    client_cache: PositiveInt = 32
+    client_memory_mb: float = Field(default=1024.0, gt=0)
 
 
 class RunSection(Section):

@@ -23,6 +23,7 @@ def run_grid(
     resume: bool = False,
     overwrite: bool = False,
     progress: ProgressSink | None = None,
+    cores: int | None = None,
 ) -> dict[str, Any]:
     """Run the experiment at every point of its grid, then write the table.
 
@@ -43,7 +44,7 @@ def run_grid(
     for index, (values, source) in enumerate(points):
         folder = Path(POINTS) / _slug(index, values)
         progress.start_point(index, len(points), ", ".join(f"{k}={v}" for k, v in values.items()))
-        results = run_point(load_config(source), out_dir / folder, data_dir=data_dir, resume=resume, progress=progress)
+        results = run_point(load_config(source), out_dir / folder, data_dir=data_dir, resume=resume, progress=progress, cores=cores)
         entries.append({"values": values, "folder": folder.as_posix(), "runs": summary_rows(results)["rows"]})
     results = {
         "fedmosaic_version": __version__,

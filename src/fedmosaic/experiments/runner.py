@@ -10,12 +10,13 @@ from typing import Any
 
 from fedmosaic import __version__
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
+from fedmosaic.experiments.engine import make_grid
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
-from fedmosaic.federation import Federation, InProcessGrid
+from fedmosaic.federation import Federation
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
 
@@ -28,6 +29,7 @@ def run_experiment(
     resume: bool = False,
     overwrite: bool = False,
     progress: ProgressSink | None = None,
+    cores: int | None = None,
 ) -> dict[str, Any]:
     """Run every run of ``config`` on identical partitions and write the results.
 
@@ -50,6 +52,9 @@ def run_experiment(
         Replace a run already in ``out_dir``.
     progress : ProgressSink or None
         Receives round-by-round progress.
+    cores : int or None, default None
+        CPU cores the run may use, which bounds the default number of
+        worker processes (default: all this process may run on).
 
     Returns
     -------
@@ -57,7 +62,7 @@ def run_experiment(
         The content of ``results.json``.
     """
     if config.grid is not None:
-        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress)
+        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, cores=cores)
     progress = progress or SilentProgress()
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.model_dump(mode="json", exclude_none=True)
@@ -66,7 +71,7 @@ def run_experiment(
         return finished
     with torch_threads(config.federation.threads):
         runs = [
-            _run(config, index, workload, out_dir, document, resume=resume, progress=progress)
+            _run(config, index, workload, out_dir, document, resume=resume, progress=progress, cores=cores)
             for index in range(len(config.runs))
         ]
     results = {
@@ -95,6 +100,7 @@ def _run(
     *,
     resume: bool,
     progress: ProgressSink,
+    cores: int | None,
 ) -> dict[str, Any]:
     run = config.runs[index]
     method = get_method(run.method)
@@ -105,19 +111,20 @@ def _run(
     histories, artifacts = [], []
     for job in jobs:
         server, client_factory = method.build(job.task, params)
-        federation = Federation(
-            server,
-            InProcessGrid(client_factory, config.seed),
-            job.schedule,
-            seed=config.seed,
-            rounds=rounds,
-            evaluate_every=config.federation.evaluate_every,
-            checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
-            fingerprint=fingerprint([document, index, job.label]),
-        )
-        histories.append(
-            federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
-        )
+        with make_grid(config.federation, client_factory, config.seed, job.schedule, cores=cores) as grid:
+            federation = Federation(
+                server,
+                grid,
+                job.schedule,
+                seed=config.seed,
+                rounds=rounds,
+                evaluate_every=config.federation.evaluate_every,
+                checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
+                fingerprint=fingerprint([document, index, job.label]),
+            )
+            histories.append(
+                federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
+            )
         artifacts.append(server.artifacts())
     progress.finish_run(run.name)
     history = combine(run.setting, histories, jobs[0].pooled_bytes)
