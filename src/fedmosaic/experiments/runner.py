@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 import shutil
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_p
 from fedmosaic.experiments.engine import make_grid
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
+from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
@@ -30,6 +32,7 @@ def run_experiment(
     overwrite: bool = False,
     progress: ProgressSink | None = None,
     cores: int | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Run every run of ``config`` on identical partitions and write the results.
 
@@ -55,6 +58,9 @@ def run_experiment(
     cores : int or None, default None
         CPU cores the run may use, which bounds the default number of
         worker processes (default: all this process may run on).
+    jobs : int, default 1
+        Run the experiment's runs (a grid's points) in this many parallel
+        processes, sharing the cores; the results are those of ``jobs=1``.
 
     Returns
     -------
@@ -62,18 +68,22 @@ def run_experiment(
         The content of ``results.json``.
     """
     if config.grid is not None:
-        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, cores=cores)
+        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, cores=cores, jobs=jobs)
     progress = progress or SilentProgress()
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.model_dump(mode="json", exclude_none=True)
     finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
     if finished is not None:
         return finished
-    with torch_threads(config.federation.threads):
-        runs = [
-            _run(config, index, workload, out_dir, document, resume=resume, progress=progress, cores=cores)
-            for index in range(len(config.runs))
-        ]
+    share = job_cores(cores, jobs, len(config.runs))
+    tasks = [
+        partial(_run, config, index, workload, out_dir, document, resume=resume, cores=share)
+        for index in range(len(config.runs))
+    ]
+    if jobs > 1 and len(tasks) > 1:
+        runs = run_in_processes(tasks, jobs, progress)
+    else:
+        runs = [task(progress) for task in tasks]
     results = {
         "fedmosaic_version": __version__,
         "experiment": config.name,
@@ -97,9 +107,24 @@ def _run(
     workload: ClassificationWorkload | ConceptWorkload,
     out_dir: Path,
     document: dict[str, Any],
+    progress: ProgressSink,
     *,
     resume: bool,
+    cores: int | None,
+) -> dict[str, Any]:
+    with torch_threads(config.federation.threads):
+        return _run_federations(config, index, workload, out_dir, document, progress, resume=resume, cores=cores)
+
+
+def _run_federations(
+    config: ExperimentConfig,
+    index: int,
+    workload: ClassificationWorkload | ConceptWorkload,
+    out_dir: Path,
+    document: dict[str, Any],
     progress: ProgressSink,
+    *,
+    resume: bool,
     cores: int | None,
 ) -> dict[str, Any]:
     run = config.runs[index]
