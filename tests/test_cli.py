@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tomli_w
 from typer.testing import CliRunner
 
 from fedmosaic.cli import app
@@ -114,3 +115,57 @@ def _toml(source: dict) -> str:
     import tomli_w
 
     return tomli_w.dumps(source)
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_ctrl_c_on_parallel_jobs_and_workers_leaves_no_process_behind(tmp_path: Path) -> None:
+    # Prepare: a grid of two points run as two jobs, each federation with two workers.
+    experiment = {
+        "name": "interrupted",
+        "data": {"dataset": "digits"},
+        "partition": {"num_clients": 4, "min_size": 20},
+        "federation": {"rounds": 500, "workers": 2},
+        "model": {"hidden": [8]},
+        "runs": [{"name": "FedAvg", "method": "fedavg"}],
+        "grid": {"axes": {"seed": [0, 1]}, "rows": "seed", "columns": "seed", "secondary": ""},
+    }
+    (tmp_path / "grid.toml").write_text(tomli_w.dumps(experiment))
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "grid.toml", "--jobs", "2", "--quiet"],
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    deadline = time.monotonic() + 120
+    while len(_descendants(process.pid)) < 6 and time.monotonic() < deadline:  # 2 jobs x (1 + 2 workers)
+        time.sleep(0.1)
+    spawned = _descendants(process.pid)
+    # Execute: Ctrl-C reaches the whole process group, as from a terminal.
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    # Assert
+    assert len(spawned) >= 6
+    assert process.returncode != 0 and "Traceback" not in stderr
+    time.sleep(0.5)
+    assert not [pid for pid in spawned if _running(pid)]

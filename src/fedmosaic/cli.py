@@ -40,7 +40,11 @@ err_console = Console(stderr=True)
 
 
 class RichProgress:
-    """Shows one progress bar per run: rounds done, latest metrics, elapsed time and ETA."""
+    """Shows one progress bar per run: rounds done, latest metrics, elapsed time and ETA.
+
+    Runs of a grid point are removed when the next point starts, those
+    still running (parallel jobs) stay.
+    """
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
@@ -54,6 +58,7 @@ class RichProgress:
             console=console,
         )
         self._tasks: dict[str, TaskID] = {}
+        self._finished: set[str] = set()
         self._grid: TaskID | None = None
         self._grid_total = 0
 
@@ -62,9 +67,9 @@ class RichProgress:
         return self
 
     def start_point(self, index: int, total: int, label: str) -> None:
-        for task in self._tasks.values():
-            self._progress.remove_task(task)
-        self._tasks.clear()
+        for name in self._finished:
+            self._progress.remove_task(self._tasks.pop(name))
+        self._finished.clear()
         if self._grid is None:
             self._grid = self._progress.add_task("grid", total=total, status="")
             self._grid_total = total
@@ -82,6 +87,7 @@ class RichProgress:
 
     def finish_run(self, name: str) -> None:
         self._progress.update(self._tasks[name], status="[green]done[/]")
+        self._finished.add(name)
 
     def __exit__(self, error_type: object, *exc: object) -> None:
         if self._grid is not None and error_type is None:
@@ -103,17 +109,21 @@ def run(
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress display.")] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(min=1, help="Run the independent runs (grid points, compared runs) in N parallel processes."),
+    ] = 1,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
     overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else [])
     config = load_config(apply_overrides(resolve_experiment(experiment), overrides))
     out_dir = out or Path("runs") / config.name
     if quiet:
-        results = run_experiment(config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite)
+        results = run_experiment(config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, jobs=jobs)
     else:
         with RichProgress(err_console) as progress:
             results = run_experiment(
-                config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress
+                config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, jobs=jobs
             )
     _print_summary(results)
     out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}")

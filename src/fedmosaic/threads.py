@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator
 
 import torch
@@ -32,3 +33,21 @@ def torch_threads(count: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def set_torch_threads(count: int) -> None:
+    """Use ``count`` PyTorch threads in this process from now on (e.g. in a worker process)."""
+    torch.set_num_threads(count)
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on.
+
+    Examples
+    --------
+    >>> usable_cores() >= 1
+    True
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

@@ -91,3 +91,18 @@ def test_splits_must_agree_on_sample_shape_and_classes(test: ArrayDataset, expec
 
     # Assert
     assert expected in str(caught.value)
+
+
+def test_partitioned_parts_hold_the_subsets_as_views_of_one_block() -> None:
+    # Prepare
+    data = ArrayDataset(np.arange(20, dtype=np.float32).reshape(10, 2), np.arange(10) % 3, num_classes=3)
+    parts = [np.array([9, 1]), np.array([], dtype=np.int64), np.array([4, 0, 7])]
+    # Execute
+    views = data.partitioned(parts)
+    # Assert
+    for view, part in zip(views, parts):
+        expected = data.subset(part)
+        np.testing.assert_array_equal(view.x, expected.x)
+        np.testing.assert_array_equal(view.y, expected.y)
+    assert views[0].x.base is views[2].x.base is not None
+    assert views[0].x.base.nbytes == 5 * 2 * 4

@@ -88,6 +88,40 @@ class ArrayDataset:
         rows = np.asarray(indices, dtype=np.int64)
         return ArrayDataset(self.x[rows], self.y[rows], self.num_classes)
 
+    def partitioned(self, parts: list[npt.ArrayLike]) -> list["ArrayDataset"]:
+        """Split the samples into parts that are views of one block, not copies.
+
+        The selected rows are gathered once, part after part, into one block;
+        each part is a view (a slice) of it, holding the same samples in the
+        same order as :meth:`subset` would. However many parts there are, the
+        memory used is that of the selected rows once.
+
+        Parameters
+        ----------
+        parts : list of array_like of int
+            Positions of each part's samples.
+
+        Returns
+        -------
+        list of ArrayDataset
+            One dataset per part, sharing the block's memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> data = ArrayDataset(np.arange(4, dtype=np.float32).reshape(4, 1), np.arange(4), 4)
+        >>> a, b = data.partitioned([[3], [0, 2]])
+        >>> b.x.ravel().tolist(), np.shares_memory(a.x, b.x.base)
+        ([0.0, 2.0], True)
+        """
+        rows = [np.asarray(part, dtype=np.int64) for part in parts]
+        block = self.subset(np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64))
+        ends = np.cumsum([len(r) for r in rows])
+        return [
+            ArrayDataset(block.x[end - len(r) : end], block.y[end - len(r) : end], self.num_classes)
+            for r, end in zip(rows, ends)
+        ]
+
 
 @dataclass(frozen=True, eq=False)
 class DatasetSplits:

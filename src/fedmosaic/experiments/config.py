@@ -201,6 +201,19 @@ class FederationSection(Section):
         Write the message audit: ``messages/<run>-<job>.jsonl`` in the output
         folder, one line per message with its arrays' names, shapes, dtypes
         and bytes, its config keys and metrics (never array contents).
+    workers : int or None, default None
+        Worker processes that run a round's clients in parallel, each client
+        always in the same worker; results are identical to one process.
+        Default: one per core when a round has more than one client (never
+        more than a round's clients), else 1; 1 runs the clients one after
+        another in the calling process.
+    client_cache : int, default 32
+        Clients whose logic (model, data tensors) each process keeps built
+        between rounds; the least recently used are rebuilt when sampled
+        again (costs time, never results).
+    client_memory_mb : float, default 1024
+        Memory each process gives to the states clients keep between rounds
+        (e.g. optimizer moments); past it the least recently used go to disk.
     """
 
     engine: Literal["inprocess"] = "inprocess"
@@ -219,6 +232,9 @@ class FederationSection(Section):
     max_examples: PositiveInt = 10**9
     retries: NonNegativeInt = 0
     audit: bool = False
+    workers: PositiveInt | None = None
+    client_cache: PositiveInt = 32
+    client_memory_mb: float = Field(default=1024.0, gt=0)
 
 
 class AggregationSection(Section):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -11,6 +12,7 @@ import numpy as np
 from fedmosaic import __version__
 from fedmosaic.experiments.config import ExperimentConfig, GridSection, grid_points, load_config
 from fedmosaic.experiments.outputs import POINTS, finish_run, start_run, summary_rows
+from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 
 
@@ -23,6 +25,8 @@ def run_grid(
     resume: bool = False,
     overwrite: bool = False,
     progress: ProgressSink | None = None,
+    cores: int | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Run the experiment at every point of its grid, then write the table.
 
@@ -30,7 +34,9 @@ def run_grid(
     results, report and checkpoints, so ``--resume`` continues a grid where
     it stopped), run by ``run_point`` (the runner's ``run_experiment``).
     ``results.json`` holds every point's final metrics and the
-    table; ``report.md`` / ``report.html`` show the table.
+    table; ``report.md`` / ``report.html`` show the table. With ``jobs`` > 1
+    the points run in that many parallel processes sharing ``cores``; the
+    outputs are the same.
     """
     assert config.grid is not None
     progress = progress or SilentProgress()
@@ -39,12 +45,26 @@ def run_grid(
     finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
     if finished is not None:
         return finished
-    entries = []
-    for index, (values, source) in enumerate(points):
-        folder = Path(POINTS) / _slug(index, values)
-        progress.start_point(index, len(points), ", ".join(f"{k}={v}" for k, v in values.items()))
-        results = run_point(load_config(source), out_dir / folder, data_dir=data_dir, resume=resume, progress=progress)
-        entries.append({"values": values, "folder": folder.as_posix(), "runs": summary_rows(results)["rows"]})
+    folders = [Path(POINTS) / _slug(index, values) for index, (values, _) in enumerate(points)]
+    labels = [", ".join(f"{k}={v}" for k, v in values.items()) for values, _ in points]
+    share = job_cores(cores, jobs, len(points))
+    tasks = [
+        partial(_run_point, run_point, source, out_dir / folder, data_dir=data_dir, resume=resume, cores=share)
+        for (_, source), folder in zip(points, folders)
+    ]
+    if jobs > 1 and len(tasks) > 1:
+        progress.start_point(0, len(points), f"{min(jobs, len(points))} points at a time")
+        done = lambda task, count: progress.start_point(count, len(points), f"finished: {labels[task]}")
+        rows = run_in_processes(tasks, jobs, progress, labels=[f"p{i}" for i in range(len(tasks))], on_done=done)
+    else:
+        rows = []
+        for index, task in enumerate(tasks):
+            progress.start_point(index, len(points), labels[index])
+            rows.append(task(progress))
+    entries = [
+        {"values": values, "folder": folder.as_posix(), "runs": point_rows}
+        for (values, _), folder, point_rows in zip(points, folders, rows)
+    ]
     results = {
         "fedmosaic_version": __version__,
         "experiment": config.name,
@@ -61,6 +81,21 @@ def run_grid(
     }
     finish_run(out_dir, results, summary)
     return results
+
+
+def _run_point(
+    run_point: Callable[..., dict[str, Any]],
+    source: dict[str, Any],
+    out_dir: Path,
+    progress: ProgressSink,
+    *,
+    data_dir: str | Path | None,
+    resume: bool,
+    cores: int | None,
+) -> list[dict[str, Any]]:
+    """Run one point and return its summary rows."""
+    results = run_point(load_config(source), out_dir, data_dir=data_dir, resume=resume, progress=progress, cores=cores)
+    return summary_rows(results)["rows"]
 
 
 def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,18 +5,21 @@ from __future__ import annotations
 import base64
 import re
 import shutil
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from fedmosaic import __version__
 from fedmosaic.experiments.aggregation import build_aggregation
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
+from fedmosaic.experiments.engine import make_grid
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
+from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
-from fedmosaic.federation import Federation, Grid, HostileGrid, InProcessGrid, ReplyLimits, hostile_clients
+from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, hostile_clients
 from fedmosaic.federation.audit import MessageLog
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
@@ -33,6 +36,8 @@ def run_experiment(
     resume: bool = False,
     overwrite: bool = False,
     progress: ProgressSink | None = None,
+    cores: int | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Run every run of ``config`` on identical partitions and write the results.
 
@@ -55,6 +60,12 @@ def run_experiment(
         Replace a run already in ``out_dir``.
     progress : ProgressSink or None
         Receives round-by-round progress.
+    cores : int or None, default None
+        CPU cores the run may use, which bounds the default number of
+        worker processes (default: all this process may run on).
+    jobs : int, default 1
+        Run the experiment's runs (a grid's points) in this many parallel
+        processes, sharing the cores; the results are those of ``jobs=1``.
 
     Returns
     -------
@@ -62,18 +73,22 @@ def run_experiment(
         The content of ``results.json``.
     """
     if config.grid is not None:
-        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress)
+        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, cores=cores, jobs=jobs)
     progress = progress or SilentProgress()
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.model_dump(mode="json", exclude_none=True)
     finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
     if finished is not None:
         return finished
-    with torch_threads(config.federation.threads):
-        runs = [
-            _run(config, index, workload, out_dir, document, resume=resume, progress=progress)
-            for index in range(len(config.runs))
-        ]
+    share = job_cores(cores, jobs, len(config.runs))
+    tasks = [
+        partial(_run, config, index, workload, out_dir, document, resume=resume, cores=share)
+        for index in range(len(config.runs))
+    ]
+    if jobs > 1 and len(tasks) > 1:
+        runs = run_in_processes(tasks, jobs, progress)
+    else:
+        runs = [task(progress) for task in tasks]
     results = {
         "fedmosaic_version": __version__,
         "experiment": config.name,
@@ -97,9 +112,25 @@ def _run(
     workload: ClassificationWorkload | ConceptWorkload,
     out_dir: Path,
     document: dict[str, Any],
+    progress: ProgressSink,
     *,
     resume: bool,
+    cores: int | None,
+) -> dict[str, Any]:
+    with torch_threads(config.federation.threads):
+        return _run_federations(config, index, workload, out_dir, document, progress, resume=resume, cores=cores)
+
+
+def _run_federations(
+    config: ExperimentConfig,
+    index: int,
+    workload: ClassificationWorkload | ConceptWorkload,
+    out_dir: Path,
+    document: dict[str, Any],
     progress: ProgressSink,
+    *,
+    resume: bool,
+    cores: int | None,
 ) -> dict[str, Any]:
     run = config.runs[index]
     method = get_method(run.method)
@@ -112,24 +143,25 @@ def _run(
         server, client_factory = method.build(job.task, params)
         aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
         log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
-        federation = Federation(
-            server,
-            _grid(config, run.setting, job.schedule.num_clients, InProcessGrid(client_factory, config.seed)),
-            job.schedule,
-            seed=config.seed,
-            rounds=rounds,
-            evaluate_every=config.federation.evaluate_every,
-            checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
-            fingerprint=fingerprint([document, index, job.label]),
-            limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
-            retries=config.federation.retries,
-            aggregator=aggregator,
-            privacy=privacy,
-            observer=MessageLog(log) if config.federation.audit else None,
-        )
-        histories.append(
-            federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
-        )
+        with make_grid(config.federation, client_factory, config.seed, job.schedule, cores=cores) as grid:
+            federation = Federation(
+                server,
+                _grid(config, run.setting, job.schedule.num_clients, grid),
+                job.schedule,
+                seed=config.seed,
+                rounds=rounds,
+                evaluate_every=config.federation.evaluate_every,
+                checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
+                fingerprint=fingerprint([document, index, job.label]),
+                limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
+                retries=config.federation.retries,
+                aggregator=aggregator,
+                privacy=privacy,
+                observer=MessageLog(log) if config.federation.audit else None,
+            )
+            histories.append(
+                federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
+            )
         artifacts.append(server.artifacts())
     progress.finish_run(run.name)
     history = combine(run.setting, histories, jobs[0].pooled_bytes)

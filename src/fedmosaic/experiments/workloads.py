@@ -178,7 +178,7 @@ def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | N
         classes_per_client=p.classes_per_client,
         min_size=p.min_size,
     )
-    return ClassificationWorkload(clients=[splits.train.subset(part) for part in parts], test=splits.test)
+    return ClassificationWorkload(clients=splits.train.partitioned(parts), test=splits.test)
 
 
 def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:

@@ -46,3 +46,12 @@ class Grid(ABC):
         """Restore client states saved by :meth:`client_states`."""
         if states:
             raise NotImplementedError(f"{type(self).__name__} keeps no client state")
+
+    def close(self) -> None:
+        """Release what the engine holds (processes, files); the grid is unusable afterwards."""
+
+    def __enter__(self) -> Grid:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Mapping
 
 from fedmosaic.federation.grid import Grid
-from fedmosaic.federation.logic import ClientContext, ClientLogic
+from fedmosaic.federation.host import ClientFactory, ClientHost
 from fedmosaic.federation.message import Message
-from fedmosaic.federation.seeding import derive_seed
-from fedmosaic.federation.state import ClientState
 
 
-class InProcessGrid(Grid):
+class InProcessGrid(ClientHost, Grid):
     """Calls each client's logic directly, in ascending client order.
 
     Parameters
@@ -21,40 +19,32 @@ class InProcessGrid(Grid):
     seed : int
         Experiment seed; each client handles each round with a seed derived
         from (seed, round, client id, "client").
+    cache : int or None, default None
+        Most client logics kept built between messages (the least recently
+        used are rebuilt when needed); ``None``: all.
+    state_budget_bytes : int or None, default None
+        Memory for client states; past it the least recently used go to disk.
 
     Notes
     -----
     Messages are handed over as read-only views, not copies: a client that
-    tries to modify a received array in place fails at once. Client states
-    are kept in memory; only clients that have received a message have one.
+    tries to modify a received array in place fails at once. Only clients
+    that have received a message have a state.
     """
 
-    def __init__(self, client_factory: Callable[[int], ClientLogic], seed: int) -> None:
-        self._client_factory = client_factory
-        self._seed = seed
-        self._clients: dict[int, ClientLogic] = {}
-        self._states: dict[int, ClientState] = {}
+    def __init__(
+        self,
+        client_factory: ClientFactory,
+        seed: int,
+        *,
+        cache: int | None = None,
+        state_budget_bytes: int | None = None,
+    ) -> None:
+        super().__init__(client_factory, seed, cache=cache, state_budget_bytes=state_budget_bytes)
         self.delivered: list[tuple[int, int]] = []
 
     def send_and_receive(
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:
-        replies: dict[int, Message] = {}
-        for client_id in sorted(messages):
-            self.delivered.append((rnd, client_id))
-            if client_id in failing:
-                continue
-            logic = self._clients.get(client_id)
-            if logic is None:
-                logic = self._clients[client_id] = self._client_factory(client_id)
-            state = self._states.setdefault(client_id, ClientState())
-            context = ClientContext(client_id, rnd, derive_seed(self._seed, rnd, client_id, "client"))
-            reply = logic.handle(messages[client_id].read_only(), state, context)
-            replies[client_id] = reply.read_only()
-        return replies
-
-    def client_states(self) -> dict[int, ClientState]:
-        return dict(self._states)
-
-    def load_client_states(self, states: Mapping[int, ClientState]) -> None:
-        self._states = dict(states)
+        self.delivered.extend((rnd, client) for client in sorted(messages))
+        return self.handle_all({c: m for c, m in messages.items() if c not in failing}, rnd)

@@ -82,6 +82,18 @@ class Schedule:
             if self.joins.get(c, 1) <= rnd < self.leaves.get(c, rnd + 1)
         ]
 
+    def largest_sample(self) -> int:
+        """The most clients a round samples (when every client is available).
+
+        Examples
+        --------
+        >>> Schedule(num_clients=1000, fraction=0.1).largest_sample()
+        100
+        """
+        if self.clients_per_round is not None:
+            return min(self.clients_per_round, self.num_clients)
+        return max(1, math.floor(self.fraction * self.num_clients + 0.5))
+
     def sample(self, rnd: int, seed: int, *, attempt: int = 0) -> list[int]:
         """Clients selected for round ``rnd``, sorted, drawn from derived randomness.
 

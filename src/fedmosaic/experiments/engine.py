@@ -1,0 +1,78 @@
+"""The engine a run's federations use, from the ``[federation]`` section."""
+
+from __future__ import annotations
+
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import FederationSection
+from fedmosaic.federation import Grid, InProcessGrid, Schedule
+from fedmosaic.federation.host import ClientFactory
+from fedmosaic.federation.parallel import ParallelGrid
+from fedmosaic.federation.processes import fork_available
+from fedmosaic.threads import usable_cores
+
+
+def worker_count(federation: FederationSection, schedule: Schedule, cores: int) -> int:
+    """Worker processes for a federation: ``federation.workers``, else one per core when a round has several clients.
+
+    Never more than a round's clients.
+
+    Examples
+    --------
+    >>> from fedmosaic.experiments.config import FederationSection
+    >>> worker_count(FederationSection(), Schedule(num_clients=10), cores=4)
+    4
+    >>> worker_count(FederationSection(), Schedule(num_clients=1), cores=4)
+    1
+    >>> worker_count(FederationSection(workers=8), Schedule(num_clients=3), cores=4)
+    3
+    """
+    if federation.workers is not None:
+        wanted = federation.workers
+    else:
+        wanted = cores if fork_available() else 1
+    return max(1, min(wanted, schedule.largest_sample()))
+
+
+def make_grid(
+    federation: FederationSection,
+    client_factory: ClientFactory,
+    seed: int,
+    schedule: Schedule,
+    *,
+    cores: int | None = None,
+) -> Grid:
+    """The in-process engine, with parallel workers when :func:`worker_count` gives more than one.
+
+    Parameters
+    ----------
+    federation : FederationSection
+        Workers, threads, client cache and state memory.
+    client_factory : callable int -> ClientLogic
+        The method's clients.
+    seed : int
+        Experiment seed.
+    schedule : Schedule
+        Who takes part when (its largest round bounds the workers).
+    cores : int or None, default None
+        CPU cores the federation may use (default: all this process may run on).
+
+    Raises
+    ------
+    ConfigError
+        When ``federation.workers`` asks for workers on a system that cannot fork.
+    """
+    cores = cores or usable_cores()
+    if federation.workers is not None and federation.workers > 1 and not fork_available():
+        raise ConfigError("federation.workers", "worker processes need a system with fork (Linux, macOS); use 1")
+    workers = worker_count(federation, schedule, cores)
+    budget = int(federation.client_memory_mb * 2**20)
+    if workers == 1:
+        return InProcessGrid(client_factory, seed, cache=federation.client_cache, state_budget_bytes=budget)
+    return ParallelGrid(
+        client_factory,
+        seed,
+        workers,
+        threads=max(1, min(federation.threads, cores // workers)),
+        cache=federation.client_cache,
+        state_budget_bytes=budget,
+    )
