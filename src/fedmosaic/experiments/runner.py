@@ -10,12 +10,14 @@ from typing import Any
 
 from fedmosaic import __version__
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
+from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
-from fedmosaic.federation import Federation, InProcessGrid
+from fedmosaic.errors import ConfigError
+from fedmosaic.federation import Federation, Grid, RoundRecord
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
 
@@ -28,6 +30,7 @@ def run_experiment(
     resume: bool = False,
     overwrite: bool = False,
     progress: ProgressSink | None = None,
+    engine: Engine | None = None,
 ) -> dict[str, Any]:
     """Run every run of ``config`` on identical partitions and write the results.
 
@@ -50,6 +53,10 @@ def run_experiment(
         Replace a run already in ``out_dir``.
     progress : ProgressSink or None
         Receives round-by-round progress.
+    engine : Engine or None
+        Runs the federated jobs; by default the one ``federation.engine``
+        names (``flower`` needs the deployment's engine, given by the
+        ``ServerApp`` the experiment runs in).
 
     Returns
     -------
@@ -59,6 +66,7 @@ def run_experiment(
     if config.grid is not None:
         return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress)
     progress = progress or SilentProgress()
+    engine = engine or configured_engine(config)
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.model_dump(mode="json", exclude_none=True)
     finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
@@ -66,7 +74,7 @@ def run_experiment(
         return finished
     with torch_threads(config.federation.threads):
         runs = [
-            _run(config, index, workload, out_dir, document, resume=resume, progress=progress)
+            _run(config, index, workload, out_dir, document, engine, data_dir, resume=resume, progress=progress)
             for index in range(len(config.runs))
         ]
     results = {
@@ -92,6 +100,8 @@ def _run(
     workload: ClassificationWorkload | ConceptWorkload,
     out_dir: Path,
     document: dict[str, Any],
+    engine: Engine,
+    data_dir: str | Path | None,
     *,
     resume: bool,
     progress: ProgressSink,
@@ -105,19 +115,32 @@ def _run(
     histories, artifacts = [], []
     for job in jobs:
         server, client_factory = method.build(job.task, params)
-        federation = Federation(
-            server,
-            InProcessGrid(client_factory, config.seed),
-            job.schedule,
+
+        def federate(grid: Grid) -> list[RoundRecord]:
+            federation = Federation(
+                server,
+                grid,
+                job.schedule,
+                seed=config.seed,
+                rounds=rounds,
+                evaluate_every=config.federation.evaluate_every,
+                checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
+                fingerprint=fingerprint([document, index, job.label]),
+            )
+            return federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
+
+        spec = JobSpec(
+            document=document,
+            run=index,
+            label=job.label,
+            num_clients=job.schedule.num_clients,
             seed=config.seed,
-            rounds=rounds,
-            evaluate_every=config.federation.evaluate_every,
-            checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
-            fingerprint=fingerprint([document, index, job.label]),
+            client_factory=client_factory,
+            data_dir=None if data_dir is None else str(data_dir),
+            reply_timeout_s=config.federation.reply_timeout_s,
         )
-        histories.append(
-            federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
-        )
+        runs_on = engine if run.setting == "federated" else InProcessEngine()
+        histories.append(runs_on.run_job(spec, federate))
         artifacts.append(server.artifacts())
     progress.finish_run(run.name)
     history = combine(run.setting, histories, jobs[0].pooled_bytes)
@@ -134,6 +157,26 @@ def _run(
         "rounds_to_target": rounds_to_target(history, config.federation.target_accuracy),
         "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
     }
+
+
+def configured_engine(config: ExperimentConfig) -> Engine:
+    """The engine ``federation.engine`` names.
+
+    Raises
+    ------
+    ConfigError
+        For ``flower``, which runs inside a deployment's ``ServerApp``
+        (``fedmosaic run --superlink ADDRESS`` or ``fedmosaic deploy`` start it).
+    """
+    name = config.federation.engine
+    if name == "flower-simulation":
+        return SimulationEngine(ray_address=config.federation.ray_address)
+    if name == "flower":
+        raise ConfigError(
+            "federation.engine",
+            "'flower' runs on a SuperLink: use `fedmosaic run --superlink HOST:PORT` or `fedmosaic deploy`",
+        )
+    return InProcessEngine()
 
 
 def rounds_to_target(history: list[dict[str, Any]], target: float | None) -> int | None:
