@@ -88,6 +88,19 @@ def test_a_silent_node_is_a_dropout_after_the_timeout(toy_client, fake_flower_gr
     assert "no reply within 0.3 s" in grid.lost[0].reason
 
 
+def test_a_node_that_left_is_a_dropout_without_a_message(toy_client, fake_flower_grid) -> None:
+    fake = fake_flower_grid([0, 1], toy_client)
+    grid = _flower_grid(fake)
+    grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset())
+    fake.node_of(1).behaviour = "disconnected"
+
+    replies = grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 2, frozenset())
+
+    assert sorted(replies) == [0]
+    assert "no longer connected" in grid.lost[0].reason
+    assert fake.node_of(1).handled == ["query", "train"]
+
+
 def test_a_partition_no_node_serves_is_a_dropout_without_a_message(toy_client, fake_flower_grid) -> None:
     fake = fake_flower_grid([0], toy_client)
     grid = _flower_grid(fake)

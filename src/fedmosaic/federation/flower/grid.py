@@ -101,12 +101,15 @@ class FlowerGrid(Grid):
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:
         wanted = sorted(set(messages) - failing)
-        self._map_nodes(wanted)
+        connected = self._map_nodes(wanted)
         outgoing: list[tuple[int, FlowerMessage]] = []
         for client in wanted:
             node = self._nodes.get(client)
             if node is None:
                 self._lose(rnd, client, "no connected node serves this partition")
+                continue
+            if node not in connected:
+                self._lose(rnd, client, f"node {node} is no longer connected")
                 continue
             header = {**self._header, "round": rnd, "client": client}
             outgoing.append((client, self._flower_message(messages[client], header, node, rnd)))
@@ -137,21 +140,25 @@ class FlowerGrid(Grid):
                 time.sleep(POLL_S)
         return replies
 
-    def _map_nodes(self, wanted: Iterable[int]) -> None:
-        """Learn the partition of every node not asked yet (waiting for them at the first exchange)."""
+    def _map_nodes(self, wanted: Iterable[int]) -> set[int]:
+        """Learn the partition of every connected node not asked yet; return the connected nodes.
+
+        At the first exchange, wait (up to ``connect_timeout_s``) until the
+        nodes of all addressed clients have connected.
+        """
         missing = set(wanted) - set(self._nodes)
-        if not missing:
-            return
         deadline = time.monotonic() + (0.0 if self._connected else self._connect_timeout_s)
         while True:
-            unknown = sorted(set(self._grid.get_node_ids()) - self._asked)
-            if unknown:
+            connected = set(self._grid.get_node_ids())
+            unknown = sorted(connected - self._asked)
+            if missing and unknown:
                 self._ask_partitions(unknown)
             missing -= set(self._nodes)
             if not missing or time.monotonic() >= deadline:
                 break
             time.sleep(0.5)
         self._connected = True
+        return connected
 
     def _ask_partitions(self, node_ids: list[int]) -> None:
         self._asked.update(node_ids)
