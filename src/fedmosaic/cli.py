@@ -1,8 +1,9 @@
-"""The ``fedmosaic`` command line: run, presets, report, demo."""
+"""The ``fedmosaic`` command line: run, deploy, presets, report, demo."""
 
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -19,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from fedmosaic.errors import FedmosaicError
+from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import describe_presets, resolve_experiment
 from fedmosaic.experiments.runner import run_experiment
@@ -113,12 +114,28 @@ def run(
         int,
         typer.Option(min=1, help="Run the independent runs (grid points, compared runs) in N parallel processes."),
     ] = 1,
+    engine: Annotated[
+        Optional[str], typer.Option(help="inprocess, flower-simulation or flower (overrides federation.engine).")
+    ] = None,
+    superlink: Annotated[
+        Optional[str], typer.Option(help="Engine flower: the SuperLink's HOST:PORT (its ServerApp writes --out).")
+    ] = None,
+    root_certificates: Annotated[
+        Optional[Path], typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
+    ] = None,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
     overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else [])
-    config = load_config(apply_overrides(resolve_experiment(experiment), overrides))
+    overrides += [f"federation.engine={engine}"] if engine is not None else []
+    overrides += ["federation.engine=flower"] if superlink is not None and engine is None else []
+    source = apply_overrides(resolve_experiment(experiment), overrides)
+    config = load_config(source)
     out_dir = out or Path("runs") / config.name
-    if quiet:
+    if superlink is not None and config.federation.engine != "flower":
+        raise ConfigError("--superlink", f"needs federation.engine = flower, got {config.federation.engine}")
+    if superlink is not None:
+        results = _run_on_superlink(source, out_dir, superlink, root_certificates, data_dir, resume, overwrite)
+    elif quiet:
         results = run_experiment(config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, jobs=jobs)
     else:
         with RichProgress(err_console) as progress:
@@ -127,6 +144,60 @@ def run(
             )
     _print_summary(results)
     out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}")
+
+
+@app.command()
+def deploy(
+    experiment: Annotated[str, typer.Argument(help="A preset name (see `fedmosaic presets`) or a TOML file.")],
+    nodes: Annotated[
+        Optional[int], typer.Option(help="SuperNodes to start, one per client [default: the experiment's clients].")
+    ] = None,
+    tls: Annotated[bool, typer.Option(help="TLS with a certificate authority generated on the spot.")] = False,
+    auth: Annotated[bool, typer.Option(help="Generate and register SuperNode keys; refuse unknown nodes.")] = False,
+    set_: Annotated[
+        Optional[list[str]], typer.Option("--set", help="Override a key: --set federation.rounds=3")
+    ] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder [default: runs/<name>].")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help="The server's data folder.")] = None,
+    node_data_dir: Annotated[
+        Optional[str], typer.Option(help="Each SuperNode's data folder; {node} stands for its index [default: --data-dir].")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
+) -> None:
+    """Run an experiment on a Flower SuperLink and SuperNodes started on 127.0.0.1, then stop them."""
+    from fedmosaic.deploy.local import deploy_experiment
+
+    source = apply_overrides(resolve_experiment(experiment), list(set_ or []))
+    out_dir = out or Path("runs") / load_config(source).name
+    results = deploy_experiment(
+        source, out_dir, nodes=nodes, tls=tls, auth=auth, data_dir=data_dir, node_data_dir=node_data_dir,
+        resume=resume, overwrite=overwrite, write=lambda line: err_console.out(line, end="", highlight=False),
+    )
+    _print_summary(results)
+    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}")
+
+
+def _run_on_superlink(
+    source: dict[str, Any],
+    out_dir: Path,
+    superlink: str,
+    root_certificates: Path | None,
+    data_dir: Path | None,
+    resume: bool,
+    overwrite: bool,
+) -> dict[str, Any]:
+    from fedmosaic.deploy.processes import Connection
+    from fedmosaic.deploy.submit import submit
+    from fedmosaic.experiments.outputs import prepare_out_dir
+
+    prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    with tempfile.TemporaryDirectory(prefix="fedmosaic-submit-") as workdir:
+        return submit(
+            source, out_dir, Connection(superlink, root_certificates.resolve() if root_certificates else None),
+            Path(workdir), data_dir=data_dir, resume=resume, overwrite=overwrite,
+            write=lambda line: err_console.out(line, end="", highlight=False),
+        )
 
 
 @app.command()

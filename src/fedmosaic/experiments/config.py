@@ -162,8 +162,12 @@ class FederationSection(Section):
 
     Parameters
     ----------
-    engine : {"inprocess"}, default "inprocess"
-        Where clients run.
+    engine : {"inprocess", "flower-simulation", "flower"}, default "inprocess"
+        Where clients run: in this process; as virtual nodes of Flower's
+        simulation (Ray); or as the SuperNodes of a running Flower deployment
+        (``fedmosaic run --superlink`` or ``fedmosaic deploy``). Only the
+        federated setting uses Flower; the centralized and local baselines,
+        which involve one site, run in process.
     rounds : int, default 20
         Number of rounds.
     fraction : float, default 1.0
@@ -214,9 +218,15 @@ class FederationSection(Section):
     client_memory_mb : float, default 1024
         Memory each process gives to the states clients keep between rounds
         (e.g. optimizer moments); past it the least recently used go to disk.
+    reply_timeout_s : float, default 300.0
+        Flower engines: longest wait, in seconds, for the replies of one
+        exchange; clients that have not replied by then count as dropouts.
+    ray_address : str or None, default None
+        ``flower-simulation`` only: the Ray cluster to run on (``"auto"``: the
+        cluster this machine has joined); none starts Ray on this machine.
     """
 
-    engine: Literal["inprocess"] = "inprocess"
+    engine: Literal["inprocess", "flower-simulation", "flower"] = "inprocess"
     rounds: PositiveInt = 20
     fraction: float = Field(default=1.0, gt=0, le=1)
     clients_per_round: PositiveInt | None = None
@@ -235,6 +245,8 @@ class FederationSection(Section):
     workers: PositiveInt | None = None
     client_cache: PositiveInt = 32
     client_memory_mb: float = Field(default=1024.0, gt=0)
+    reply_timeout_s: float = Field(default=300.0, gt=0)
+    ray_address: str | None = None
 
 
 class AggregationSection(Section):

@@ -12,14 +12,15 @@ from typing import Any
 from fedmosaic import __version__
 from fedmosaic.experiments.aggregation import build_aggregation
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
-from fedmosaic.experiments.engine import make_grid
+from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
-from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, hostile_clients
+from fedmosaic.errors import ConfigError
+from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
@@ -38,6 +39,7 @@ def run_experiment(
     progress: ProgressSink | None = None,
     cores: int | None = None,
     jobs: int = 1,
+    engine: Engine | None = None,
 ) -> dict[str, Any]:
     """Run every run of ``config`` on identical partitions and write the results.
 
@@ -66,6 +68,11 @@ def run_experiment(
     jobs : int, default 1
         Run the experiment's runs (a grid's points) in this many parallel
         processes, sharing the cores; the results are those of ``jobs=1``.
+    engine : Engine or None
+        Runs the federated jobs; by default the one ``federation.engine``
+        names (the in-process engine with ``federation.workers`` for
+        ``inprocess``; ``flower`` needs the deployment's engine, given by the
+        ``ServerApp`` the experiment runs in).
 
     Returns
     -------
@@ -75,6 +82,7 @@ def run_experiment(
     if config.grid is not None:
         return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, cores=cores, jobs=jobs)
     progress = progress or SilentProgress()
+    engine = engine or configured_engine(config)
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.model_dump(mode="json", exclude_none=True)
     finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
@@ -82,7 +90,7 @@ def run_experiment(
         return finished
     share = job_cores(cores, jobs, len(config.runs))
     tasks = [
-        partial(_run, config, index, workload, out_dir, document, resume=resume, cores=share)
+        partial(_run, config, index, workload, out_dir, document, engine, data_dir, resume=resume, cores=share)
         for index in range(len(config.runs))
     ]
     if jobs > 1 and len(tasks) > 1:
@@ -112,13 +120,17 @@ def _run(
     workload: ClassificationWorkload | ConceptWorkload,
     out_dir: Path,
     document: dict[str, Any],
+    engine: Engine | None,
+    data_dir: str | Path | None,
     progress: ProgressSink,
     *,
     resume: bool,
     cores: int | None,
 ) -> dict[str, Any]:
     with torch_threads(config.federation.threads):
-        return _run_federations(config, index, workload, out_dir, document, progress, resume=resume, cores=cores)
+        return _run_federations(
+            config, index, workload, out_dir, document, engine, data_dir, progress, resume=resume, cores=cores
+        )
 
 
 def _run_federations(
@@ -127,6 +139,8 @@ def _run_federations(
     workload: ClassificationWorkload | ConceptWorkload,
     out_dir: Path,
     document: dict[str, Any],
+    engine: Engine | None,
+    data_dir: str | Path | None,
     progress: ProgressSink,
     *,
     resume: bool,
@@ -143,7 +157,8 @@ def _run_federations(
         server, client_factory = method.build(job.task, params)
         aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
         log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
-        with make_grid(config.federation, client_factory, config.seed, job.schedule, cores=cores) as grid:
+
+        def federate(grid: Grid) -> list[RoundRecord]:
             federation = Federation(
                 server,
                 _grid(config, run.setting, job.schedule.num_clients, grid),
@@ -159,9 +174,20 @@ def _run_federations(
                 privacy=privacy,
                 observer=MessageLog(log) if config.federation.audit else None,
             )
-            histories.append(
-                federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
-            )
+            return federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
+
+        spec = JobSpec(
+            document=document,
+            run=index,
+            label=job.label,
+            schedule=job.schedule,
+            seed=config.seed,
+            client_factory=client_factory,
+            data_dir=None if data_dir is None else str(data_dir),
+            reply_timeout_s=config.federation.reply_timeout_s,
+        )
+        federated_engine = engine if engine is not None and run.setting == "federated" else None
+        histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))
         artifacts.append(server.artifacts())
     progress.finish_run(run.name)
     history = combine(run.setting, histories, jobs[0].pooled_bytes)
@@ -187,6 +213,29 @@ def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) 
         return grid
     hostile = hostile_clients(num_clients, attack.fraction, config.seed)
     return HostileGrid(grid, hostile, attack.kind, config.seed, config.federation.max_reply_bytes)
+
+
+def configured_engine(config: ExperimentConfig) -> Engine | None:
+    """The engine ``federation.engine`` names; None for ``inprocess``.
+
+    The in-process engine is built per run (:class:`InProcessEngine`), with
+    the cores the run may use.
+
+    Raises
+    ------
+    ConfigError
+        For ``flower``, which runs inside a deployment's ``ServerApp``
+        (``fedmosaic run --superlink ADDRESS`` or ``fedmosaic deploy`` start it).
+    """
+    name = config.federation.engine
+    if name == "flower-simulation":
+        return SimulationEngine(ray_address=config.federation.ray_address)
+    if name == "flower":
+        raise ConfigError(
+            "federation.engine",
+            "'flower' runs on a SuperLink: use `fedmosaic run --superlink HOST:PORT` or `fedmosaic deploy`",
+        )
+    return None
 
 
 def rounds_to_target(history: list[dict[str, Any]], target: float | None) -> int | None:

@@ -8,7 +8,7 @@ import pytest
 
 from fedmosaic.experiments import runner
 from fedmosaic.experiments.config import FederationSection, load_config
-from fedmosaic.experiments.engine import make_grid, worker_count
+from fedmosaic.experiments.inprocess_grid import make_grid, worker_count
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import InProcessGrid, Schedule
 from fedmosaic.federation.parallel import ParallelGrid

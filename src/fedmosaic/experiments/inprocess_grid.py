@@ -1,4 +1,4 @@
-"""The engine a run's federations use, from the ``[federation]`` section."""
+"""The in-process engine's grid: clients one after another, or in parallel worker processes."""
 
 from __future__ import annotations
 

@@ -1,0 +1,86 @@
+"""``fedmosaic deploy``: run an experiment on a Flower deployment started for it on 127.0.0.1."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from fedmosaic.deploy.processes import LocalDeployment
+from fedmosaic.deploy.submit import submit
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import apply_overrides, load_config
+from fedmosaic.experiments.outputs import prepare_out_dir
+
+
+def deploy_experiment(
+    source: dict[str, Any],
+    out_dir: Path,
+    *,
+    nodes: int | None = None,
+    tls: bool = False,
+    auth: bool = False,
+    data_dir: Path | None = None,
+    node_data_dir: str | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    write: Callable[[str], None] = lambda line: print(line, end="", flush=True),
+) -> dict[str, Any]:
+    """Start a SuperLink and one SuperNode per client, run the experiment on them, stop everything.
+
+    Parameters
+    ----------
+    source : dict
+        The raw experiment configuration; its engine is set to ``flower``.
+    out_dir : Path
+        Output folder.
+    nodes : int or None
+        SuperNodes to start; must equal the experiment's number of clients
+        (the default).
+    tls, auth : bool
+        Secure the deployment: TLS with certificates generated on the spot;
+        SuperNode keys generated and registered, unknown nodes refused.
+    data_dir : Path or None
+        The server's data folder (its test data).
+    node_data_dir : str or None
+        Each SuperNode's data folder; ``{node}`` stands for the node's index
+        (e.g. ``sites/{node}``). Default: ``data_dir``.
+    resume, overwrite : bool
+        As for ``fedmosaic run``.
+    write : callable str -> None
+        Receives the streamed progress.
+
+    Returns
+    -------
+    dict
+        The content of ``results.json``.
+
+    Raises
+    ------
+    ConfigError
+        If ``nodes`` differs from the number of clients, or the output folder
+        is occupied.
+    """
+    source = apply_overrides(source, ["federation.engine=flower"])
+    config = load_config(source)
+    if nodes is not None and nodes != config.num_clients:
+        raise ConfigError("--nodes", f"must equal the experiment's number of clients ({config.num_clients}), got {nodes}")
+    prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+
+    def node_config(index: int) -> dict[str, str]:
+        folder = node_data_dir.replace("{node}", str(index)) if node_data_dir else data_dir
+        return {} if folder is None else {"data-dir": str(Path(folder).resolve())}
+
+    workdir = Path(tempfile.mkdtemp(prefix="fedmosaic-deploy-"))
+    write(f"deployment files and logs: {workdir}\n")
+    try:
+        with LocalDeployment(workdir / "local", config.num_clients, tls=tls, auth=auth, node_config=node_config,
+                             log=lambda line: write(line + "\n")) as deployment:
+            results = submit(source, out_dir, deployment.connection, workdir / "submit", data_dir=data_dir,
+                             resume=resume, overwrite=overwrite, write=write)
+    except BaseException:
+        write(f"logs kept in {workdir / 'local' / 'logs'}\n")
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)
+    return results

@@ -1,0 +1,288 @@
+"""A local Flower deployment: one SuperLink and N SuperNodes on 127.0.0.1, stopped cleanly.
+
+Flower's processes start others in sessions of their own (SuperExec, the
+``ServerApp`` and ``ClientApp`` processes), so a process group does not hold
+them all. Every process the deployment starts carries a marker in its
+environment, which its children inherit; stopping the deployment signals
+every process that carries it (found through ``/proc``, so Linux only), and
+no process outlives the deployment. Logs go to ``<folder>/logs/<name>.log``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Callable
+
+import fedmosaic
+from fedmosaic.deploy.security import NodeKey, TlsFiles, make_node_key, make_tls
+from fedmosaic.errors import FedmosaicError
+
+HOST = "127.0.0.1"
+FEDERATION = "fedmosaic-local"
+"""Name of the local deployment's connection in the ``flwr`` configuration."""
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+MARKER = "FEDMOSAIC_DEPLOYMENT_PROCESS"
+"""Environment variable marking the processes of a deployment: ``<deployment id>/<process name>``."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How the ``flwr`` command reaches a SuperLink.
+
+    Parameters
+    ----------
+    address : str
+        ``host:port`` of the SuperLink.
+    root_certificates : Path or None
+        The certificate authority to trust; ``None`` means an insecure
+        (plain-text) connection.
+    """
+
+    address: str
+    root_certificates: Path | None = None
+
+
+def flower_command(name: str) -> str:
+    """Path of a Flower command installed beside this Python (``flwr``, ``flower-superlink``...)."""
+    beside = Path(sys.executable).parent / name
+    if not beside.exists():
+        raise FedmosaicError(f"Flower command {name!r} not found beside {sys.executable}; install flwr")
+    return str(beside)
+
+
+def flower_environment(flwr_home: Path) -> dict[str, str]:
+    """Environment of every Flower process: telemetry off, a private ``FLWR_HOME``, fedmosaic importable."""
+    env = dict(os.environ)
+    source = str(Path(fedmosaic.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH", "")) if p)
+    env["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), env.get("PATH", "")))
+    env["FLWR_TELEMETRY_ENABLED"] = "0"
+    env["FLWR_HOME"] = str(flwr_home)
+    return env
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 at the time of asking."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def write_flwr_config(flwr_home: Path, name: str, connection: Connection) -> Path:
+    """Write the ``flwr`` configuration naming ``connection`` as ``name`` (and the default)."""
+    flwr_home.mkdir(parents=True, exist_ok=True)
+    lines = ["[superlink]", f'default = "{name}"', "", f"[superlink.{name}]", f'address = "{connection.address}"']
+    if connection.root_certificates is None:
+        lines.append("insecure = true")
+    else:
+        lines.append(f'root-certificates = "{connection.root_certificates}"')
+    path = flwr_home / "config.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class LocalDeployment:
+    """Starts a SuperLink and ``nodes`` SuperNodes (partition ``i`` on node ``i``) on 127.0.0.1.
+
+    Parameters
+    ----------
+    folder : Path
+        Working folder: logs, certificates, keys, the ``flwr`` configuration.
+    nodes : int
+        Number of SuperNodes.
+    tls : bool, default False
+        Generate a certificate authority and a SuperLink certificate and
+        connect over TLS; otherwise connections are plain text.
+    auth : bool, default False
+        Generate a key pair per SuperNode, register the public keys with the
+        SuperLink and make it refuse unknown nodes.
+    node_config : callable int -> dict, optional
+        Extra node config of node ``i`` (e.g. its ``data-dir``).
+    log : callable str -> None, default print to stderr
+        Receives progress lines of the deployment itself.
+
+    Examples
+    --------
+    ``with LocalDeployment(folder, 3, tls=True, auth=True) as deployment: ...``
+    then submit experiments to ``deployment.connection``.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        nodes: int,
+        *,
+        tls: bool = False,
+        auth: bool = False,
+        node_config: Callable[[int], dict[str, str]] | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if nodes < 1:
+            raise FedmosaicError(f"--nodes must be >= 1, got {nodes}")
+        self.folder = folder.resolve()
+        self.nodes = nodes
+        self.tls = tls
+        self.auth = auth
+        self._node_config = node_config or (lambda index: {})
+        self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.flwr_home = self.folder / "flwr-home"
+        self.env = flower_environment(self.flwr_home)
+        self.tls_files: TlsFiles | None = None
+        self.keys: dict[int, NodeKey] = {}
+        self.connection = Connection(address="")
+        self._processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._id = uuid.uuid4().hex
+
+    def __enter__(self) -> LocalDeployment:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, error_type: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the SuperLink, register node keys (``auth``), then start the SuperNodes."""
+        (self.folder / "logs").mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        command = [flower_command("flower-superlink"), "--host", HOST, "--port", str(port), "--disable-runtime-dependency-installation"]
+        if self.tls:
+            self.tls_files = make_tls(self.folder / "certificates")
+            command += [
+                "--ssl-ca-certfile", str(self.tls_files.ca_certificate),
+                "--ssl-certfile", str(self.tls_files.certificate),
+                "--ssl-keyfile", str(self.tls_files.private_key),
+            ]
+        else:
+            command.append("--insecure")
+        if self.auth:
+            command.append("--enable-supernode-auth")
+        self.connection = Connection(f"{HOST}:{port}", self.tls_files.ca_certificate if self.tls_files else None)
+        write_flwr_config(self.flwr_home, FEDERATION, self.connection)
+        self._spawn("superlink", command)
+        _wait_for_port(port, self._processes["superlink"])
+        self._log(f"SuperLink on {self.connection.address} ({'TLS' if self.tls else 'insecure'}{', node auth' if self.auth else ''})")
+        for index in range(self.nodes):
+            if self.auth:
+                self.keys[index] = make_node_key(self.folder / "keys", f"node-{index}")
+                self.register(self.keys[index])
+            self.start_node(index, self.keys.get(index))
+
+    def register(self, key: NodeKey) -> None:
+        """Register a SuperNode's public key with the SuperLink (``flwr supernode register``)."""
+        result = subprocess.run(
+            [flower_command("flwr"), "supernode", "register", str(key.public_key), FEDERATION],
+            env=self.env, cwd=self.folder, capture_output=True, text=True, timeout=START_TIMEOUT_S,
+        )
+        if result.returncode != 0:
+            raise FedmosaicError(f"registering {key.public_key.name} failed: {(result.stdout + result.stderr).strip()[-500:]}")
+
+    def start_node(self, index: int, key: NodeKey | None = None, *, name: str | None = None) -> subprocess.Popen[bytes]:
+        """Start a SuperNode serving partition ``index`` (authenticating with ``key`` if given)."""
+        config = {"partition-id": str(index), "num-partitions": str(self.nodes), **self._node_config(index)}
+        command = [
+            flower_command("flower-supernode"),
+            "--superlink", self.connection.address,
+            "--host", HOST,
+            "--port", str(free_port()),
+            "--node-config", " ".join(f'{k}="{v}"' if not v.isdigit() else f"{k}={v}" for k, v in config.items()),
+        ]
+        if self.connection.root_certificates is None:
+            command.append("--insecure")
+        else:
+            command += ["--root-certificates", str(self.connection.root_certificates)]
+        if key is not None:
+            command += ["--auth-supernode-private-key", str(key.private_key)]
+        return self._spawn(name or f"node-{index}", command)
+
+    def kill_node(self, index: int) -> None:
+        """Kill SuperNode ``index`` and every process it started at once (SIGKILL), as a crash would."""
+        process = self._processes.pop(f"node-{index}")
+        for pid in marked_processes(f"{self._id}/node-{index}"):
+            _signal(pid, signal.SIGKILL)
+        process.wait()
+
+    def remaining(self) -> list[int]:
+        """Processes of this deployment still alive (none once it has stopped)."""
+        return marked_processes(f"{self._id}/")
+
+    def process(self, name: str) -> subprocess.Popen[bytes]:
+        """A running process of the deployment (``superlink``, ``node-<i>``...)."""
+        return self._processes[name]
+
+    def stop(self) -> None:
+        """Stop every process: SIGTERM to the nodes, then the SuperLink, then SIGKILL to any left."""
+        for name in sorted(self._processes, key=lambda n: n == "superlink"):
+            process = self._processes.pop(name)
+            process.terminate()
+            try:
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while (left := self.remaining()) and time.monotonic() < deadline:
+            for pid in left:
+                _signal(pid, signal.SIGTERM)
+            time.sleep(0.2)
+        for pid in self.remaining():
+            _signal(pid, signal.SIGKILL)
+
+    def _spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
+        env = {**self.env, MARKER: f"{self._id}/{name}"}
+        with open(self.folder / "logs" / f"{name}.log", "ab") as log:
+            process = subprocess.Popen(
+                command, env=env, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        self._processes[name] = process
+        return process
+
+
+def marked_processes(prefix: str) -> list[int]:
+    """Ids of the live processes whose deployment marker starts with ``prefix`` (zombies excluded)."""
+    wanted = f"{MARKER}={prefix}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and any(item.startswith(wanted) for item in environ.split(b"\0")):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise FedmosaicError(f"the SuperLink exited at start (code {process.returncode}); see its log")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            if probe.connect_ex((HOST, port)) == 0:
+                return
+        time.sleep(0.2)
+    raise FedmosaicError(f"the SuperLink did not open {HOST}:{port} within {START_TIMEOUT_S:g} s")

@@ -1,0 +1,90 @@
+"""Flower's ``ClientApp`` for every fedmosaic method.
+
+A node rebuilds its client logic from the header of each message: the
+experiment's configuration, the run and the job. It prepares the
+experiment's data from its own data folder (the ``data-dir`` node config,
+else the folder the simulation was given, else ``FEDMOSAIC_DATA`` or the
+cache folder) and keeps only its own partition (its ``partition-id``).
+Client state lives in Flower's ``context.state``; the only thing kept in the
+process is a cache of prepared data, which is deterministic and read-only.
+
+Deployment reference: ``fedmosaic.experiments.flower_client:client_app``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from flwr.app import Context
+from flwr.app import Message as FlowerMessage
+from flwr.clientapp import ClientApp
+
+from fedmosaic.experiments.config import ExperimentConfig, load_config, method_params
+from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
+from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
+from fedmosaic.federation.flower.client import handle_flower_message
+from fedmosaic.federation.message import ConfigValue
+from fedmosaic.methods.registry import get_method
+from fedmosaic.threads import torch_threads
+
+client_app = ClientApp()
+
+
+@client_app.train()
+def train(message: FlowerMessage, context: Context) -> FlowerMessage:
+    """Handle a ``train`` message."""
+    return handle_flower_message(message, context, client_logic)
+
+
+@client_app.evaluate()
+def evaluate(message: FlowerMessage, context: Context) -> FlowerMessage:
+    """Handle an ``evaluate`` message."""
+    return handle_flower_message(message, context, client_logic)
+
+
+@client_app.query()
+def query(message: FlowerMessage, context: Context) -> FlowerMessage:
+    """Handle a ``query`` message (the bridge's own, or a method's)."""
+    return handle_flower_message(message, context, client_logic)
+
+
+def client_logic(header: dict[str, ConfigValue], partition: int, context: Context) -> ClientLogic:
+    """The client logic of ``partition`` for the job a message header names.
+
+    Parameters
+    ----------
+    header : dict
+        Written by :meth:`fedmosaic.experiments.engines.JobSpec.header`.
+    partition : int
+        The node's partition (client id).
+    context : flwr.app.Context
+        The node's context (its ``data-dir`` node config, if any).
+    """
+    experiment = str(header["experiment"])
+    config = load_config(json.loads(experiment))
+    node_dir = context.node_config.get("data-dir", header.get("data-dir"))
+    data_dir = None if node_dir is None else str(node_dir)
+    run_index, label = int(header["run"]), str(header["label"])
+    run = config.runs[run_index]
+    jobs = _workload(experiment, data_dir).jobs(run.setting, config)
+    job = next(j for j in jobs if j.label == label)
+    _, factory = get_method(run.method).build(job.task, method_params(config, run_index))
+    return _Threaded(factory(partition), config)
+
+
+@lru_cache(maxsize=2)
+def _workload(experiment: str, data_dir: str | None) -> ClassificationWorkload | ConceptWorkload:
+    return prepare_workload(load_config(json.loads(experiment)), data_dir=data_dir)
+
+
+class _Threaded(ClientLogic):
+    """Runs a client logic with the experiment's PyTorch thread count, as the in-process engine does."""
+
+    def __init__(self, logic: ClientLogic, config: ExperimentConfig) -> None:
+        self._logic = logic
+        self._threads = config.federation.threads
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        with torch_threads(self._threads):
+            return self._logic.handle(message, state, context)

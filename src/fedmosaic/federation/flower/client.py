@@ -1,0 +1,91 @@
+"""The client side of the bridge: one Flower message in, one reply out.
+
+On a Flower deployment every message may be handled in a fresh process, so
+nothing is kept in module globals: the client's :class:`ClientState` lives in
+Flower's ``context.state`` (one pair of records per job), and the client
+logic is rebuilt for each message by the caller's ``logic_for``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context
+from flwr.app import Message as FlowerMessage
+
+from fedmosaic.errors import FedmosaicError
+from fedmosaic.federation.flower.grid import PARTITION, PARTITION_QUERY
+from fedmosaic.federation.flower.records import from_record_dict, to_record_dict
+from fedmosaic.federation.logic import ClientContext, ClientLogic
+from fedmosaic.federation.message import ConfigValue, Message
+from fedmosaic.federation.seeding import derive_seed
+from fedmosaic.federation.state import ClientState
+
+LogicFactory = Callable[[dict[str, ConfigValue], int, Context], ClientLogic]
+"""Builds the client logic of partition ``p`` for a message's header, on a node with a Flower context."""
+
+
+def partition_of(context: Context) -> int:
+    """The partition this node serves, from its ``partition-id`` node config.
+
+    Raises
+    ------
+    FedmosaicError
+        If the node was started without ``partition-id``.
+    """
+    if "partition-id" not in context.node_config:
+        raise FedmosaicError('this node has no "partition-id" in its node config (--node-config "partition-id=N")')
+    return int(context.node_config["partition-id"])
+
+
+def handle_flower_message(message: FlowerMessage, context: Context, logic_for: LogicFactory) -> FlowerMessage:
+    """Run the client logic a Flower message is for and return the Flower reply.
+
+    Parameters
+    ----------
+    message : flwr.app.Message
+        Written by :class:`~fedmosaic.federation.flower.grid.FlowerGrid`.
+    context : flwr.app.Context
+        The node's context; its ``state`` holds the client state between messages.
+    logic_for : callable (header, partition, context) -> ClientLogic
+        Builds the client logic for the message's job.
+
+    Returns
+    -------
+    flwr.app.Message
+        The reply. Exceptions propagate: Flower turns them into error replies,
+        which the server counts as dropouts.
+    """
+    received, header = from_record_dict(message.content)
+    partition = partition_of(context)
+    if received.kind == PARTITION_QUERY:
+        reply = Message(kind=PARTITION_QUERY, config={PARTITION: partition})
+        return FlowerMessage(to_record_dict(reply), reply_to=message)
+    if int(header["client"]) != partition:
+        raise FedmosaicError(f"message for client {header['client']} reached the node of partition {partition}")
+    rnd = int(header["round"])
+    key = str(header["job"])
+    state = load_state(context, key)
+    logic = logic_for(header, partition, context)
+    client_context = ClientContext(partition, rnd, derive_seed(int(header["seed"]), rnd, partition, "client"))
+    reply = logic.handle(received.read_only(), state, client_context)
+    save_state(context, key, state)
+    return FlowerMessage(to_record_dict(reply), reply_to=message)
+
+
+def load_state(context: Context, key: str) -> ClientState:
+    """The client state of job ``key`` kept in ``context.state`` (empty the first time)."""
+    arrays = context.state.array_records.get(f"{key}/arrays")
+    config = context.state.config_records.get(f"{key}/config")
+    return ClientState(
+        arrays={name: array.numpy() for name, array in (arrays or {}).items()},
+        config=dict(config or {}),
+    )
+
+
+def save_state(context: Context, key: str, state: ClientState) -> None:
+    """Store ``state`` in ``context.state`` under job ``key``."""
+    context.state[f"{key}/arrays"] = ArrayRecord({n: Array(np.asarray(a)) for n, a in state.arrays.items()})
+    context.state[f"{key}/config"] = ConfigRecord(dict(state.config))

@@ -1,0 +1,100 @@
+"""A fedmosaic :class:`Message` as a Flower ``RecordDict``, and back.
+
+The mapping is one to one: named arrays go to an ``ArrayRecord`` (each array
+serialised by NumPy, so dtype, shape and values come back exactly), config to
+a ``ConfigRecord`` and metrics to a ``MetricRecord``. A fourth record, the
+*header*, carries what the bridge itself needs on the other side (the
+message's full kind, the round, which job it belongs to); it is transport,
+not part of what the method sends, and is not counted in ``Message.nbytes``.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, MetricRecord, RecordDict
+
+from fedmosaic.federation.message import ConfigValue, Message
+
+ARRAYS = "fedmosaic.arrays"
+CONFIG = "fedmosaic.config"
+METRICS = "fedmosaic.metrics"
+HEADER = "fedmosaic.header"
+KIND = "kind"
+
+
+def category(kind: str) -> str:
+    """The Flower message type of a fedmosaic kind: ``query.register`` -> ``query``.
+
+    Flower routes ``<category>.<action>`` only to handlers registered for that
+    action; the bridge registers one handler per category and restores the
+    full kind from the header.
+
+    Examples
+    --------
+    >>> category("query.register"), category("train")
+    ('query', 'train')
+    """
+    return kind.split(".", 1)[0]
+
+
+def to_record_dict(message: Message, header: Mapping[str, ConfigValue] | None = None) -> RecordDict:
+    """Encode ``message`` (and the bridge's ``header``) as a Flower ``RecordDict``.
+
+    Parameters
+    ----------
+    message : Message
+        The fedmosaic message.
+    header : mapping of str to scalar or list, optional
+        Bridge information sent along (job, round); ``kind`` is added.
+
+    Returns
+    -------
+    flwr.app.RecordDict
+        Records ``fedmosaic.arrays``, ``fedmosaic.config``, ``fedmosaic.metrics``
+        and ``fedmosaic.header``.
+    """
+    head: dict[str, ConfigValue] = {**(header or {}), KIND: message.kind}
+    arrays = ArrayRecord({name: Array(np.asarray(array)) for name, array in message.arrays.items()})
+    return RecordDict(
+        {
+            ARRAYS: arrays,
+            CONFIG: ConfigRecord(dict(message.config)),
+            METRICS: MetricRecord(dict(message.metrics)),
+            HEADER: ConfigRecord(head),
+        }
+    )
+
+
+def from_record_dict(content: RecordDict) -> tuple[Message, dict[str, ConfigValue]]:
+    """Decode a ``RecordDict`` written by :func:`to_record_dict`.
+
+    Returns
+    -------
+    (Message, dict)
+        The message, and the header without the entries the codec itself uses.
+
+    Raises
+    ------
+    ValueError
+        If a record is missing or of the wrong type.
+    """
+    records = {
+        ARRAYS: content.array_records,
+        CONFIG: content.config_records,
+        METRICS: content.metric_records,
+        HEADER: content.config_records,
+    }
+    for name, group in records.items():
+        if name not in group:
+            raise ValueError(f"not a fedmosaic message: record {name!r} is missing")
+    header = dict(content.config_records[HEADER])
+    kind = str(header.pop(KIND))
+    message = Message(
+        arrays={name: array.numpy() for name, array in content.array_records[ARRAYS].items()},
+        config=dict(content.config_records[CONFIG]),
+        metrics=dict(content.metric_records[METRICS]),
+        kind=kind,
+    )
+    return message, header

@@ -1,0 +1,115 @@
+"""Engines: the same experiment gives the same numbers in process and on Flower's simulation."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from flwr.app import Context, RecordDict
+
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import load_config, method_params
+from fedmosaic.experiments.engines import JobSpec, SimulationEngine
+from fedmosaic.experiments.flower_client import client_logic
+from fedmosaic.experiments.runner import configured_engine, run_experiment
+from fedmosaic.experiments.workloads import prepare_workload
+from fedmosaic.federation import ClientContext, ClientState, Message, Schedule
+from fedmosaic.methods.registry import get_method
+
+DIGITS = {
+    "name": "engines-digits",
+    "seed": 4,
+    "data": {"dataset": "digits"},
+    "partition": {"scheme": "dirichlet", "num_clients": 3, "alpha": 0.5, "min_size": 20},
+    "federation": {"rounds": 2},
+    "model": {"hidden": [16]},
+    "train": {"batch_size": 32, "lr": 0.1},
+    "runs": [
+        {"name": "FedAvg", "method": "fedavg"},
+        {"name": "FedCFA", "method": "fedcfa"},
+    ],
+}
+ASIA = {
+    "name": "engines-asia",
+    "seed": 0,
+    "data": {"dataset": "bnlearn", "network": "asia", "samples": 2000},
+    "concepts": {"num_clients": 4, "initial_clients": 2, "join_round": 2},
+    "federation": {"rounds": 3},
+    "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},
+    "runs": [{"name": "F-CMs", "method": "fcm", "params": {"model": {"family": "cbm"}}}],
+}
+
+
+def _with_engine(source: dict, engine: str) -> dict:
+    return json.loads(json.dumps(source)) | {"federation": source["federation"] | {"engine": engine}}
+
+
+def _numbers(results: dict) -> list[dict]:
+    """Each run's history without wall times: what must not depend on the engine."""
+    return [
+        {"final": run["final"], "history": [{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]]}
+        for run in results["runs"]
+    ]
+
+
+def test_the_configured_engine_is_the_one_named() -> None:
+    # the in-process engine is built per run, with the cores the run may use
+    assert configured_engine(load_config(DIGITS)) is None
+    assert isinstance(configured_engine(load_config(_with_engine(DIGITS, "flower-simulation"))), SimulationEngine)
+
+
+def test_the_flower_engine_needs_a_superlink() -> None:
+    with pytest.raises(ConfigError, match="federation.engine.*superlink"):
+        configured_engine(load_config(_with_engine(DIGITS, "flower")))
+
+
+def test_an_unknown_engine_is_refused_naming_the_accepted_ones() -> None:
+    with pytest.raises(ConfigError, match="federation.engine.*flower-simulation"):
+        load_config(_with_engine(DIGITS, "ray"))
+
+
+def test_a_node_rebuilds_from_the_header_the_client_the_runner_builds() -> None:
+    """The ClientApp's logic, made from the job header alone, replies exactly like the runner's."""
+    # Prepare
+    config = load_config(DIGITS)
+    workload = prepare_workload(config)
+    job = workload.jobs("federated", config)[0]
+    server, factory = get_method("fedavg").build(job.task, method_params(config, 0))
+    server.initialize(config.seed)
+    spec = JobSpec(config.model_dump(mode="json", exclude_none=True), 0, job.label, job.schedule, config.seed, factory)
+    header = spec.header() | {"round": 1, "client": 2}
+    node = Context(run_id=1, node_id=5, node_config={"partition-id": 2}, state=RecordDict(), run_config={})
+    message = Message(arrays=server.params, config={"round": 1})
+    context = ClientContext(2, 1, 123)
+
+    # Execute
+    expected = factory(2).handle(message.read_only(), ClientState(), context)
+    reply = client_logic(header, 2, node).handle(message.read_only(), ClientState(), context)
+
+    # Assert
+    assert reply.metrics == expected.metrics
+    for name in expected.arrays:
+        np.testing.assert_array_equal(reply.arrays[name], expected.arrays[name])
+
+
+def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
+    config = load_config(DIGITS)
+    document = config.model_dump(mode="json", exclude_none=True)
+
+    header = JobSpec(document, 1, "federated", Schedule(num_clients=3), 4, lambda c: None, data_dir="/data").header()
+
+    assert json.loads(header["experiment"]) == document
+    assert (header["run"], header["job"], header["label"], header["seed"], header["data-dir"]) == (1, "1/federated", "federated", 4, "/data")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", [DIGITS, ASIA], ids=["fedavg-fedcfa-digits", "fcm-asia-joining"])
+def test_flower_simulation_gives_bit_identical_results(source: dict, tmp_path: Path) -> None:
+    """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run."""
+    # Execute
+    in_process = run_experiment(load_config(source), tmp_path / "inprocess")
+    simulated = run_experiment(load_config(_with_engine(source, "flower-simulation")), tmp_path / "simulation")
+
+    # Assert
+    assert _numbers(simulated) == _numbers(in_process)
+    assert all(row["replies"] > 0 for run in simulated["runs"] for row in run["history"])
