@@ -8,6 +8,7 @@ import pytest
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.workloads import prepare_workload
+from fedmosaic.methods.vertical.task import VerticalTask
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 RUNS = [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 2}}, {"name": "LASER", "method": "laser-vfl"}]
@@ -33,7 +34,8 @@ def test_digits_are_cut_into_patches_with_bernoulli_pixels_and_a_budget_of_label
     data = workload.data
     assert data.likelihood == "bernoulli" and data.widths == [16, 16, 16, 16]
     assert len(data.train.labeled) == 100 and data.train.present[data.train.labeled, 0].all()
-    assert data.test.present[:, 0].all() and not data.test.present.all()
+    (label, test), = data.tests.items()
+    assert label == "MAR 1" and test.present[:, 0].all() and not test.present.all()
     (job,) = workload.jobs("federated", config)
     assert job.schedule.num_clients == 3 and job.schedule.min_replies == 3
 
@@ -80,3 +82,22 @@ def test_bad_vertical_settings_name_their_field(source, field: str, expected: st
         load_config(source)
     assert caught.value.field == field
     assert expected in str(caught.value)
+
+
+def test_several_test_settings_are_drawn_independently_and_reported_by_name() -> None:
+    # Prepare
+    config = load_config(vertical(test_missing=["mcar:0.0", "mnar:0.9"]))
+
+    # Execute
+    data = prepare_workload(config).data
+    metrics = VerticalTask(data, 3).test_accuracies(lambda name, split: float(split.present.mean()))
+
+    # Assert
+    assert list(data.tests) == ["MCAR 0", "MNAR 9"]
+    assert metrics["accuracy"] == metrics["accuracy_mcar0"] == 1.0
+    assert metrics["accuracy_mnar9"] < 0.3
+
+
+def test_test_settings_must_be_distinct() -> None:
+    with pytest.raises(ConfigError, match="vertical.test_missing: needs distinct settings"):
+        load_config(vertical(test_missing=["mcar:0.2", "mcar:0.20"]))

@@ -65,8 +65,9 @@ class VerticalData:
     ----------
     train : VerticalSplit
         Labels only where the active party (0) is present, within the budget.
-    test : VerticalSplit
-        Every row labeled (for evaluation), with its own missingness.
+    tests : dict of str to VerticalSplit
+        The test rows under each test-time missingness, by its label
+        (``MCAR 0``, ``MNAR 9``); every row labeled. The first is the headline.
     num_classes : int
         Number of classes.
     likelihood : {"gaussian", "bernoulli"}
@@ -74,9 +75,14 @@ class VerticalData:
     """
 
     train: VerticalSplit
-    test: VerticalSplit
+    tests: dict[str, VerticalSplit]
     num_classes: int
     likelihood: Likelihood
+
+    @property
+    def splits(self) -> dict[str, VerticalSplit]:
+        """Every split by the name messages use: ``train`` and the test labels."""
+        return {"train": self.train, **self.tests}
 
     @property
     def num_parties(self) -> int:
@@ -87,6 +93,17 @@ class VerticalData:
     def widths(self) -> list[int]:
         """Number of features of each party."""
         return [block.shape[1] for block in self.train.blocks]
+
+
+def test_metric(label: str, metric: str = "accuracy") -> str:
+    """The metric name of one test setting.
+
+    Examples
+    --------
+    >>> test_metric("MCAR 0")
+    'accuracy_mcar0'
+    """
+    return f"{metric}_{label.lower().replace(' ', '')}"
 
 
 def vertical_split(

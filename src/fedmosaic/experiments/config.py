@@ -27,6 +27,8 @@ from fedmosaic.methods.training import TrainParams
 
 VERTICAL_DATASETS = ("digits", "fashion-mnist", "isolet", "mnist")
 """Datasets a ``[vertical]`` task can cut into party blocks."""
+VERTICAL_IMAGE_DATASETS = ("digits", "fashion-mnist", "mnist")
+"""Of those, the images (patches, Bernoulli pixels)."""
 
 
 class Section(BaseModel):
@@ -150,8 +152,8 @@ class VerticalSection(Section):
 
     Parameters
     ----------
-    num_parties : int, default 8
-        K, the active party included (>= 2).
+    num_parties : int or None, default None
+        K, the active party included (>= 2; default 8 for tabular data, 4 for images).
     split : {"even", "dirichlet", "patches"} or None, default None
         Contiguous blocks of equal width, VertiBench's Dirichlet importance
         split, or image patches (default: patches for images, even otherwise).
@@ -160,8 +162,10 @@ class VerticalSection(Section):
     train_missing : str, default "mcar:0.5"
         Missingness of the training rows: ``mcar:<p>``, ``mar:<1 or 2>`` or
         ``mnar:<rate>`` (docs/methods/vertical.md).
-    test_missing : str, default "mcar:0.0"
-        Missingness of the test rows, drawn independently.
+    test_missing : str or list of str, default "mcar:0.0"
+        Missingness of the test rows, drawn independently; with a list, the
+        trained models are evaluated under each (metrics ``accuracy_mcar0``,
+        ``accuracy_mnar9``...; ``accuracy`` is the first).
     label_budget : int or None, default None
         Labeled training rows, drawn among those the active party holds
         (default 500 for tabular data, 1000 for images).
@@ -173,14 +177,24 @@ class VerticalSection(Section):
         data, 2000 for images).
     """
 
-    num_parties: int = Field(default=8, ge=2)
+    num_parties: int | None = Field(default=None, ge=2)
     split: Literal["even", "dirichlet", "patches"] | None = None
     alpha: float = Field(default=1.0, gt=0)
     train_missing: str = "mcar:0.5"
-    test_missing: str = "mcar:0.0"
+    test_missing: str | list[str] = "mcar:0.0"
     label_budget: PositiveInt | None = None
     train_rows: PositiveInt | None = None
     test_rows: PositiveInt | None = None
+
+    def parties(self, dataset: str) -> int:
+        """K for ``dataset``: ``num_parties``, else 4 for images and 8 for tabular data."""
+        if self.num_parties is not None:
+            return self.num_parties
+        return 4 if dataset in VERTICAL_IMAGE_DATASETS else 8
+
+    def test_settings(self) -> list[str]:
+        """The test-time missingness specifications, in order."""
+        return [self.test_missing] if isinstance(self.test_missing, str) else list(self.test_missing)
 
 
 class ClientsAtRound(Section):
@@ -285,6 +299,13 @@ class GridSection(Section):
         axes (e.g. seeds).
     secondary : str or None, default "coverage"
         Final metric shown in parentheses, as a percentage (empty: none).
+    compare : str or None, default None
+        A run's name: the results count the cells (combinations of the axes
+        other than ``seed``, seeds averaged) where it is best and its mean
+        margin over the best other run, overall and per axis value.
+    compare_metrics : list of str or None, default None
+        The final metrics compared (default: ``metric``); each is one more
+        cell axis, named ``metric`` (e.g. one accuracy per test setting).
     """
 
     axes: dict[str, list[Any]] = Field(min_length=1)
@@ -292,6 +313,8 @@ class GridSection(Section):
     columns: str
     metric: str = "accuracy"
     secondary: str | None = "coverage"
+    compare: str | None = None
+    compare_metrics: list[str] | None = None
 
 
 class ExperimentConfig(Section):
@@ -345,7 +368,7 @@ class ExperimentConfig(Section):
         if self.data.dataset == "bnlearn":
             return self.concepts.num_clients
         if self.vertical is not None:
-            return self.vertical.num_parties - 1
+            return self.vertical.parties(self.data.dataset) - 1
         return self.partition.num_clients
 
     @property
@@ -421,6 +444,9 @@ def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
     for key, values in grid.axes.items():
         if not values:
             raise ConfigError(f"grid.axes.{key}", "needs at least one value")
+    names = [run.get("name") for run in source.get("runs", []) if isinstance(run, dict)]
+    if grid.compare is not None and grid.compare not in names:
+        raise ConfigError("grid.compare", f"must be the name of a run ({', '.join(map(str, names))}), got {grid.compare!r}")
     for values, point in grid_points(source):
         try:
             load_config(point)
@@ -463,7 +489,9 @@ def _check_vertical(config: ExperimentConfig) -> None:
     if config.data.dataset not in VERTICAL_DATASETS:
         raise ConfigError("data.dataset", f"a vertical task needs one of {', '.join(VERTICAL_DATASETS)}, got '{config.data.dataset}'")
     parse_missingness(vertical.train_missing, "vertical.train_missing")
-    parse_missingness(vertical.test_missing, "vertical.test_missing")
+    labels = [parse_missingness(text, "vertical.test_missing").label for text in vertical.test_settings()]
+    if not labels or len(set(labels)) < len(labels):
+        raise ConfigError("vertical.test_missing", f"needs distinct settings, at least one (got {vertical.test_missing})")
     for index, run in enumerate(config.runs):
         if run.setting != "federated":
             raise ConfigError(f"runs.{index}.setting", f"vertical methods run 'federated' only, got '{run.setting}'")

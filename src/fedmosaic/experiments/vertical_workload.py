@@ -56,36 +56,40 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
     defaults = IMAGE_DEFAULTS if image else TABULAR_DEFAULTS
     train_x, train_y = _rows(splits.train.x, splits.train.y, _or(section.train_rows, defaults["train_rows"]), config.seed, "train")
     test_x, test_y = _rows(splits.test.x, splits.test.y, _or(section.test_rows, defaults["test_rows"]), config.seed, "test")
-    columns = party_columns(section, splits.train.x.shape, image, derive_rng(config.seed, "vertical-columns"))
+    parties = section.parties(config.data.dataset)
+    columns = party_columns(section, parties, splits.train.x.shape, image, derive_rng(config.seed, "vertical-columns"))
     if not image:
         mean, spread = train_x.mean(axis=0), train_x.std(axis=0)
         spread[spread == 0] = 1.0
         train_x, test_x = (train_x - mean) / spread, (test_x - mean) / spread
-    budgets = {"train": _or(section.label_budget, defaults["label_budget"]), "test": None}
-    made = {
-        name: vertical_split(
-            x.astype(np.float32),
-            y,
-            columns,
-            parse_missingness(getattr(section, f"{name}_missing"), f"vertical.{name}_missing"),
-            derive_rng(config.seed, "vertical", name),
-            budgets[name],
-        )
-        for name, (x, y) in {"train": (train_x, train_y), "test": (test_x, test_y)}.items()
-    }
+    train = vertical_split(
+        train_x.astype(np.float32),
+        train_y,
+        columns,
+        parse_missingness(section.train_missing, "vertical.train_missing"),
+        derive_rng(config.seed, "vertical", "train"),
+        _or(section.label_budget, defaults["label_budget"]),
+    )
+    tests = {}
+    for text in section.test_settings():
+        missingness = parse_missingness(text, "vertical.test_missing")
+        rng = derive_rng(config.seed, "vertical", "test", missingness.label)
+        tests[missingness.label] = vertical_split(test_x.astype(np.float32), test_y, columns, missingness, rng)
     likelihood = "bernoulli" if image else "gaussian"
-    return VerticalWorkload(VerticalData(made["train"], made["test"], splits.train.num_classes, likelihood))
+    return VerticalWorkload(VerticalData(train, tests, splits.train.num_classes, likelihood))
 
 
-def party_columns(section: VerticalSection, shape: tuple[int, ...], image: bool, rng: np.random.Generator) -> list[np.ndarray]:
+def party_columns(
+    section: VerticalSection, parties: int, shape: tuple[int, ...], image: bool, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Column positions of each party (images: flat pixel positions)."""
     split = section.split or ("patches" if image else "even")
     num_features = int(np.prod(shape[1:]))
     if split == "patches":
-        return image_patch_blocks(shape[-2], shape[-1], section.num_parties)
+        return image_patch_blocks(shape[-2], shape[-1], parties)
     if split == "dirichlet":
-        return dirichlet_column_blocks(num_features, section.num_parties, section.alpha, rng)
-    return even_column_blocks(num_features, section.num_parties)
+        return dirichlet_column_blocks(num_features, parties, section.alpha, rng)
+    return even_column_blocks(num_features, parties)
 
 
 def _rows(x: np.ndarray, y: np.ndarray, keep: int | None, seed: int, purpose: str) -> tuple[np.ndarray, np.ndarray]:

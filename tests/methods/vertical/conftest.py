@@ -16,7 +16,7 @@ def tiny_vertical_data(seed: int = 0, train_missing: float = 0.3) -> VerticalDat
     x = (rng.normal(size=(90, 7)) + y[:, None]).astype(np.float32)
     train = vertical_split(x[:60], y[:60], COLUMNS, Missingness("mcar", train_missing), rng, 20)
     test = vertical_split(x[60:], y[60:], COLUMNS, Missingness("mcar", 0.3), rng)
-    return VerticalData(train, test, 3, "gaussian")
+    return VerticalData(train, {"MCAR 3": test}, 3, "gaussian")
 
 
 @pytest.fixture

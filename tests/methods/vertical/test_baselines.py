@@ -101,10 +101,10 @@ def test_plug_dropout_zeroes_passive_embeddings_only() -> None:
 
 def test_vanilla_zero_fills_the_blocks_a_party_does_not_hold(tiny_data: VerticalData) -> None:
     # Prepare
-    client = SplitClient(1, tiny_data.train, tiny_data.test, lambda: mlp(2, 8, 4), 1e-3)
-    rows = np.arange(len(tiny_data.test))
-    absent = ~tiny_data.test.present[:, 1]
-    message = Message(arrays={"rows": rows}, config={"action": "embed", "split": "test", "zero_fill": True})
+    client = SplitClient(1, tiny_data.splits, lambda: mlp(2, 8, 4), 1e-3)
+    rows = np.arange(len(tiny_data.tests["MCAR 3"]))
+    absent = ~tiny_data.tests["MCAR 3"].present[:, 1]
+    message = Message(arrays={"rows": rows}, config={"action": "embed", "split": "MCAR 3", "zero_fill": True})
 
     # Execute
     state = ClientState()
@@ -154,7 +154,7 @@ def test_laser_accuracy_averages_over_the_present_heads() -> None:
 @pytest.mark.parametrize("build", [build_local, build_vanilla, build_plug, build_laser])
 def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_data: VerticalData, build) -> None:  # type: ignore[no-untyped-def]
     # Prepare
-    raw = np.concatenate([b[~np.isnan(b)] for split in (tiny_data.train, tiny_data.test) for b in split.blocks[1:]])
+    raw = np.concatenate([b[~np.isnan(b)] for split in tiny_data.splits.values() for b in split.blocks[1:]])
     params = PlugVFLParams(**PARAMS.model_dump()) if build is build_plug else PARAMS
     server, factory = build(VerticalTask(tiny_data, 3), params)
     grid = RecordingGrid(factory, 0)

@@ -29,7 +29,7 @@ def run(data: VerticalData, params: FalseVFLParams, rounds: int, on_round=None) 
 @pytest.mark.parametrize("variant", ["I", "II"])
 def test_no_raw_feature_leaves_a_passive_party(tiny_data: VerticalData, variant: str) -> None:
     # Prepare: every feature value is a distinct continuous number
-    raw = np.concatenate([b[~np.isnan(b)] for split in (tiny_data.train, tiny_data.test) for b in split.blocks[1:]])
+    raw = np.concatenate([b[~np.isnan(b)] for split in tiny_data.splits.values() for b in split.blocks[1:]])
 
     # Execute
     _, grid = run(tiny_data, PARAMS.model_copy(update={"variant": variant}), rounds=3)

@@ -27,7 +27,7 @@ def build_false_vfl(task: VerticalTask, params: MethodParams) -> Built:
         build: Callable[[], nn.Module] = lambda: PartyModel(
             width, params.hidden, params.latent, data.likelihood, params.variant == "II"
         )
-        return FalseVFLClient(client + 1, data.train, data.test, build, params.lr)
+        return FalseVFLClient(client + 1, data.splits, build, params.lr)
 
     return FalseVFLServer(task, params), party
 
@@ -41,7 +41,7 @@ def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[Ver
 
         def party(client: int) -> SplitClient:
             width = data.widths[client + 1]
-            return SplitClient(client + 1, data.train, data.test, lambda: mlp(width, params.hidden, params.embedding), params.lr)
+            return SplitClient(client + 1, data.splits, lambda: mlp(width, params.hidden, params.embedding), params.lr)
 
         return SplitServer(task, params, baseline(params)), party
 

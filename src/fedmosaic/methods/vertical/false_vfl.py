@@ -112,7 +112,7 @@ class FalseVFLServer(ServerLogic):
         else:
             metrics = self._classifier_epoch(ctx)
             if self._task.evaluates(ctx.round):
-                self._last_evaluation = self._predict(ctx)
+                self._last_evaluation = self._task.test_accuracies(lambda name, split: self._predict(ctx, name, split))
         return metrics
 
     def evaluate(self, rnd: int) -> dict[str, float]:
@@ -218,18 +218,16 @@ class FalseVFLServer(ServerLogic):
         return {"joint_bound": -sum(losses) / (len(labeled) * self._params.classifier_passes)}
 
     # ---------------------------------------------------------------- predict
-    def _predict(self, ctx: RoundContext) -> dict[str, float]:
-        split = self._task.data.test
+    def _predict(self, ctx: RoundContext, name: str, split: VerticalSplit) -> float:
         rows = np.arange(len(split))
-        generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "predict"))
+        generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "predict", name))
         with torch.no_grad():
-            mean, logvar = self._posterior(ctx, "test", split, rows)
+            mean, logvar = self._posterior(ctx, name, split, rows)
             h, log_weights = self._weighted_samples(
-                ctx, "test", split, rows, (mean.numpy(), logvar.numpy()), generator, self._params.predict_samples
+                ctx, name, split, rows, (mean.numpy(), logvar.numpy()), generator, self._params.predict_samples
             )
             probabilities = predictive_probabilities(log_weights, torch.softmax(self._model.classifier(h), -1))
-        accuracy = (probabilities.argmax(-1).numpy() == split.y).mean()
-        return {"accuracy": float(accuracy)}
+        return float((probabilities.argmax(-1).numpy() == split.y).mean())
 
     # ---------------------------------------------------------------- helpers
     def _posterior(self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray) -> tuple[Tensor, Tensor]:

@@ -9,7 +9,7 @@ int64 positions; features never leave the party.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import torch
@@ -30,19 +30,20 @@ class PartyClient(ClientLogic):
     ----------
     party : int
         The party's index (1..K-1).
-    train, test : VerticalSplit
-        The splits; only column block ``party`` and its presence are read.
+    splits : mapping of str to VerticalSplit
+        The splits by name (``train`` and the test settings); only column
+        block ``party`` and its presence are read.
     build : callable () -> torch.nn.Module
         Builds the party's model.
     lr : float
         Adam learning rate.
     """
 
-    def __init__(self, party: int, train: VerticalSplit, test: VerticalSplit, build: Callable[[], nn.Module], lr: float) -> None:
+    def __init__(self, party: int, splits: Mapping[str, VerticalSplit], build: Callable[[], nn.Module], lr: float) -> None:
         self.party = party
         self._splits = {
             name: (torch.from_numpy(np.nan_to_num(split.blocks[party])), torch.from_numpy(split.present[:, party]))
-            for name, split in (("train", train), ("test", test))
+            for name, split in splits.items()
         }
         self._build = build
         self._lr = lr

@@ -86,7 +86,7 @@ class SplitServer(ServerLogic):
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         metrics = self._train_epoch(ctx)
         if self._task.evaluates(ctx.round):
-            self._last_evaluation = self._evaluate(ctx)
+            self._last_evaluation = self._task.test_accuracies(lambda name, split: self._evaluate(ctx, name, split))
         return metrics
 
     def evaluate(self, rnd: int) -> dict[str, float]:
@@ -119,16 +119,14 @@ class SplitServer(ServerLogic):
             ctx.exchange({c: Message(arrays=g, config={"action": "update"}) for c, g in gradients.items()})
         return {"train_loss": sum(losses) / len(rows)}
 
-    def _evaluate(self, ctx: RoundContext) -> dict[str, float]:
-        split = self._task.data.test
+    def _evaluate(self, ctx: RoundContext, name: str, split: VerticalSplit) -> float:
         rows = np.arange(len(split))
         present = torch.from_numpy(split.present[rows])
         with torch.no_grad():
-            remote = {c: tensor(e) for c, e in self._embed(ctx, "test", rows, {}, train=False).items()}
+            remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, {}, train=False).items()}
             filled = torch.ones_like(present) if self._baseline.zero_fill_at_test else present
             embeddings = self._embeddings(split, rows, filled, remote)
-            accuracy = self._baseline.accuracy(self._model["head"], embeddings, present, torch.from_numpy(split.y), self._majority)
-        return {"accuracy": accuracy}
+            return self._baseline.accuracy(self._model["head"], embeddings, present, torch.from_numpy(split.y), self._majority)
 
     def _embed(
         self, ctx: RoundContext, name: str, rows: np.ndarray, gradients: dict[int, dict[str, np.ndarray]], *, train: bool

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
-from fedmosaic.data.vertical_data import VerticalData
+from fedmosaic.data.vertical_data import VerticalData, VerticalSplit, test_metric
 
 
 @dataclass(frozen=True)
@@ -32,3 +33,15 @@ class VerticalTask:
     def evaluates(self, rnd: int) -> bool:
         """Whether the federation evaluates after round ``rnd``."""
         return rnd % self.evaluate_every == 0 or rnd == self.rounds
+
+    def test_accuracies(self, accuracy: Callable[[str, VerticalSplit], float]) -> dict[str, float]:
+        """``accuracy_<setting>`` for every test setting, and ``accuracy`` for the first.
+
+        Parameters
+        ----------
+        accuracy : callable (split name, split) -> float
+            Predicts one test split (the name is what messages carry).
+        """
+        metrics = {test_metric(label): accuracy(label, split) for label, split in self.data.tests.items()}
+        metrics["accuracy"] = next(iter(metrics.values()))
+        return metrics
