@@ -171,3 +171,14 @@ def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_d
         for name, array in message.arrays.items():
             if name != "rows":
                 assert not np.isin(array, raw).any()
+
+
+def test_a_resumed_laser_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def federation(rounds: int) -> Federation:
+        server, factory = build_laser(VerticalTask(tiny_data, 4), PARAMS)
+        return Federation(server, RecordingGrid(factory, 0), Schedule(num_clients=2), seed=0, rounds=rounds, checkpoint=tmp_path / "c.npz")
+
+    whole = [r.metrics for r in federation(4).run()]
+    federation(2).run()
+    resumed = [r.metrics for r in federation(4).run(resume=True)]
+    assert resumed == whole

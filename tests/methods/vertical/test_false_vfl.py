@@ -1,10 +1,15 @@
 """Specification of FALSE-VFL on the federation runtime."""
 
+import copy
+
 import numpy as np
 import pytest
+import torch
 
 from fedmosaic.data.vertical_data import VerticalData
-from fedmosaic.federation import Federation, Schedule
+from fedmosaic.federation import Federation, Message, RoundContext, Schedule
+from fedmosaic.methods.vertical.bounds import iwae_bound
+from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.build import build_false_vfl
 from fedmosaic.methods.vertical.params import FalseVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
@@ -97,3 +102,73 @@ def test_product_of_experts_fusion_also_trains(tiny_data: VerticalData) -> None:
     records = []
     run(tiny_data, PARAMS.model_copy(update={"fusion": "poe"}), rounds=3, on_round=records.append)
     assert np.isfinite(records[0].metrics["iwae_bound"]) and "accuracy" in records[-1].metrics
+
+
+def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: stop after round 2 of 4 (inside stage 2 after the labeled posteriors were fetched)
+    params = PARAMS.model_copy(update={"stage1_rounds": 1})
+
+    def federation(rounds: int) -> Federation:
+        server, factory = build_false_vfl(VerticalTask(tiny_data, 4), params)
+        return Federation(
+            server, RecordingGrid(factory, 0), Schedule(num_clients=2), seed=0, rounds=rounds, checkpoint=tmp_path / "c.npz"
+        )
+
+    # Execute
+    whole = [r.metrics for r in federation(4).run()]
+    (tmp_path / "c.npz").unlink()
+    federation(2).run()
+    resumed = [r.metrics for r in federation(4).run(resume=True)]
+
+    # Assert
+    assert resumed == whole
+
+
+def test_the_exchanged_gradients_equal_those_of_one_joint_computation(tiny_data: VerticalData) -> None:
+    # Prepare: the real active party and passive parties, initialised; one batch of every training row
+    server, factory = build_false_vfl(VerticalTask(tiny_data, 2), PARAMS)
+    grid = RecordingGrid(factory, 0)
+    ctx = RoundContext(round=1, clients=[0, 1], seed=0, grid=grid)
+    server.initialize(0)
+    split, rows = tiny_data.train, np.arange(len(tiny_data.train))
+    ctx.exchange({c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": "train"}) for c in (0, 1)})
+    active = copy.deepcopy(server._model)
+    parties = {}
+    for c, state in grid.client_states().items():
+        parties[c] = grid._clients[c].load(state, 0)[0]
+
+    # Execute: one step through messages, and the same step as one autograd graph
+    _, sent = server._pretrain_step(ctx, split, rows, {}, torch.Generator().manual_seed(7))
+    exchanged = {}
+    for c, party in parties.items():
+        x, present = grid._clients[c].features("train", rows)
+        mean, logvar = party.encoder(x[present])
+        h = torch.from_numpy(np.array(grid.client_states()[c].arrays["pending.h"]))
+        loglik = party.log_likelihood(x[present], torch.ones(int(present.sum()), dtype=torch.bool), h)
+        grads = {k: torch.from_numpy(v) for k, v in sent[c].items()}
+        surrogate = (mean * grads["grad.mean"]).sum() + (logvar * grads["grad.logvar"]).sum() + (loglik * grads["grad.loglik"]).sum()
+        exchanged[c] = torch.autograd.grad(surrogate, list(party.parameters()))
+    joint = joint_gradients(active, parties, split, rows, torch.Generator().manual_seed(7))
+
+    # Assert
+    for c in parties:
+        for a, b in zip(exchanged[c], joint[c], strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def joint_gradients(active, parties, split, rows, generator):  # type: ignore[no-untyped-def]
+    """The IWAE loss's gradient in each passive party's parameters, all parties in one graph."""
+    present = torch.from_numpy(split.present[rows])
+    blocks = [torch.from_numpy(np.nan_to_num(b[rows])) for b in split.blocks]
+    encoders = [active.party.encoder] + [parties[c].encoder for c in sorted(parties)]
+    models = [active.party] + [parties[c] for c in sorted(parties)]
+    means, logvars = [], []
+    for k, encoder in enumerate(encoders):
+        m, lv = encoder(blocks[k])
+        means.append(torch.where(present[:, [k]], m, torch.zeros(())))
+        logvars.append(torch.where(present[:, [k]], lv, torch.zeros(())))
+    q_mean, q_logvar = fuse_posteriors(torch.stack(means, 1), torch.stack(logvars, 1), present, PARAMS.fusion)
+    h = q_mean + torch.exp(0.5 * q_logvar) * torch.randn((PARAMS.kappa, *q_mean.shape), generator=generator)
+    loglik = sum(model.log_likelihood(blocks[k], present[:, k], h) for k, model in enumerate(models))
+    loss = -iwae_bound(active.log_weights(h, q_mean, q_logvar, loglik, generator)).mean()
+    return {c: torch.autograd.grad(loss, list(parties[c].parameters()), retain_graph=True) for c in sorted(parties)}
