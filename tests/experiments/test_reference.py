@@ -17,6 +17,7 @@ from fedmosaic.experiments.reference import (
 )
 from fedmosaic.methods.models import ModelParams
 from fedmosaic.methods.registry import METHODS
+from fedmosaic.methods.vertical.params import FalseVFLParams
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "experiments.md"
 
@@ -141,3 +142,8 @@ class _Stale(BaseModel):
 def test_a_documented_field_that_does_not_exist_raises() -> None:
     with pytest.raises(ValueError, match="_Stale: the docstring documents gone"):
         parameter_docs(_Stale)
+
+
+def test_inherited_fields_may_be_described_by_the_fedmosaic_base_class() -> None:
+    docs = parameter_docs(FalseVFLParams)
+    assert docs["lr"].startswith("Adam learning rate") and docs["kappa"].startswith("Importance samples")

@@ -17,11 +17,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
+from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.validation import validate
 from fedmosaic.methods.models import ModelParams
 from fedmosaic.methods.registry import METHODS, MethodParams, get_method
 from fedmosaic.methods.training import TrainParams
+
+
+VERTICAL_DATASETS = ("digits", "fashion-mnist", "isolet", "mnist")
+"""Datasets a ``[vertical]`` task can cut into party blocks."""
+VERTICAL_IMAGE_DATASETS = ("digits", "fashion-mnist", "mnist")
+"""Of those, the images (patches, Bernoulli pixels)."""
 
 
 class Section(BaseModel):
@@ -140,6 +147,60 @@ class PartitionSection(Section):
     alpha: float = Field(default=0.5, gt=0)
     classes_per_client: PositiveInt = 2
     min_size: PositiveInt = 10
+
+
+class VerticalSection(Section):
+    """A vertical task: column blocks over parties, who holds which row, and the label budget.
+
+    Present only for vertical experiments (methods false-vfl, vfl-local,
+    vanilla-vfl, plug-vfl, laser-vfl). Party 0 is the active party (labels);
+    the others are the federation's clients.
+
+    Parameters
+    ----------
+    num_parties : int or None, default None
+        K, the active party included (>= 2; default 8 for tabular data, 4 for images).
+    split : {"even", "dirichlet", "patches"} or None, default None
+        Contiguous blocks of equal width, VertiBench's Dirichlet importance
+        split, or image patches (default: patches for images, even otherwise).
+    alpha : float, default 1.0
+        Dirichlet split concentration (> 0; ``inf`` for equal weights).
+    train_missing : str, default "mcar:0.5"
+        Missingness of the training rows: ``mcar:<p>``, ``mar:<1 or 2>`` or
+        ``mnar:<rate>`` (docs/methods/vertical.md).
+    test_missing : str or list of str, default "mcar:0.0"
+        Missingness of the test rows, drawn independently; with a list, the
+        trained models are evaluated under each (metrics ``accuracy_mcar0``,
+        ``accuracy_mnar9``...; ``accuracy`` is the first).
+    label_budget : int or None, default None
+        Labeled training rows, drawn among those the active party holds
+        (default 500 for tabular data, 1000 for images).
+    train_rows : int or None, default None
+        Use a random subset of this many training rows (default: all for
+        tabular data, 10000 for images).
+    test_rows : int or None, default None
+        Use a random subset of this many test rows (default: all for tabular
+        data, 2000 for images).
+    """
+
+    num_parties: int | None = Field(default=None, ge=2)
+    split: Literal["even", "dirichlet", "patches"] | None = None
+    alpha: float = Field(default=1.0, gt=0)
+    train_missing: str = "mcar:0.5"
+    test_missing: str | list[str] = "mcar:0.0"
+    label_budget: PositiveInt | None = None
+    train_rows: PositiveInt | None = None
+    test_rows: PositiveInt | None = None
+
+    def parties(self, dataset: str) -> int:
+        """K for ``dataset``: ``num_parties``, else 4 for images and 8 for tabular data."""
+        if self.num_parties is not None:
+            return self.num_parties
+        return 4 if dataset in VERTICAL_IMAGE_DATASETS else 8
+
+    def test_settings(self) -> list[str]:
+        """The test-time missingness specifications, in order."""
+        return [self.test_missing] if isinstance(self.test_missing, str) else list(self.test_missing)
 
 
 class ClientsAtRound(Section):
@@ -362,6 +423,13 @@ class GridSection(Section):
         axes (e.g. seeds).
     secondary : str or None, default "coverage"
         Final metric shown in parentheses, as a percentage (empty: none).
+    compare : str or None, default None
+        A run's name: the results count the cells (combinations of the axes
+        other than ``seed``, seeds averaged) where it is best and its mean
+        margin over the best other run, overall and per axis value.
+    compare_metrics : list of str or None, default None
+        The final metrics compared (default: ``metric``); each is one more
+        cell axis, named ``metric`` (e.g. one accuracy per test setting).
     """
 
     axes: dict[str, list[Any]] = Field(min_length=1)
@@ -369,6 +437,8 @@ class GridSection(Section):
     columns: str
     metric: str = "accuracy"
     secondary: str | None = "coverage"
+    compare: str | None = None
+    compare_metrics: list[str] | None = None
 
 
 class ExperimentConfig(Section):
@@ -388,6 +458,8 @@ class ExperimentConfig(Section):
         How training data is split across clients (``[partition]``).
     concepts : table
         How concept-labeled clients are laid out (``[concepts]``).
+    vertical : table or None, default None
+        Makes the experiment a vertical task (``[vertical]``).
     federation : table
         How rounds run (``[federation]``).
     model : table
@@ -413,6 +485,7 @@ class ExperimentConfig(Section):
     partition: PartitionSection = Field(default_factory=PartitionSection)
     federation: FederationSection = Field(default_factory=FederationSection)
     concepts: ConceptsSection = Field(default_factory=ConceptsSection)
+    vertical: VerticalSection | None = None
     model: ModelParams = Field(default_factory=ModelParams)
     train: TrainParams = Field(default_factory=TrainParams)
     runs: list[RunSection] = Field(min_length=1)
@@ -423,15 +496,20 @@ class ExperimentConfig(Section):
 
     @property
     def num_clients(self) -> int:
-        """Number of clients: ``concepts.num_clients`` for concept data, else ``partition.num_clients``."""
+        """Number of clients: ``concepts.num_clients`` for concept data, passive parties
+        for vertical tasks, else ``partition.num_clients``."""
         if self.data.dataset == "bnlearn":
             return self.concepts.num_clients
+        if self.vertical is not None:
+            return self.vertical.parties(self.data.dataset) - 1
         return self.partition.num_clients
 
     @property
     def task_kind(self) -> str:
-        """``"concepts"`` for concept data, ``"classification"`` otherwise."""
-        return "concepts" if self.data.dataset == "bnlearn" else "classification"
+        """``"concepts"`` for concept data, ``"vertical"`` with a ``[vertical]`` section, ``"classification"`` otherwise."""
+        if self.data.dataset == "bnlearn":
+            return "concepts"
+        return "vertical" if self.vertical is not None else "classification"
 
 
 def load_config(source: dict[str, Any]) -> ExperimentConfig:
@@ -454,10 +532,10 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
         seen.add(run.name)
         method = get_method(run.method, field=f"runs.{index}.method")
         if method.kind != config.task_kind:
+            given = "a [vertical] section" if config.task_kind == "vertical" else f"data.dataset '{config.data.dataset}'"
             raise ConfigError(
                 f"runs.{index}.method",
-                f"'{run.method}' is a {method.kind} method; data.dataset '{config.data.dataset}' "
-                f"gives a {config.task_kind} task",
+                f"'{run.method}' is a {method.kind} method; {given} gives a {config.task_kind} task",
             )
         method_params(config, index)
         if config.train.dp_noise_multiplier > 0 and not method.dp_sgd:
@@ -466,6 +544,8 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
                 f"local DP-SGD needs a loss of per-example terms; '{run.method}' has none "
                 f"(DP-SGD methods: {', '.join(sorted(m.name for m in METHODS.values() if m.dp_sgd))})",
             )
+    if config.vertical is not None:
+        _check_vertical(config)
     concepts = config.concepts
     if config.task_kind == "concepts" and concepts.initial_clients > concepts.num_clients:
         raise ConfigError(
@@ -503,6 +583,9 @@ def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
     for key, values in grid.axes.items():
         if not values:
             raise ConfigError(f"grid.axes.{key}", "needs at least one value")
+    names = [run.get("name") for run in source.get("runs", []) if isinstance(run, dict)]
+    if grid.compare is not None and grid.compare not in names:
+        raise ConfigError("grid.compare", f"must be the name of a run ({', '.join(map(str, names))}), got {grid.compare!r}")
     for values, point in grid_points(source):
         try:
             load_config(point)
@@ -545,6 +628,26 @@ def _check_federation(config: ExperimentConfig) -> None:
             "federation.min_replies",
             f"must be <= {source} ({clients}), got {federation.min_replies}",
         )
+
+
+def _check_vertical(config: ExperimentConfig) -> None:
+    vertical = config.vertical
+    assert vertical is not None
+    if config.data.dataset not in VERTICAL_DATASETS:
+        raise ConfigError("data.dataset", f"a vertical task needs one of {', '.join(VERTICAL_DATASETS)}, got '{config.data.dataset}'")
+    parse_missingness(vertical.train_missing, "vertical.train_missing")
+    labels = [parse_missingness(text, "vertical.test_missing").label for text in vertical.test_settings()]
+    if not labels or len(set(labels)) < len(labels):
+        raise ConfigError("vertical.test_missing", f"needs distinct settings, at least one (got {vertical.test_missing})")
+    for index, run in enumerate(config.runs):
+        if run.setting != "federated":
+            raise ConfigError(f"runs.{index}.setting", f"vertical methods run 'federated' only, got '{run.setting}'")
+        stage1 = getattr(method_params(config, index), "stage1_rounds", None)
+        if stage1 is not None and stage1 >= config.federation.rounds:
+            raise ConfigError(
+                f"runs.{index}.params.stage1_rounds",
+                f"must be < federation.rounds ({config.federation.rounds}) to leave rounds for the classifier, got {stage1}",
+            )
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fedmosaic import __version__
+from fedmosaic.experiments.comparison import compare_with_best_other
 from fedmosaic.experiments.config import ExperimentConfig, GridSection, grid_points, load_config
 from fedmosaic.experiments.outputs import POINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.processes import job_cores, run_in_processes
@@ -75,6 +76,9 @@ def run_grid(
         "points": entries,
         "table": grid_table(config.grid, entries),
     }
+    comparison = compare_with_best_other(config.grid, entries, axis_label)
+    if comparison is not None:
+        results["comparison"] = comparison
     summary = {
         "experiment": config.name,
         "rows": [{**entry["values"], **run} for entry in entries for run in entry["runs"]],

@@ -140,6 +140,8 @@ def _is_model(annotation: Any) -> bool:
 def parameter_docs(model: type[BaseModel]) -> dict[str, str]:
     """Each field's description, from the "Parameters" section of the model's docstring.
 
+    Fields inherited from a fedmosaic base class may be described in the base's docstring.
+
     Raises
     ------
     ValueError
@@ -151,7 +153,10 @@ def parameter_docs(model: type[BaseModel]) -> dict[str, str]:
     >>> parameter_docs(FedProxParams)["mu"][:30]
     'Weight of the proximal term `m'
     """
-    entries = parse_parameters(inspect.cleandoc(model.__doc__ or ""))
+    entries: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if cls is model or (cls.__module__.startswith("fedmosaic.") and issubclass(cls, BaseModel)):
+            entries.update(parse_parameters(inspect.cleandoc(cls.__doc__ or "")))
     fields = set(model.model_fields)
     undocumented = sorted(name for name in fields if not entries.get(name))
     if undocumented:

@@ -150,6 +150,11 @@ def prepare_workload(config: ExperimentConfig, *, data_dir: str | Path | None = 
     """Load and lay out the experiment's data (before anything is written)."""
     if config.task_kind == "concepts":
         return prepare_concepts(config)
+    if config.task_kind == "vertical":
+        # imported here: the vertical workload builds on this module's Job
+        from fedmosaic.experiments.vertical_workload import prepare_vertical
+
+        return prepare_vertical(config, data_dir=data_dir)  # type: ignore[return-value]
     return prepare_classification(config, data_dir=data_dir)
 
 

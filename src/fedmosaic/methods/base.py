@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from fedmosaic.federation import ClientLogic, ServerLogic
 
 Built = tuple[ServerLogic, Callable[[int], ClientLogic]]
-TaskKind = Literal["classification", "concepts"]
+TaskKind = Literal["classification", "concepts", "vertical"]
 
 
 class MethodParams(BaseModel):
@@ -29,7 +29,7 @@ class Method:
         Name used in configurations.
     summary : str
         One line for listings.
-    kind : {"classification", "concepts"}
+    kind : {"classification", "concepts", "vertical"}
         The kind of task (and of prepared data) the method is built from.
     params : type of MethodParams
         Validates the method's parameters.

@@ -21,6 +21,8 @@ from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.vertical.build import build_false_vfl, build_laser, build_local, build_plug, build_vanilla
+from fedmosaic.methods.vertical.params import FalseVFLParams, PlugVFLParams, SplitVFLParams
 
 
 class FedAvgParams(MethodParams):
@@ -136,6 +138,35 @@ METHODS: dict[str, Method] = {
             "concepts",
             FCMParams,
             _build_fcm,
+        ),
+        Method(
+            "false-vfl",
+            "FALSE-VFL: latent variable model over any alignment, IWAE pretraining, frozen-generative classifier",
+            "vertical",
+            FalseVFLParams,
+            build_false_vfl,
+        ),
+        Method("vfl-local", "Local: the active party alone on its labeled rows", "vertical", SplitVFLParams, build_local),
+        Method(
+            "vanilla-vfl",
+            "Vanilla VFL: split network on fully aligned labeled rows, absent blocks zero-filled at test",
+            "vertical",
+            SplitVFLParams,
+            build_vanilla,
+        ),
+        Method(
+            "plug-vfl",
+            "PlugVFL: split network with party-wise dropout, absent parties as zero embeddings",
+            "vertical",
+            PlugVFLParams,
+            build_plug,
+        ),
+        Method(
+            "laser-vfl",
+            "LASER-VFL: a head per party over mean embeddings of sampled party subsets",
+            "vertical",
+            SplitVFLParams,
+            build_laser,
         ),
     )
 }

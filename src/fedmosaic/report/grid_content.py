@@ -42,9 +42,55 @@ def build_grid_document(results: Mapping[str, Any]) -> Document:
             Heading("Table"),
             Paragraph(f"{grid['metric']} in percent, mean ± std over the other axes{secondary}."),
             Table(header=tuple(table["header"]), rows=tuple(tuple(row) for row in table["rows"])),
+            *comparison_blocks(results.get("comparison")),
             Heading("Points"),
             points,
             Heading("Configuration"),
             Code(json.dumps(results["config"], indent=2, ensure_ascii=False), "json"),
         ),
     )
+
+
+def comparison_blocks(comparison: Mapping[str, Any] | None) -> tuple[Heading | Paragraph | Table, ...]:
+    """The section comparing one run with the best other run in every cell (none without a comparison)."""
+    if comparison is None:
+        return ()
+    run, metric = comparison["run"], comparison["metric"]
+    tally = Table(
+        header=("axis", "value", "cells", f"{run} best", "mean margin (points)"),
+        rows=(
+            ("all", "", *_tally_cells(comparison)),
+            *(
+                (axis, value, *_tally_cells(counts))
+                for axis, values in comparison["by_axis"].items()
+                for value, counts in values.items()
+            ),
+        ),
+    )
+    cells = Table(
+        header=(*comparison["by_axis"], run, "best other", "margin (points)"),
+        rows=tuple(
+            (
+                *cell["cell"].values(),
+                f"{100 * cell['value']:.1f}",
+                f"{cell['best_other']} {100 * cell['best_other_value']:.1f}",
+                f"{100 * cell['margin']:+.1f}",
+            )
+            for cell in comparison["cells"]
+        ),
+    )
+    return (
+        Heading(f"{run} against the best other run"),
+        Paragraph(
+            f"A cell is a combination of the axes other than seed ({metric} averaged over seeds); "
+            f"{run} is best when no other run's mean is higher; the margin is {run}'s mean minus the best other run's, "
+            "in percentage points."
+        ),
+        tally,
+        cells,
+    )
+
+
+def _tally_cells(counts: Mapping[str, Any]) -> tuple[str, str, str]:
+    margin = counts["mean_margin"]
+    return str(counts["count"]), str(counts["best"]), "—" if margin is None else f"{100 * margin:+.1f}"

@@ -1,0 +1,182 @@
+"""Which parties hold which rows: block-wise missingness MCAR, MAR and MNAR.
+
+A mask is a boolean array ``present`` of shape ``(n, K)``: ``present[i, k]``
+says whether party ``k`` holds row ``i``. Party 0 is the active party. Every
+mechanism returns masks with at least one present party per row: rows drawn
+with none present are drawn again, with the same probabilities, until one is
+(the mask is conditioned on "at least one party present").
+``docs/methods/vertical.md`` states the definitions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from fedmosaic.errors import ConfigError
+
+Mechanism = Literal["mcar", "mar", "mnar"]
+
+MAR_RATES = {1: 0.3, 2: 0.6}
+"""Average rate at which a passive block is missing at each MAR level."""
+
+DEPENDENCE = 2.0
+"""Slope of MAR and MNAR missingness on their standardized score (logit per standard deviation)."""
+
+_SPEC = re.compile(r"^(mcar|mar|mnar):([0-9]*\.?[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Missingness:
+    """A missingness mechanism and its strength.
+
+    Parameters
+    ----------
+    mechanism : {"mcar", "mar", "mnar"}
+        Completely at random, at random given the active block, or not at
+        random (a block's own values).
+    value : float
+        MCAR: probability p in [0, 1) that a block is missing; MAR: the level,
+        1 or 2 (passive blocks missing at an average rate 0.3 or 0.6); MNAR:
+        the average rate in (0, 1) at which a block is missing.
+
+    Examples
+    --------
+    >>> parse_missingness("mcar:0.5").label
+    'MCAR 5'
+    """
+
+    mechanism: Mechanism
+    value: float
+
+    @property
+    def label(self) -> str:
+        """The paper's short name: ``MCAR 5``, ``MAR 2``, ``MNAR 9``."""
+        number = int(self.value) if self.mechanism == "mar" else round(10 * self.value)
+        return f"{self.mechanism.upper()} {number}"
+
+
+def parse_missingness(text: str, field: str) -> Missingness:
+    """Read ``mcar:<p>``, ``mar:<level>`` or ``mnar:<rate>``.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field`` and the accepted forms.
+
+    Examples
+    --------
+    >>> parse_missingness("mnar:0.7", "vertical.train_missing")
+    Missingness(mechanism='mnar', value=0.7)
+    """
+    accepted = "mcar:<p in [0, 1)>, mar:<1 or 2> or mnar:<rate in (0, 1)>"
+    match = _SPEC.match(text.strip().lower())
+    if match is None:
+        raise ConfigError(field, f"must be {accepted} (got {text!r})")
+    mechanism, value = match.group(1), float(match.group(2))
+    valid = {
+        "mcar": 0 <= value < 1,
+        "mar": value in MAR_RATES,
+        "mnar": 0 < value < 1,
+    }[mechanism]
+    if not valid:
+        raise ConfigError(field, f"must be {accepted} (got {text!r})")
+    return Missingness(mechanism, value)  # type: ignore[arg-type]
+
+
+def draw_mask(blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator) -> np.ndarray:
+    """Draw which parties hold each row under ``missingness``.
+
+    Parameters
+    ----------
+    blocks : list of numpy.ndarray
+        Each party's complete block, shape ``(n, d_k)``; party 0 is active.
+    missingness : Missingness
+        The mechanism.
+    rng : numpy.random.Generator
+        Source of randomness (also of the MAR and MNAR score directions).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``present``, bool of shape ``(n, K)``, at least one True per row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> blocks = [np.zeros((4, 2)), np.zeros((4, 3))]
+    >>> draw_mask(blocks, Missingness("mcar", 0.0), np.random.default_rng(0)).all()
+    np.True_
+    """
+    return _at_least_one(missing_probabilities(blocks, missingness, rng), rng)
+
+
+def missing_probabilities(
+    blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator
+) -> np.ndarray:
+    """The probability that each block of each row is missing (before conditioning).
+
+    - MCAR(p): ``p`` for every block.
+    - MAR(level): 0 for the active block; for passive block ``k``,
+      ``sigmoid(b_k + 2 s_ik)`` where ``s_ik`` is the active block of row
+      ``i`` projected on a random unit direction (one per ``k``) and
+      standardized over the rows, and ``b_k`` makes the average over rows
+      equal ``MAR_RATES[level]``.
+    - MNAR(rate): for every block, ``sigmoid(b_k + 2 t_ik)`` where ``t_ik``
+      is block ``k``'s own values projected on a random unit direction and
+      standardized, and ``b_k`` makes the average ``rate``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 of shape ``(n, K)``.
+    """
+    n, num_parties = len(blocks[0]), len(blocks)
+    if missingness.mechanism == "mcar":
+        return np.full((n, num_parties), missingness.value)
+    probabilities = np.zeros((n, num_parties))
+    if missingness.mechanism == "mar":
+        for party in range(1, num_parties):
+            score = _standardized_projection(blocks[0], rng)
+            probabilities[:, party] = _calibrated_sigmoid(score, MAR_RATES[int(missingness.value)])
+        return probabilities
+    for party, block in enumerate(blocks):
+        score = _standardized_projection(block, rng)
+        probabilities[:, party] = _calibrated_sigmoid(score, missingness.value)
+    return probabilities
+
+
+def _standardized_projection(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    direction = rng.normal(size=block.shape[1])
+    score = block.astype(np.float64) @ (direction / np.linalg.norm(direction))
+    spread = score.std()
+    return (score - score.mean()) / (spread if spread > 0 else 1.0)
+
+
+def _calibrated_sigmoid(score: np.ndarray, rate: float) -> np.ndarray:
+    """``sigmoid(b + DEPENDENCE * score)`` with ``b`` found by bisection so the mean is ``rate``."""
+    low, high = -50.0, 50.0
+    for _ in range(100):
+        middle = (low + high) / 2
+        if _sigmoid(middle + DEPENDENCE * score).mean() < rate:
+            low = middle
+        else:
+            high = middle
+    return _sigmoid((low + high) / 2 + DEPENDENCE * score)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    result: np.ndarray = 1 / (1 + np.exp(-x))
+    return result
+
+
+def _at_least_one(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    present = rng.random(probabilities.shape) >= probabilities
+    empty = np.flatnonzero(~present.any(axis=1))
+    while len(empty):
+        present[empty] = rng.random((len(empty), probabilities.shape[1])) >= probabilities[empty]
+        empty = empty[~present[empty].any(axis=1)]
+    return present

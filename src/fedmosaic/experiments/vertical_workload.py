@@ -1,0 +1,104 @@
+"""Prepare a vertical task: blocks per party, train and test masks, the label budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fedmosaic.data.catalog import load_dataset
+from fedmosaic.data.missingness import parse_missingness
+from fedmosaic.data.vertical import dirichlet_column_blocks, even_column_blocks, image_patch_blocks
+from fedmosaic.data.vertical_data import VerticalData, vertical_split
+from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
+from fedmosaic.experiments.workloads import Job
+from fedmosaic.federation import Schedule, derive_rng
+from fedmosaic.methods.vertical.task import VerticalTask
+
+IMAGE_DEFAULTS = {"label_budget": 1000, "train_rows": 10_000, "test_rows": 2_000}
+TABULAR_DEFAULTS: dict[str, int | None] = {"label_budget": 500, "train_rows": None, "test_rows": None}
+
+
+@dataclass(frozen=True)
+class VerticalWorkload:
+    """The data of a vertical experiment, shared by all its runs.
+
+    Parameters
+    ----------
+    data : VerticalData
+        Blocks, masks and labels.
+    figures : tuple, default ()
+        Pictures for the report (none).
+    """
+
+    data: VerticalData
+    figures: tuple[tuple[str, str, bytes], ...] = ()
+
+    def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
+        """One federation: the active party as server, every passive party replying to every exchange."""
+        passive = self.data.num_parties - 1
+        task = VerticalTask(self.data, config.federation.rounds, config.federation.evaluate_every)
+        return [Job("federated", task, Schedule(num_clients=passive, min_replies=passive))]
+
+
+def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> VerticalWorkload:
+    """Load the dataset, cut it into party blocks and draw masks and labels (all seeded)."""
+    section = config.vertical
+    assert section is not None
+    splits = load_dataset(
+        config.data.dataset,
+        data_dir=data_dir if data_dir is not None else config.data.data_dir,
+        seed=config.seed,
+        test_fraction=config.data.test_fraction,
+    )
+    image = splits.train.x.ndim == 4
+    defaults = IMAGE_DEFAULTS if image else TABULAR_DEFAULTS
+    train_x, train_y = _rows(splits.train.x, splits.train.y, _or(section.train_rows, defaults["train_rows"]), config.seed, "train")
+    test_x, test_y = _rows(splits.test.x, splits.test.y, _or(section.test_rows, defaults["test_rows"]), config.seed, "test")
+    parties = section.parties(config.data.dataset)
+    columns = party_columns(section, parties, splits.train.x.shape, image, derive_rng(config.seed, "vertical-columns"))
+    if not image:
+        mean, spread = train_x.mean(axis=0), train_x.std(axis=0)
+        spread[spread == 0] = 1.0
+        train_x, test_x = (train_x - mean) / spread, (test_x - mean) / spread
+    train = vertical_split(
+        train_x.astype(np.float32),
+        train_y,
+        columns,
+        parse_missingness(section.train_missing, "vertical.train_missing"),
+        derive_rng(config.seed, "vertical", "train"),
+        _or(section.label_budget, defaults["label_budget"]),
+    )
+    tests = {}
+    for text in section.test_settings():
+        missingness = parse_missingness(text, "vertical.test_missing")
+        rng = derive_rng(config.seed, "vertical", "test", missingness.label)
+        tests[missingness.label] = vertical_split(test_x.astype(np.float32), test_y, columns, missingness, rng)
+    likelihood = "bernoulli" if image else "gaussian"
+    return VerticalWorkload(VerticalData(train, tests, splits.train.num_classes, likelihood))
+
+
+def party_columns(
+    section: VerticalSection, parties: int, shape: tuple[int, ...], image: bool, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Column positions of each party (images: flat pixel positions)."""
+    split = section.split or ("patches" if image else "even")
+    num_features = int(np.prod(shape[1:]))
+    if split == "patches":
+        return image_patch_blocks(shape[-2], shape[-1], parties)
+    if split == "dirichlet":
+        return dirichlet_column_blocks(num_features, parties, section.alpha, rng)
+    return even_column_blocks(num_features, parties)
+
+
+def _rows(x: np.ndarray, y: np.ndarray, keep: int | None, seed: int, purpose: str) -> tuple[np.ndarray, np.ndarray]:
+    flat = x.reshape(len(x), -1)
+    if keep is None or keep >= len(x):
+        return flat, y
+    chosen = np.sort(derive_rng(seed, "vertical-rows", purpose).choice(len(x), size=keep, replace=False))
+    return flat[chosen], y[chosen]
+
+
+def _or(value: int | None, default: int | None) -> int | None:
+    return default if value is None else value

@@ -1,0 +1,164 @@
+"""The split-network baselines: Local, Vanilla VFL, PlugVFL and LASER-VFL.
+
+Each is a :class:`~fedmosaic.methods.vertical.split_server.Baseline` for the
+one training loop of :class:`~fedmosaic.methods.vertical.split_server.SplitServer`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from fedmosaic.data.vertical_data import VerticalSplit
+from fedmosaic.methods.vertical.networks import mlp
+
+
+def fully_aligned_labeled_rows(split: VerticalSplit) -> np.ndarray:
+    """Labeled rows that every party holds."""
+    labeled = split.labeled
+    return labeled[split.present[labeled].all(axis=1)]
+
+
+class Local:
+    """The active party alone, trained on its labeled rows.
+
+    Test rows without the active party get the majority training class.
+    """
+
+    uses_passive_parties = False
+    zero_fill_at_test = False
+
+    def train_rows(self, split: VerticalSplit) -> np.ndarray:
+        return split.labeled
+
+    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
+        return mlp(embedding, hidden, num_classes)
+
+    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+        return F.cross_entropy(head(embeddings[:, 0]), y)
+
+    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
+        predicted = torch.where(present[:, 0], head(embeddings[:, 0]).argmax(-1), torch.tensor(fallback))
+        return float((predicted == y).float().mean())
+
+
+@dataclass(frozen=True)
+class Concatenation:
+    """A split network over the concatenated embeddings, trained on fully aligned labeled rows.
+
+    Parameters
+    ----------
+    dropout : float, default 0.0
+        PlugVFL: probability that a passive party's embedding is zeroed in a
+        training row; 0 gives Vanilla VFL.
+    zero_fill_at_test : bool, default True
+        Vanilla VFL: absent blocks are zero-filled and embedded at test time.
+        PlugVFL (False): absent parties' embeddings are zeros.
+    """
+
+    dropout: float = 0.0
+    zero_fill_at_test: bool = True
+    uses_passive_parties = True
+
+    def train_rows(self, split: VerticalSplit) -> np.ndarray:
+        return fully_aligned_labeled_rows(split)
+
+    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
+        return mlp(num_parties * embedding, hidden, num_classes)
+
+    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+        kept = torch.rand(present.shape, generator=generator) >= self.dropout
+        kept[:, 0] = True
+        return F.cross_entropy(head((embeddings * kept[..., None]).flatten(1)), y)
+
+    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
+        return float((head(embeddings.flatten(1)).argmax(-1) == y).float().mean())
+
+
+class LaserVFL:
+    """LASER-VFL: a head per party over the mean embedding of a subset of the present parties.
+
+    Training estimates, for every row with present set ``O``, the sum over
+    subsets ``S`` of ``O`` of ``1/|S|`` times the sum over ``k`` in ``S`` of
+    head ``k``'s cross-entropy on the mean embedding of ``S``: for each
+    ``k`` in ``O`` and each size ``s``, one subset containing ``k`` is drawn
+    uniformly and weighted by :func:`laser_weight`. At test time each present
+    party's head predicts from the mean over all present parties; the
+    accuracy is averaged over the present heads of each row, then over rows.
+    """
+
+    uses_passive_parties = True
+    zero_fill_at_test = False
+
+    def train_rows(self, split: VerticalSplit) -> np.ndarray:
+        return split.labeled
+
+    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
+        return nn.ModuleList([mlp(embedding, hidden, num_classes) for _ in range(num_parties)])
+
+    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+        assert isinstance(head, nn.ModuleList)
+        sizes = present.sum(1)
+        total = embeddings.new_zeros(())
+        for party in range(present.shape[1]):
+            for size in range(1, int(sizes.max()) + 1):
+                rows = present[:, party] & (sizes >= size)
+                if not rows.any():
+                    continue
+                subset = sample_subsets(present[rows], party, size, generator)
+                mean = (embeddings[rows] * subset[..., None]).sum(1) / size
+                weight = laser_weight(sizes[rows], size)
+                total = total + (weight * F.cross_entropy(head[party](mean), y[rows], reduction="none")).sum()
+        return total / len(y)
+
+    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
+        assert isinstance(head, nn.ModuleList)
+        mean = (embeddings * present[..., None]).sum(1) / present.sum(1, keepdim=True)
+        correct = torch.stack([head[k](mean).argmax(-1) == y for k in range(present.shape[1])], dim=1)
+        return float(((correct & present).sum(1) / present.sum(1)).mean())
+
+
+def laser_weight(observed: Tensor, size: int) -> Tensor:
+    """``C(|O| - 1, s - 1) / s``: the weight of one drawn subset of size ``s`` containing a given party.
+
+    Examples
+    --------
+    >>> laser_weight(torch.tensor([3, 4]), 2).tolist()
+    [1.0, 1.5]
+    """
+    return torch.tensor([math.comb(int(o) - 1, size - 1) / size for o in observed], dtype=torch.float32)
+
+
+def sample_subsets(present: Tensor, party: int, size: int, generator: torch.Generator) -> Tensor:
+    """For each row, a uniform subset of its present parties of ``size`` that contains ``party``.
+
+    Parameters
+    ----------
+    present : Tensor
+        bool ``(n, K)``; ``party`` present in every row and at least ``size`` parties present.
+    party : int
+        The party every subset contains.
+    size : int
+        Subset size.
+    generator : torch.Generator
+        Source of randomness.
+
+    Returns
+    -------
+    Tensor
+        bool ``(n, K)``.
+    """
+    keys = torch.rand(present.shape, generator=generator)
+    candidates = present.clone()
+    candidates[:, party] = False
+    keys = torch.where(candidates, keys, torch.tensor(math.inf))
+    chosen = keys.argsort(dim=1)[:, : size - 1]
+    subset = torch.zeros_like(present)
+    subset.scatter_(1, chosen, True)
+    subset[:, party] = True
+    return subset

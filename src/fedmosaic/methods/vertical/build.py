@@ -1,0 +1,61 @@
+"""Build the vertical methods' server logic (active party) and client logic (passive parties)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from torch import nn
+
+from fedmosaic.methods.base import Built, MethodParams
+from fedmosaic.methods.vertical.baselines import Concatenation, LaserVFL, Local
+from fedmosaic.methods.vertical.false_vfl import FalseVFLServer
+from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
+from fedmosaic.methods.vertical.networks import PartyModel, mlp
+from fedmosaic.methods.vertical.params import FalseVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.split_client import SplitClient
+from fedmosaic.methods.vertical.split_server import Baseline, SplitServer
+from fedmosaic.methods.vertical.task import VerticalTask
+
+
+def build_false_vfl(task: VerticalTask, params: MethodParams) -> Built:
+    """FALSE-VFL: the active party's server logic and a passive party per client."""
+    assert isinstance(params, FalseVFLParams)
+    data = task.data
+
+    def party(client: int) -> FalseVFLClient:
+        width = data.widths[client + 1]
+        build: Callable[[], nn.Module] = lambda: PartyModel(
+            width, params.hidden, params.latent, data.likelihood, params.variant == "II"
+        )
+        return FalseVFLClient(client + 1, data.splits, build, params.lr)
+
+    return FalseVFLServer(task, params), party
+
+
+def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[VerticalTask, MethodParams], Built]:
+    """The builder of a split-network baseline."""
+
+    def build(task: VerticalTask, params: MethodParams) -> Built:
+        assert isinstance(params, SplitVFLParams)
+        data = task.data
+
+        def party(client: int) -> SplitClient:
+            width = data.widths[client + 1]
+            return SplitClient(client + 1, data.splits, lambda: mlp(width, params.hidden, params.embedding), params.lr)
+
+        return SplitServer(task, params, baseline(params)), party
+
+    return build
+
+
+build_local = split_builder(lambda params: Local())
+build_vanilla = split_builder(lambda params: Concatenation())
+build_laser = split_builder(lambda params: LaserVFL())
+
+
+def _plug(params: MethodParams) -> Baseline:
+    assert isinstance(params, PlugVFLParams)
+    return Concatenation(dropout=params.dropout, zero_fill_at_test=False)
+
+
+build_plug = split_builder(_plug)

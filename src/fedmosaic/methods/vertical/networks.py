@@ -1,0 +1,135 @@
+"""The small networks of the vertical methods: MLPs, Gaussian encoders, per-party decoders."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from fedmosaic.data.vertical_data import Likelihood
+
+LOG_2PI = math.log(2 * math.pi)
+LOGVAR_RANGE = (-8.0, 6.0)
+"""Log-variances are clamped to this range, which keeps importance weights finite."""
+
+
+def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
+    """A one-hidden-layer perceptron with ReLU.
+
+    Examples
+    --------
+    >>> mlp(3, 8, 2)(torch.zeros(5, 3)).shape
+    torch.Size([5, 2])
+    """
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, outputs))
+
+
+def gaussian_log_prob(x: Tensor, mean: Tensor, logvar: Tensor) -> Tensor:
+    """Log density of a diagonal Gaussian, summed over the last dimension.
+
+    Examples
+    --------
+    >>> round(float(gaussian_log_prob(torch.zeros(1), torch.zeros(1), torch.zeros(1))), 4)
+    -0.9189
+    """
+    return -0.5 * (LOG_2PI + logvar + (x - mean) ** 2 * torch.exp(-logvar)).sum(-1)
+
+
+class GaussianEncoder(nn.Module):
+    """``x -> (mean, log-variance)`` of a diagonal Gaussian over ``latent`` dimensions."""
+
+    def __init__(self, inputs: int, hidden: int, latent: int) -> None:
+        super().__init__()
+        self.net = mlp(inputs, hidden, 2 * latent)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        mean, logvar = self.net(x).chunk(2, dim=-1)
+        return mean, logvar.clamp(*LOGVAR_RANGE)
+
+
+class FeatureDecoder(nn.Module):
+    """``p(x | h)``: Gaussian with a learned per-feature variance, or Bernoulli for pixels.
+
+    Parameters
+    ----------
+    latent : int
+        Width of ``h``.
+    hidden : int
+        Hidden units.
+    features : int
+        Width of ``x``.
+    likelihood : {"gaussian", "bernoulli"}
+        Real features or pixels in [0, 1] (cross-entropy of the pixel values).
+    """
+
+    def __init__(self, latent: int, hidden: int, features: int, likelihood: Likelihood) -> None:
+        super().__init__()
+        self.net = mlp(latent, hidden, features)
+        self.likelihood = likelihood
+        self.logvar = nn.Parameter(torch.zeros(features)) if likelihood == "gaussian" else None
+
+    def log_prob(self, x: Tensor, h: Tensor) -> Tensor:
+        """``log p(x | h)`` summed over features; ``x`` broadcasts against ``h``'s leading dimensions."""
+        out = self.net(h)
+        if self.logvar is None:
+            return -F.binary_cross_entropy_with_logits(out, x.expand_as(out), reduction="none").sum(-1)
+        return gaussian_log_prob(x, out, self.logvar.clamp(*LOGVAR_RANGE))
+
+    def mean(self, h: Tensor) -> Tensor:
+        """The expected features given ``h``."""
+        out = self.net(h)
+        return torch.sigmoid(out) if self.logvar is None else out
+
+
+class PartyModel(nn.Module):
+    """What one party of FALSE-VFL holds: encoder, decoder and (variant II) mask model.
+
+    Parameters
+    ----------
+    features : int
+        Width of the party's block.
+    hidden : int
+        Hidden units.
+    latent : int
+        Width of ``h``.
+    likelihood : {"gaussian", "bernoulli"}
+        How the block is modelled.
+    mask_model : bool, default False
+        Variant II: a logistic model ``p_psi(m = missing | x)`` of the party's own block.
+    """
+
+    def __init__(self, features: int, hidden: int, latent: int, likelihood: Likelihood, mask_model: bool = False) -> None:
+        super().__init__()
+        self.encoder = GaussianEncoder(features, hidden, latent)
+        self.decoder = FeatureDecoder(latent, hidden, features, likelihood)
+        self.mask = nn.Linear(features, 1) if mask_model else None
+
+    def log_likelihood(self, x: Tensor, present: Tensor, h: Tensor) -> Tensor:
+        """The party's term of ``log p(x_obs, m | h)`` for each sample and row.
+
+        Parameters
+        ----------
+        x : Tensor
+            ``(n, d)`` features; rows that are not present are ignored (may hold anything finite).
+        present : Tensor
+            bool ``(n,)``.
+        h : Tensor
+            ``(kappa, n, latent)`` samples.
+
+        Returns
+        -------
+        Tensor
+            ``(kappa, n)``: ``log p(x | h)`` on present rows, 0 elsewhere; in
+            variant II plus ``log p_psi(m | x)`` with the decoder's mean standing
+            in for the features of absent rows.
+        """
+        observed = torch.where(present[None, :], self.decoder.log_prob(x, h), torch.zeros(()))
+        if self.mask is None:
+            return observed
+        expected = self.decoder.mean(h)
+        stand_in = torch.where(present[None, :, None], x.expand_as(expected), expected)
+        logit = self.mask(stand_in).squeeze(-1)
+        mask_term = torch.where(present[None, :], F.logsigmoid(-logit), F.logsigmoid(logit))
+        return observed + mask_term

@@ -1,0 +1,35 @@
+"""An optimizer's moments as named arrays, so a party's training state fits a ClientState."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import torch
+
+
+def optimizer_to_arrays(optimizer: torch.optim.Optimizer, prefix: str = "opt.") -> dict[str, np.ndarray]:
+    """Every per-parameter state tensor of ``optimizer`` as ``<prefix><index>.<name>``.
+
+    Examples
+    --------
+    >>> p = torch.nn.Parameter(torch.ones(2)); opt = torch.optim.Adam([p])
+    >>> p.sum().backward(); opt.step()
+    >>> sorted(optimizer_to_arrays(opt))
+    ['opt.0.exp_avg', 'opt.0.exp_avg_sq', 'opt.0.step']
+    """
+    return {
+        f"{prefix}{index}.{name}": value.detach().cpu().numpy().copy()
+        for index, entries in optimizer.state_dict()["state"].items()
+        for name, value in entries.items()
+    }
+
+
+def load_optimizer_arrays(optimizer: torch.optim.Optimizer, arrays: Mapping[str, np.ndarray], prefix: str = "opt.") -> None:
+    """Restore the state written by :func:`optimizer_to_arrays` (no entry: a fresh optimizer)."""
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, value in arrays.items():
+        if key.startswith(prefix):
+            index, name = key[len(prefix) :].split(".", 1)
+            state.setdefault(int(index), {})[name] = torch.from_numpy(np.array(value))
+    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})

@@ -1,0 +1,86 @@
+"""Validated parameters of the vertical methods."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from fedmosaic.methods.base import MethodParams
+
+
+class VerticalParams(MethodParams):
+    """What every vertical method shares.
+
+    Parameters
+    ----------
+    hidden : int, default 64
+        Hidden units of every MLP.
+    batch_size : int, default 128
+        Rows per training step (one step is one or two exchanges with the parties).
+    lr : float, default 0.001
+        Adam learning rate of every party.
+    """
+
+    hidden: PositiveInt = 64
+    batch_size: PositiveInt = 128
+    lr: float = Field(default=1e-3, gt=0)
+
+
+class FalseVFLParams(VerticalParams):
+    """FALSE-VFL's parameters.
+
+    Parameters
+    ----------
+    latent : int, default 16
+        Width of the shared latent ``h``.
+    top_latent : int, default 8
+        Width of the top latent ``z``.
+    kappa : int, default 5
+        Importance samples of the bounds in both stages.
+    predict_samples : int, default 20
+        Importance samples of the self-normalised prediction.
+    stage1_rounds : int, default 20
+        Rounds (epochs) of stage 1, the unsupervised IWAE; the federation's
+        remaining rounds train the classifier (stage 2); must be fewer than
+        ``federation.rounds``.
+    classifier_passes : int, default 10
+        Passes of stage 2 over the labeled rows per round, on that round's samples.
+    fusion : {"mean", "poe"}, default "mean"
+        The paper's mean of means with summed precisions, or the product of experts.
+    variant : {"I", "II"}, default "I"
+        I ignores the mask (valid under MAR); II adds a mask model ``p(m | x)`` per party (MNAR).
+    """
+
+    latent: PositiveInt = 16
+    top_latent: PositiveInt = 8
+    kappa: PositiveInt = 5
+    predict_samples: PositiveInt = 20
+    stage1_rounds: PositiveInt = 20
+    classifier_passes: PositiveInt = 10
+    fusion: Literal["mean", "poe"] = "mean"
+    variant: Literal["I", "II"] = "I"
+
+
+class SplitVFLParams(VerticalParams):
+    """The split-network baselines' parameters.
+
+    Parameters
+    ----------
+    embedding : int, default 32
+        Width of each party's embedding.
+    """
+
+    embedding: PositiveInt = 32
+
+
+class PlugVFLParams(SplitVFLParams):
+    """PlugVFL's parameters.
+
+    Parameters
+    ----------
+    dropout : float, default 0.5
+        Probability that a passive party's embedding is replaced by zeros in a training row.
+    """
+
+    dropout: float = Field(default=0.5, ge=0, lt=1)

@@ -1,0 +1,91 @@
+"""What every passive party does: keep its block private, its model and optimizer in its state.
+
+A passive party holds its column block of the train and test rows (NaN where
+it does not hold a row), a model and an Adam optimizer. Both live in the
+:class:`~fedmosaic.federation.ClientState` as named arrays (``model.*``,
+``opt.*``), so a party survives being rebuilt between messages. Rows travel as
+int64 positions; features never leave the party.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from fedmosaic.data.vertical_data import VerticalSplit
+from fedmosaic.federation import ClientLogic, ClientState
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
+
+MODEL, PENDING = "model.", "pending."
+
+
+class PartyClient(ClientLogic):
+    """Base of the passive parties of the vertical methods.
+
+    Parameters
+    ----------
+    party : int
+        The party's index (1..K-1).
+    splits : mapping of str to VerticalSplit
+        The splits by name (``train`` and the test settings); only column
+        block ``party`` and its presence are read.
+    build : callable () -> torch.nn.Module
+        Builds the party's model.
+    lr : float
+        Adam learning rate.
+    """
+
+    def __init__(self, party: int, splits: Mapping[str, VerticalSplit], build: Callable[[], nn.Module], lr: float) -> None:
+        self.party = party
+        self._splits = {
+            name: (torch.from_numpy(np.nan_to_num(split.blocks[party])), torch.from_numpy(split.present[:, party]))
+            for name, split in splits.items()
+        }
+        self._build = build
+        self._lr = lr
+
+    def features(self, split: str, rows: np.ndarray) -> tuple[Tensor, Tensor]:
+        """The party's features of ``rows`` (zeros where absent) and their presence."""
+        x, present = self._splits[split]
+        index = torch.from_numpy(np.array(rows, dtype=np.int64))
+        return x[index], present[index]
+
+    def load(self, state: ClientState, seed: int) -> tuple[nn.Module, torch.optim.Optimizer]:
+        """The model and optimizer kept in ``state`` (built from ``seed`` on first use)."""
+        model = seeded(seed, self._build)
+        saved = {k[len(MODEL) :]: v for k, v in state.arrays.items() if k.startswith(MODEL)}
+        if saved:
+            load_arrays(model, saved)
+        optimizer = torch.optim.Adam(model.parameters(), lr=self._lr)
+        load_optimizer_arrays(optimizer, state.arrays)
+        if not saved:
+            self.save(state, model, optimizer)
+        return model, optimizer
+
+    @staticmethod
+    def save(state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        """Write the model and optimizer into ``state``."""
+        state.arrays.update({MODEL + k: v for k, v in model_to_arrays(model).items()})
+        state.arrays.update(optimizer_to_arrays(optimizer))
+
+    @staticmethod
+    def step(state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer, surrogate: Tensor) -> None:
+        """One optimizer step on ``surrogate`` (whose gradient is the received one), then save."""
+        optimizer.zero_grad()
+        surrogate.backward()
+        optimizer.step()
+        PartyClient.save(state, model, optimizer)
+
+    @staticmethod
+    def remember(state: ClientState, **arrays: np.ndarray) -> None:
+        """Keep what the next message's gradients refer to."""
+        state.arrays.update({PENDING + k: np.array(v) for k, v in arrays.items()})
+
+    @staticmethod
+    def pending(state: ClientState, name: str) -> np.ndarray:
+        """What :meth:`remember` kept."""
+        return state.arrays[PENDING + name]

@@ -1,0 +1,42 @@
+"""The passive party of the split-network baselines: embeddings up, their gradients in.
+
+Actions (``message.config["action"]``):
+
+``embed``
+    Apply the previous step's ``grad.embedding`` if the message carries it,
+    then reply with ``embedding`` of the requested ``rows``: only the rows the
+    party holds, or, with ``zero_fill``, every row with zeros for the block
+    of the rows it does not hold (Vanilla VFL at test time). With ``train``
+    the rows are remembered for the coming gradient.
+``update``
+    Apply the previous step's gradient; reply with nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fedmosaic.federation import ClientContext, ClientState, Message
+from fedmosaic.methods.vertical.party_client import PartyClient
+
+
+class SplitClient(PartyClient):
+    """A passive party of Vanilla VFL, PlugVFL and LASER-VFL (see the module docstring)."""
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        model, optimizer = self.load(state, context.seed)
+        if "grad.embedding" in message.arrays:
+            x, present = self.features("train", self.pending(state, "rows"))
+            gradient = torch.from_numpy(np.array(message.arrays["grad.embedding"]))
+            self.step(state, model, optimizer, (model(x[present]) * gradient).sum())
+        if message.config["action"] == "update":
+            return Message(kind=message.kind)
+        rows = message.arrays["rows"]
+        x, present = self.features(str(message.config["split"]), rows)
+        if message.config.get("train", False):
+            self.remember(state, rows=rows)
+        selected = x if message.config.get("zero_fill", False) else x[present]
+        with torch.no_grad():
+            embedding = model(selected)
+        return Message(arrays={"embedding": embedding.numpy()}, kind=message.kind)

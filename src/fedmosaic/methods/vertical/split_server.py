@@ -1,0 +1,164 @@
+"""The active party of the split-network baselines, one training loop for all of them.
+
+Every party embeds its block with its own encoder; the active party combines
+the embeddings with a head that depends on the baseline
+(:mod:`fedmosaic.methods.vertical.baselines`). One exchange per mini-batch:
+rows down with the gradients of the previous batch's embeddings, embeddings
+up (one last ``update`` exchange ends the epoch). Evaluation rounds embed the
+test rows in one more exchange.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from fedmosaic.data.vertical_data import VerticalSplit
+from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.vertical.networks import mlp
+from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
+from fedmosaic.methods.vertical.params import SplitVFLParams
+from fedmosaic.methods.vertical.task import VerticalTask
+from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, leaf, spread, tensor
+
+
+class Baseline(Protocol):
+    """How a split-network baseline trains and predicts."""
+
+    uses_passive_parties: bool
+    """Whether passive parties take part (Local: no)."""
+    zero_fill_at_test: bool
+    """Whether absent blocks are zero-filled and embedded at test time (Vanilla VFL)."""
+
+    def train_rows(self, split: VerticalSplit) -> np.ndarray:
+        """Rows (labeled) the baseline trains on."""
+
+    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
+        """The active party's head over the embeddings."""
+
+    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+        """Training loss of a batch; ``embeddings`` ``(n, K, e)`` hold zeros for absent parties."""
+
+    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
+        """Test accuracy; ``fallback`` is the majority training class."""
+
+
+class SplitServer(ServerLogic):
+    """Active party of a split-network baseline.
+
+    Parameters
+    ----------
+    task : VerticalTask
+        Data and evaluation schedule.
+    params : SplitVFLParams
+        Hyper-parameters.
+    baseline : Baseline
+        What differs between the baselines.
+    """
+
+    def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline) -> None:
+        self._task, self._params, self._baseline = task, params, baseline
+        data = task.data
+        self._build = lambda: nn.ModuleDict(
+            {
+                "encoder": mlp(data.widths[0], params.hidden, params.embedding),
+                "head": baseline.head(data.num_parties, params.embedding, params.hidden, data.num_classes),
+            }
+        )
+        self._model = self._build()
+        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
+        self._seed = 0
+        self._last_evaluation: dict[str, float] = {}
+        labels = data.train.y[data.train.labeled]
+        self._majority = int(np.bincount(labels, minlength=data.num_classes).argmax()) if len(labels) else 0
+
+    def initialize(self, seed: int) -> None:
+        self._seed = seed
+        self._model = seeded(derive_seed(seed, "active-party"), self._build)
+        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+        self._last_evaluation = {}
+
+    def run_round(self, ctx: RoundContext) -> dict[str, float]:
+        metrics = self._train_epoch(ctx)
+        if self._task.evaluates(ctx.round):
+            self._last_evaluation = self._task.test_accuracies(lambda name, split: self._evaluate(ctx, name, split))
+        return metrics
+
+    def evaluate(self, rnd: int) -> dict[str, float]:
+        return dict(self._last_evaluation)
+
+    def artifacts(self) -> dict[str, Any]:
+        return {"training_rows": int(len(self._baseline.train_rows(self._task.data.train)))}
+
+    def _train_epoch(self, ctx: RoundContext) -> dict[str, float]:
+        split = self._task.data.train
+        rows = self._baseline.train_rows(split)
+        if len(rows) == 0:
+            return {}
+        generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "batches"))
+        order = rows[torch.randperm(len(rows), generator=generator).numpy()]
+        gradients: dict[int, dict[str, np.ndarray]] = {}
+        losses = []
+        for batch in np.array_split(order, max(1, math.ceil(len(order) / self._params.batch_size))):
+            batch = np.sort(batch)
+            present = torch.from_numpy(split.present[batch])
+            remote = {c: leaf(e) for c, e in self._embed(ctx, "train", batch, gradients, train=True).items()}
+            embeddings = self._embeddings(split, batch, present, remote)
+            loss = self._baseline.loss(self._model["head"], embeddings, present, torch.from_numpy(split.y[batch]), generator)
+            self._optimizer.zero_grad()
+            loss.backward()
+            self._optimizer.step()
+            gradients = {c: {"grad.embedding": gradient(value)} for c, value in remote.items()}
+            losses.append(float(loss.detach()) * len(batch))
+        if gradients:
+            ctx.exchange({c: Message(arrays=g, config={"action": "update"}) for c, g in gradients.items()})
+        return {"train_loss": sum(losses) / len(rows)}
+
+    def _evaluate(self, ctx: RoundContext, name: str, split: VerticalSplit) -> float:
+        rows = np.arange(len(split))
+        present = torch.from_numpy(split.present[rows])
+        with torch.no_grad():
+            remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, {}, train=False).items()}
+            filled = torch.ones_like(present) if self._baseline.zero_fill_at_test else present
+            embeddings = self._embeddings(split, rows, filled, remote)
+            return self._baseline.accuracy(self._model["head"], embeddings, present, torch.from_numpy(split.y), self._majority)
+
+    def _embed(
+        self, ctx: RoundContext, name: str, rows: np.ndarray, gradients: dict[int, dict[str, np.ndarray]], *, train: bool
+    ) -> dict[int, np.ndarray]:
+        if not self._baseline.uses_passive_parties:
+            return {}
+        config = {"action": "embed", "split": name, "train": train, "zero_fill": self._baseline.zero_fill_at_test and not train}
+        kind = "train" if train else "evaluate"
+        replies = ctx.exchange(
+            {c: Message(arrays={"rows": rows, **gradients.get(c, {})}, config=config, kind=kind) for c in ctx.clients}
+        )
+        return {c: reply.arrays["embedding"] for c, reply in replies.items()}
+
+    def _embeddings(self, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]) -> Tensor:
+        """``(n, K, e)`` embeddings, zeros for parties absent from ``filled`` (or not taking part)."""
+        x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
+        parts = [spread(self._model["encoder"](x[filled[:, 0]]), filled[:, 0])]
+        for party in range(1, self._task.data.num_parties):
+            if party - 1 in remote:
+                parts.append(spread(remote[party - 1], filled[:, party]))
+            else:
+                parts.append(torch.zeros_like(parts[0]))
+        return torch.stack(parts, dim=1)
+
+    def state_dict(self) -> ClientState:
+        arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()} | optimizer_to_arrays(self._optimizer)
+        config: dict[str, Any] = {"seed": self._seed} | evaluation_config(self._last_evaluation)
+        return ClientState(arrays=arrays, config=config)
+
+    def load_state_dict(self, state: ClientState) -> None:
+        load_arrays(self._model, {k[6:]: v for k, v in state.arrays.items() if k.startswith("model.")})
+        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+        load_optimizer_arrays(self._optimizer, state.arrays)
+        self._seed = int(state.config["seed"])
+        self._last_evaluation = evaluation_from_config(state.config)

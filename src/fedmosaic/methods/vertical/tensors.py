@@ -1,0 +1,48 @@
+"""Small conversions between received arrays and tensors at the active party."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor
+
+EVALUATION = "evaluation."
+
+
+def leaf(array: np.ndarray) -> Tensor:
+    """A received array as a tensor whose gradient will be sent back."""
+    return torch.from_numpy(np.array(array)).requires_grad_(True)
+
+
+def tensor(array: np.ndarray) -> Tensor:
+    """A received array as a tensor (copied: received arrays are read-only)."""
+    return torch.from_numpy(np.array(array))
+
+
+def gradient(value: Tensor) -> np.ndarray:
+    """The gradient of a :func:`leaf` (zeros if the loss did not reach it)."""
+    return (value.grad if value.grad is not None else torch.zeros_like(value)).numpy()
+
+
+def spread(values: Tensor, present: Tensor) -> Tensor:
+    """``(n_present, d)`` values placed in the rows where ``present`` of an ``(n, d)`` zero tensor.
+
+    Examples
+    --------
+    >>> spread(torch.ones(1, 2), torch.tensor([False, True])).tolist()
+    [[0.0, 0.0], [1.0, 1.0]]
+    """
+    full = values.new_zeros((len(present), values.shape[-1]))
+    return full.index_put((torch.from_numpy(np.flatnonzero(present.numpy())),), values)
+
+
+def evaluation_config(metrics: Mapping[str, float]) -> dict[str, Any]:
+    """The last evaluation's metrics as checkpointable config entries."""
+    return {EVALUATION + k: v for k, v in metrics.items()}
+
+
+def evaluation_from_config(config: Mapping[str, Any]) -> dict[str, float]:
+    """Inverse of :func:`evaluation_config`."""
+    return {k[len(EVALUATION) :]: float(v) for k, v in config.items() if k.startswith(EVALUATION)}

@@ -1,0 +1,123 @@
+"""Specification of the block-wise missingness mechanisms."""
+
+import numpy as np
+import pytest
+
+from fedmosaic.data.missingness import MAR_RATES, Missingness, draw_mask, missing_probabilities, parse_missingness
+from fedmosaic.errors import ConfigError
+
+
+def gaussian_blocks(n: int, widths: list[int], seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=(n, w)) for w in widths]
+
+
+def test_mcar_rate_matches_p_conditioned_on_one_present_party() -> None:
+    # Prepare
+    blocks, p, k = gaussian_blocks(40_000, [3] * 4), 0.5, 4
+
+    # Execute
+    present = draw_mask(blocks, Missingness("mcar", p), np.random.default_rng(1))
+
+    # Assert: P(missing | not all missing) = p (1 - p^(K-1)) / (1 - p^K)
+    expected = p * (1 - p ** (k - 1)) / (1 - p**k)
+    assert abs((~present).mean() - expected) < 0.01
+    assert present.any(axis=1).all()
+
+
+def test_mcar_does_not_depend_on_values() -> None:
+    # Prepare
+    blocks = gaussian_blocks(20_000, [5, 5])
+
+    # Execute
+    present = draw_mask(blocks, Missingness("mcar", 0.2), np.random.default_rng(2))
+
+    # Assert
+    for k, block in enumerate(blocks):
+        assert abs(np.corrcoef(block.mean(axis=1), present[:, k])[0, 1]) < 0.03
+
+
+def test_mcar_zero_keeps_every_block() -> None:
+    present = draw_mask(gaussian_blocks(100, [2, 2, 2]), Missingness("mcar", 0.0), np.random.default_rng(0))
+    assert present.all()
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_mar_keeps_the_active_block_and_hits_its_rate(level: int) -> None:
+    # Prepare
+    blocks = gaussian_blocks(20_000, [6, 4, 4, 4])
+
+    # Execute
+    probabilities = missing_probabilities(blocks, Missingness("mar", level), np.random.default_rng(3))
+    present = draw_mask(blocks, Missingness("mar", level), np.random.default_rng(3))
+
+    # Assert
+    assert present[:, 0].all()
+    np.testing.assert_allclose(probabilities[:, 1:].mean(axis=0), MAR_RATES[level], atol=1e-6)
+    assert abs((~present[:, 1:]).mean() - MAR_RATES[level]) < 0.02
+
+
+def test_mar_depends_on_the_active_block_only() -> None:
+    # Prepare: passive blocks independent of the active one
+    blocks = gaussian_blocks(20_000, [6, 4])
+    active_directions = np.random.default_rng(4)
+
+    # Execute
+    probabilities = missing_probabilities(blocks, Missingness("mar", 1), active_directions)
+    present = draw_mask(blocks, Missingness("mar", 1), np.random.default_rng(4))
+
+    # Assert: the probability is a function of the active block (fitted linearly in logit)
+    logit = np.log(probabilities[:, 1] / (1 - probabilities[:, 1]))
+    design = np.c_[blocks[0], np.ones(len(logit))]
+    residual = logit - design @ np.linalg.lstsq(design, logit, rcond=None)[0]
+    assert np.abs(residual).max() < 1e-6
+    assert abs(np.corrcoef(blocks[1].mean(axis=1), present[:, 1])[0, 1]) < 0.03
+    assert abs(np.corrcoef(logit, present[:, 1])[0, 1]) > 0.3
+
+
+@pytest.mark.parametrize("rate", [0.7, 0.9])
+def test_mnar_hits_its_average_rate_and_depends_on_the_block_itself(rate: float) -> None:
+    # Prepare
+    blocks = gaussian_blocks(20_000, [4, 4, 4])
+
+    # Execute
+    probabilities = missing_probabilities(blocks, Missingness("mnar", rate), np.random.default_rng(5))
+
+    # Assert
+    np.testing.assert_allclose(probabilities.mean(axis=0), rate, atol=1e-6)
+    for k, block in enumerate(blocks):
+        logit = np.log(probabilities[:, k] / (1 - probabilities[:, k]))
+        own = np.c_[block, np.ones(len(logit))]
+        residual = logit - own @ np.linalg.lstsq(own, logit, rcond=None)[0]
+        assert np.abs(residual).max() < 1e-6
+        other = blocks[(k + 1) % 3]
+        assert abs(np.corrcoef(other.mean(axis=1), logit)[0, 1]) < 0.03
+
+
+def test_mnar_rows_keep_at_least_one_party() -> None:
+    present = draw_mask(gaussian_blocks(5_000, [3] * 8), Missingness("mnar", 0.9), np.random.default_rng(6))
+    assert present.any(axis=1).all()
+    assert 0.8 < (~present).mean() < 0.9
+
+
+def test_the_same_seed_gives_the_same_mask() -> None:
+    blocks = gaussian_blocks(500, [3, 3, 3])
+    first = draw_mask(blocks, Missingness("mnar", 0.7), np.random.default_rng(7))
+    again = draw_mask(blocks, Missingness("mnar", 0.7), np.random.default_rng(7))
+    np.testing.assert_array_equal(first, again)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("mcar:0.2", ("mcar", 0.2, "MCAR 2")), ("MAR:2", ("mar", 2.0, "MAR 2")), ("mnar:0.9", ("mnar", 0.9, "MNAR 9"))],
+)
+def test_specifications_parse_to_the_papers_labels(text: str, expected: tuple[str, float, str]) -> None:
+    parsed = parse_missingness(text, "vertical.train_missing")
+    assert (parsed.mechanism, parsed.value, parsed.label) == expected
+
+
+@pytest.mark.parametrize("text", ["mcar:1", "mar:3", "mnar:0", "mcar", "random:0.2"])
+def test_bad_specifications_name_the_field(text: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_missingness(text, "vertical.test_missing")
+    assert str(caught.value).startswith("vertical.test_missing: must be mcar:<p in [0, 1)>, mar:<1 or 2> or mnar")

@@ -1,0 +1,103 @@
+"""Vertical experiments: the [vertical] section, its checks, and the prepared data."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.workloads import prepare_workload
+from fedmosaic.methods.vertical.task import VerticalTask
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+RUNS = [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 2}}, {"name": "LASER", "method": "laser-vfl"}]
+
+
+def vertical(**section):  # type: ignore[no-untyped-def]
+    return {"name": "v", "federation": {"rounds": 3}, "vertical": {"num_parties": 4, **section}, "runs": RUNS}
+
+
+def test_a_vertical_section_makes_a_vertical_task_with_one_client_per_passive_party() -> None:
+    config = load_config(vertical())
+    assert config.task_kind == "vertical" and config.num_clients == 3
+
+
+def test_digits_are_cut_into_patches_with_bernoulli_pixels_and_a_budget_of_labels() -> None:
+    # Prepare
+    config = load_config(vertical(train_missing="mcar:0.5", test_missing="mar:1", label_budget=100))
+
+    # Execute
+    workload = prepare_workload(config)
+
+    # Assert
+    data = workload.data
+    assert data.likelihood == "bernoulli" and data.widths == [16, 16, 16, 16]
+    assert len(data.train.labeled) == 100 and data.train.present[data.train.labeled, 0].all()
+    (label, test), = data.tests.items()
+    assert label == "MAR 1" and test.present[:, 0].all() and not test.present.all()
+    (job,) = workload.jobs("federated", config)
+    assert job.schedule.num_clients == 3 and job.schedule.min_replies == 3
+
+
+def test_the_same_seed_gives_the_same_masks_and_labels() -> None:
+    first = prepare_workload(load_config(vertical(split="dirichlet", alpha=0.5))).data
+    again = prepare_workload(load_config(vertical(split="dirichlet", alpha=0.5))).data
+    np.testing.assert_array_equal(first.train.present, again.train.present)
+    np.testing.assert_array_equal(first.train.y, again.train.y)
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "isolet").exists(), reason="ISOLET files are not available")
+def test_isolet_is_standardised_and_split_evenly_with_gaussian_features() -> None:
+    config = load_config(vertical(num_parties=8) | {"data": {"dataset": "isolet", "data_dir": str(SHARED_DATA)}})
+    data = prepare_workload(config).data
+    assert data.likelihood == "gaussian" and sum(data.widths) == 617 and len(data.widths) == 8
+    assert len(data.train.labeled) == 500
+    assert abs(np.nanmean(data.train.blocks[0])) < 0.1
+
+
+@pytest.mark.parametrize(
+    ("source", "field", "expected"),
+    [
+        (vertical(train_missing="mcar:2"), "vertical.train_missing", "must be mcar:<p in [0, 1)>"),
+        (vertical(test_missing="often"), "vertical.test_missing", "mnar:<rate in (0, 1)>"),
+        (vertical(num_parties=1), "vertical.num_parties", "greater than or equal to 2"),
+        (vertical() | {"data": {"dataset": "simpson-mnist"}}, "data.dataset", "a vertical task needs one of"),
+        (vertical() | {"runs": [{"name": "x", "method": "fedavg"}]}, "runs.0.method", "a [vertical] section gives a vertical task"),
+        (vertical() | {"runs": [{"name": "x", "method": "laser-vfl", "setting": "local"}]}, "runs.0.setting", "'federated' only"),
+        (
+            vertical() | {"runs": [{"name": "x", "method": "false-vfl", "params": {"stage1_rounds": 3}}]},
+            "runs.0.params.stage1_rounds",
+            "must be < federation.rounds (3)",
+        ),
+        (
+            {"name": "h", "runs": [{"name": "x", "method": "laser-vfl"}]},
+            "runs.0.method",
+            "'laser-vfl' is a vertical method",
+        ),
+    ],
+)
+def test_bad_vertical_settings_name_their_field(source, field: str, expected: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError) as caught:
+        load_config(source)
+    assert caught.value.field == field
+    assert expected in str(caught.value)
+
+
+def test_several_test_settings_are_drawn_independently_and_reported_by_name() -> None:
+    # Prepare
+    config = load_config(vertical(test_missing=["mcar:0.0", "mnar:0.9"]))
+
+    # Execute
+    data = prepare_workload(config).data
+    metrics = VerticalTask(data, 3).test_accuracies(lambda name, split: float(split.present.mean()))
+
+    # Assert
+    assert list(data.tests) == ["MCAR 0", "MNAR 9"]
+    assert metrics["accuracy"] == metrics["accuracy_mcar0"] == 1.0
+    assert metrics["accuracy_mnar9"] < 0.3
+
+
+def test_test_settings_must_be_distinct() -> None:
+    with pytest.raises(ConfigError, match="vertical.test_missing: needs distinct settings"):
+        load_config(vertical(test_missing=["mcar:0.2", "mcar:0.20"]))

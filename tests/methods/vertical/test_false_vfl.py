@@ -1,0 +1,173 @@
+"""Specification of FALSE-VFL on the federation runtime."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from fedmosaic.data.vertical_data import VerticalData
+from fedmosaic.federation import Federation, Message, RoundContext, Schedule
+from fedmosaic.methods.vertical.bounds import iwae_bound
+from fedmosaic.methods.vertical.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.build import build_false_vfl
+from fedmosaic.methods.vertical.params import FalseVFLParams
+from fedmosaic.methods.vertical.task import VerticalTask
+
+from .recording import RecordingGrid
+
+PARAMS = FalseVFLParams(latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2)
+ALLOWED = {
+    "down": {"rows", "h", "grad.mean", "grad.logvar", "grad.loglik"},
+    "up": {"mean", "logvar", "loglik", "dloglik_dh"},
+}
+
+
+def run(data: VerticalData, params: FalseVFLParams, rounds: int, on_round=None) -> tuple[Federation, RecordingGrid]:  # type: ignore[no-untyped-def]
+    server, factory = build_false_vfl(VerticalTask(data, rounds), params)
+    grid = RecordingGrid(factory, 0)
+    federation = Federation(server, grid, Schedule(num_clients=data.num_parties - 1), seed=0, rounds=rounds)
+    federation.run(on_round=on_round)
+    return federation, grid
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_no_raw_feature_leaves_a_passive_party(tiny_data: VerticalData, variant: str) -> None:
+    # Prepare: every feature value is a distinct continuous number
+    raw = np.concatenate([b[~np.isnan(b)] for split in tiny_data.splits.values() for b in split.blocks[1:]])
+
+    # Execute
+    _, grid = run(tiny_data, PARAMS.model_copy(update={"variant": variant}), rounds=3)
+
+    # Assert
+    assert grid.transfers
+    for direction, _, message in grid.transfers:
+        assert set(message.arrays) <= ALLOWED[direction]
+        for name, array in message.arrays.items():
+            if name != "rows":
+                assert not np.isin(array.astype(np.float32), raw).any(), name
+
+
+def test_stage_two_leaves_the_generative_parameters_bit_identical(tiny_data: VerticalData) -> None:
+    # Prepare
+    snapshots = []
+
+    def keep(record) -> None:  # type: ignore[no-untyped-def]
+        snapshots.append((federation_box[0].server.state_dict(), federation_box[0].grid.client_states()))
+
+    federation_box: list[Federation] = []
+    server, factory = build_false_vfl(VerticalTask(tiny_data, 5), PARAMS)
+    federation = Federation(server, RecordingGrid(factory, 0), Schedule(num_clients=2), seed=0, rounds=5)
+    federation_box.append(federation)
+
+    # Execute
+    federation.run(on_round=keep)
+
+    # Assert: after stage 1 (round 2) only the classifier and its optimizer change
+    (after_stage1, clients_stage1), (final, clients_final) = snapshots[1], snapshots[-1]
+    generative = [k for k in final.arrays if k.startswith("model.") and not k.startswith("model.classifier.")]
+    assert generative
+    for key in generative:
+        np.testing.assert_array_equal(final.arrays[key], after_stage1.arrays[key])
+    assert any(not np.array_equal(final.arrays[k], after_stage1.arrays[k]) for k in final.arrays if k.startswith("model.classifier."))
+    for client, state in clients_final.items():
+        for key, value in state.arrays.items():
+            np.testing.assert_array_equal(value, clients_stage1[client].arrays[key])
+
+
+def test_stage_one_trains_everyone_and_stage_two_predicts(tiny_data: VerticalData) -> None:
+    # Prepare
+    records = []
+
+    # Execute
+    run(tiny_data, PARAMS, rounds=4, on_round=records.append)
+
+    # Assert: 60 rows in batches of 16 -> 4 steps x 2 exchanges + 1 closing update
+    assert [r.trips for r in records[:2]] == [9, 9]
+    assert records[0].metrics["iwae_bound"] < records[1].metrics["iwae_bound"]
+    assert "accuracy" not in records[0].metrics
+    # stage 2: labeled posteriors once, then one exchange of samples per round; predicting takes two
+    assert records[2].trips == 2 + 2 and records[3].trips == 1 + 2
+    assert 0.0 <= records[3].metrics["accuracy"] <= 1.0
+
+
+def test_the_same_seed_gives_the_same_results(tiny_data: VerticalData) -> None:
+    first, again = [], []
+    run(tiny_data, PARAMS, rounds=3, on_round=first.append)
+    run(tiny_data, PARAMS, rounds=3, on_round=again.append)
+    assert [r.metrics for r in first] == [r.metrics for r in again]
+
+
+def test_product_of_experts_fusion_also_trains(tiny_data: VerticalData) -> None:
+    records = []
+    run(tiny_data, PARAMS.model_copy(update={"fusion": "poe"}), rounds=3, on_round=records.append)
+    assert np.isfinite(records[0].metrics["iwae_bound"]) and "accuracy" in records[-1].metrics
+
+
+def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: stop after round 2 of 4 (inside stage 2 after the labeled posteriors were fetched)
+    params = PARAMS.model_copy(update={"stage1_rounds": 1})
+
+    def federation(rounds: int) -> Federation:
+        server, factory = build_false_vfl(VerticalTask(tiny_data, 4), params)
+        return Federation(
+            server, RecordingGrid(factory, 0), Schedule(num_clients=2), seed=0, rounds=rounds, checkpoint=tmp_path / "c.npz"
+        )
+
+    # Execute
+    whole = [r.metrics for r in federation(4).run()]
+    (tmp_path / "c.npz").unlink()
+    federation(2).run()
+    resumed = [r.metrics for r in federation(4).run(resume=True)]
+
+    # Assert
+    assert resumed == whole
+
+
+def test_the_exchanged_gradients_equal_those_of_one_joint_computation(tiny_data: VerticalData) -> None:
+    # Prepare: the real active party and passive parties, initialised; one batch of every training row
+    server, factory = build_false_vfl(VerticalTask(tiny_data, 2), PARAMS)
+    grid = RecordingGrid(factory, 0)
+    ctx = RoundContext(round=1, clients=[0, 1], seed=0, grid=grid)
+    server.initialize(0)
+    split, rows = tiny_data.train, np.arange(len(tiny_data.train))
+    ctx.exchange({c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": "train"}) for c in (0, 1)})
+    active = copy.deepcopy(server._model)
+    logic = {c: factory(c) for c in (0, 1)}
+    parties = {c: logic[c].load(state, 0)[0] for c, state in grid.client_states().items()}
+
+    # Execute: one step through messages, and the same step as one autograd graph
+    _, sent = server._pretrain_step(ctx, split, rows, {}, torch.Generator().manual_seed(7))
+    exchanged = {}
+    for c, party in parties.items():
+        x, present = logic[c].features("train", rows)
+        mean, logvar = party.encoder(x[present])
+        h = torch.from_numpy(np.array(grid.client_states()[c].arrays["pending.h"]))
+        loglik = party.log_likelihood(x[present], torch.ones(int(present.sum()), dtype=torch.bool), h)
+        grads = {k: torch.from_numpy(v) for k, v in sent[c].items()}
+        surrogate = (mean * grads["grad.mean"]).sum() + (logvar * grads["grad.logvar"]).sum() + (loglik * grads["grad.loglik"]).sum()
+        exchanged[c] = torch.autograd.grad(surrogate, list(party.parameters()))
+    joint = joint_gradients(active, parties, split, rows, torch.Generator().manual_seed(7))
+
+    # Assert
+    for c in parties:
+        for a, b in zip(exchanged[c], joint[c], strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def joint_gradients(active, parties, split, rows, generator):  # type: ignore[no-untyped-def]
+    """The IWAE loss's gradient in each passive party's parameters, all parties in one graph."""
+    present = torch.from_numpy(split.present[rows])
+    blocks = [torch.from_numpy(np.nan_to_num(b[rows])) for b in split.blocks]
+    encoders = [active.party.encoder] + [parties[c].encoder for c in sorted(parties)]
+    models = [active.party] + [parties[c] for c in sorted(parties)]
+    means, logvars = [], []
+    for k, encoder in enumerate(encoders):
+        m, lv = encoder(blocks[k])
+        means.append(torch.where(present[:, [k]], m, torch.zeros(())))
+        logvars.append(torch.where(present[:, [k]], lv, torch.zeros(())))
+    q_mean, q_logvar = fuse_posteriors(torch.stack(means, 1), torch.stack(logvars, 1), present, PARAMS.fusion)
+    h = q_mean + torch.exp(0.5 * q_logvar) * torch.randn((PARAMS.kappa, *q_mean.shape), generator=generator)
+    loglik = sum(model.log_likelihood(blocks[k], present[:, k], h) for k, model in enumerate(models))
+    loss = -iwae_bound(active.log_weights(h, q_mean, q_logvar, loglik, generator)).mean()
+    return {c: torch.autograd.grad(loss, list(parties[c].parameters()), retain_graph=True) for c in sorted(parties)}
