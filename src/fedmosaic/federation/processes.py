@@ -4,8 +4,8 @@ Workers are forked from the calling process, so they start in milliseconds
 and share everything already loaded (datasets, client factories) page for
 page until one side writes to it: nothing is pickled to start them. Each
 worker answers one request at a time; while working it may stream events
-(progress) back. A worker ignores Ctrl-C (the parent decides), dies with its
-parent, and stops when its pipe closes; :meth:`WorkerPool.close` ends them
+(progress) back. A worker runs in a session of its own, ignores Ctrl-C (the
+parent decides), dies with its parent, and stops when its pipe closes; :meth:`WorkerPool.close` ends them
 all, politely after normal use and at once after an error or an interrupt.
 """
 
@@ -204,6 +204,7 @@ def _serve(
 ) -> None:
     for other in inherited:
         other.close()
+    _own_session()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
     if setup is not None:
@@ -228,6 +229,21 @@ def _serve(
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}" if not isinstance(error, FedmosaicError) else text
+
+
+def _own_session() -> None:
+    """Start a session of its own, as Ray's workers do.
+
+    Where the kernel shares the CPU between sessions first (Linux autogroup,
+    the default of desktop systems), workers in the parent's session would
+    split one share between them on a busy machine; each in its own session
+    gets one share per worker. The parent still stops them (and they die
+    with it), and they ignore the terminal's Ctrl-C in any case.
+    """
+    try:
+        os.setsid()
+    except OSError:
+        pass
 
 
 def _die_with_parent(parent: int) -> None:
