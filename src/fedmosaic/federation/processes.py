@@ -15,6 +15,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 import traceback
 import weakref
 from multiprocessing.connection import Connection, wait
@@ -204,6 +205,7 @@ def _serve(
 ) -> None:
     for other in inherited:
         other.close()
+    _fresh_standard_streams()
     _own_session()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
@@ -229,6 +231,19 @@ def _serve(
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}" if not isinstance(error, FedmosaicError) else text
+
+
+def _fresh_standard_streams() -> None:
+    """New stdout/stderr objects on the same descriptors.
+
+    A thread of the parent (a progress display) may have held their locks
+    at the moment of the fork; the child's copies would stay locked forever.
+    """
+    try:
+        sys.stdout = open(1, "w", closefd=False, buffering=1)
+        sys.stderr = open(2, "w", closefd=False, buffering=1)
+    except OSError:  # no such descriptor: keep the inherited objects
+        pass
 
 
 def _own_session() -> None:
