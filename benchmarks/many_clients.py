@@ -3,9 +3,11 @@
 FedAvg on MNIST (MLP 784-200-200-10, IID split of the 60,000 training
 images, 1 local epoch, batch 32). Each client count runs in a fresh process
 (so that peak memory is its own); the script prints the time per round (the
-median over rounds after the first), the start-up time (workload prepared
-until the first round starts) and the peak resident memory of the main
-process and of the largest worker process, for each count side by side.
+median of the rounds between the first, which builds the clients, and the
+last, which also evaluates), the time spent outside rounds (loading and
+partitioning the data, writing results) and the peak resident memory of the
+main process and of the largest worker process (which counts pages it shares
+with the main process), for each count side by side.
 
 Usage: python benchmarks/many_clients.py [--clients 10 100 1000] [--rounds 4] [--workers 1] [--out FILE]
 """
@@ -57,7 +59,7 @@ def measure_one(clients: int, rounds: int, workers: int | None, data_dir: Path) 
         "sampled_per_round": history[0]["clients_sampled"],
         "round_seconds_median": statistics.median(times[1:-1] or times),
         "round_seconds": times,
-        "startup_seconds": total - sum(times),
+        "outside_rounds_seconds": total - sum(times),
         "peak_rss_mb_main": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "peak_rss_mb_largest_worker": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "final_accuracy": results["runs"][0]["final"]["accuracy"],

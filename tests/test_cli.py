@@ -169,3 +169,25 @@ def test_ctrl_c_on_parallel_jobs_and_workers_leaves_no_process_behind(tmp_path: 
     assert process.returncode != 0 and "Traceback" not in stderr
     time.sleep(0.5)
     assert not [pid for pid in spawned if _running(pid)]
+
+
+def test_a_grid_with_parallel_jobs_shows_one_progress_display_and_its_table(tmp_path: Path) -> None:
+    experiment = {
+        "name": "jobs",
+        "data": {"dataset": "digits"},
+        "partition": {"num_clients": 3, "min_size": 20},
+        "federation": {"rounds": 2},
+        "model": {"hidden": [8]},
+        "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "Local", "method": "fedavg", "setting": "local"}],
+        "grid": {"axes": {"seed": [0, 1]}, "rows": "seed", "columns": "seed", "secondary": ""},
+    }
+    (tmp_path / "grid.toml").write_text(tomli_w.dumps(experiment))
+    result = subprocess.run(
+        [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "grid.toml", "--jobs", "2", "--out", "out"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "120"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "jobs: accuracy (%)" in result.stdout
+    assert (tmp_path / "out" / "results.json").exists()
+    assert "2/2 done" in result.stderr and "Traceback" not in result.stderr

@@ -4,8 +4,8 @@ Workers are forked from the calling process, so they start in milliseconds
 and share everything already loaded (datasets, client factories) page for
 page until one side writes to it: nothing is pickled to start them. Each
 worker answers one request at a time; while working it may stream events
-(progress) back. A worker ignores Ctrl-C (the parent decides), dies with its
-parent, and stops when its pipe closes; :meth:`WorkerPool.close` ends them
+(progress) back. A worker runs in a session of its own, ignores Ctrl-C (the
+parent decides), dies with its parent, and stops when its pipe closes; :meth:`WorkerPool.close` ends them
 all, politely after normal use and at once after an error or an interrupt.
 """
 
@@ -15,6 +15,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 import traceback
 import weakref
 from multiprocessing.connection import Connection, wait
@@ -204,6 +205,8 @@ def _serve(
 ) -> None:
     for other in inherited:
         other.close()
+    _fresh_standard_streams()
+    _own_session()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
     if setup is not None:
@@ -228,6 +231,34 @@ def _serve(
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}" if not isinstance(error, FedmosaicError) else text
+
+
+def _fresh_standard_streams() -> None:
+    """New stdout/stderr objects on the same descriptors.
+
+    A thread of the parent (a progress display) may have held their locks
+    at the moment of the fork; the child's copies would stay locked forever.
+    """
+    try:
+        sys.stdout = open(1, "w", closefd=False, buffering=1)
+        sys.stderr = open(2, "w", closefd=False, buffering=1)
+    except OSError:  # no such descriptor: keep the inherited objects
+        pass
+
+
+def _own_session() -> None:
+    """Start a session of its own, as Ray's workers do.
+
+    Where the kernel shares the CPU between sessions first (Linux autogroup,
+    the default of desktop systems), workers in the parent's session would
+    split one share between them on a busy machine; each in its own session
+    gets one share per worker. The parent still stops them (and they die
+    with it), and they ignore the terminal's Ctrl-C in any case.
+    """
+    try:
+        os.setsid()
+    except OSError:
+        pass
 
 
 def _die_with_parent(parent: int) -> None:
