@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fcm_grid_time.py
 	$(BIN)/python benchmarks/fedcfa_step_cost.py
 	$(BIN)/python benchmarks/vfl_bytes.py
+	$(BIN)/python benchmarks/engines.py
 
 clean:
 	rm -rf $(VENV) runs

@@ -40,10 +40,14 @@ def _fedmosaic(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         (["run", "digits-fedavgg"], "error: experiment: 'digits-fedavgg' is neither a preset nor a .toml file; did you mean 'digits-fedavg'?"),
         (["run", "missing.toml"], "error: experiment: no such file: missing.toml"),
         (["report", "nowhere"], "error: no results.json in nowhere"),
+        (["run", "digits-fedavg", "--engine", "ray"], "error: federation.engine: input should be 'inprocess', 'flower-simulation' or 'flower'"),
+        (["run", "digits-fedavg", "--engine", "flower"], "error: federation.engine: 'flower' runs on a SuperLink"),
+        (["run", "digits-fedavg", "--engine", "inprocess", "--superlink", "127.0.0.1:9"], "error: --superlink: needs federation.engine = flower"),
+        (["deploy", "digits-fedavg", "--nodes", "3"], "error: --nodes: must equal the experiment's number of clients (10), got 3"),
     ],
 )
 def test_bad_input_gives_one_line_exit_code_2_and_no_results(tmp_path: Path, args, expected: str) -> None:
-    result = _fedmosaic(*args, "--out", "out", cwd=tmp_path) if args[0] == "run" else _fedmosaic(*args, cwd=tmp_path)
+    result = _fedmosaic(*args, "--out", "out", cwd=tmp_path) if args[0] in ("run", "deploy") else _fedmosaic(*args, cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr

@@ -8,7 +8,7 @@ import pytest
 from flwr.app import Context, RecordDict
 
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.config import load_config, method_params
+from fedmosaic.experiments.config import fingerprint, load_config, method_params
 from fedmosaic.experiments.engines import JobSpec, SimulationEngine
 from fedmosaic.experiments.flower_client import client_logic
 from fedmosaic.experiments.runner import configured_engine, run_experiment
@@ -99,7 +99,8 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
     header = JobSpec(document, 1, "federated", Schedule(num_clients=3), 4, lambda c: None, data_dir="/data").header()
 
     assert json.loads(header["experiment"]) == document
-    assert (header["run"], header["job"], header["label"], header["seed"], header["data-dir"]) == (1, "1/federated", "federated", 4, "/data")
+    assert (header["run"], header["label"], header["seed"], header["data-dir"]) == (1, "federated", 4, "/data")
+    assert header["job"] == f"{fingerprint(document)}/1/federated"
 
 
 @pytest.mark.slow

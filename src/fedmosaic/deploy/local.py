@@ -12,6 +12,7 @@ from fedmosaic.deploy.submit import submit
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.outputs import prepare_out_dir
+from fedmosaic.experiments.workloads import prepare_workload
 
 
 def deploy_experiment(
@@ -59,13 +60,15 @@ def deploy_experiment(
     Raises
     ------
     ConfigError
-        If ``nodes`` differs from the number of clients, or the output folder
-        is occupied.
+        If ``nodes`` differs from the number of clients, the data cannot be
+        laid out, or the output folder is occupied (all checked before any
+        process starts).
     """
     source = apply_overrides(source, ["federation.engine=flower"])
     config = load_config(source)
     if nodes is not None and nodes != config.num_clients:
         raise ConfigError("--nodes", f"must equal the experiment's number of clients ({config.num_clients}), got {nodes}")
+    prepare_workload(config, data_dir=data_dir)
     prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
 
     def node_config(index: int) -> dict[str, str]:

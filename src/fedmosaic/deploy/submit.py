@@ -111,5 +111,5 @@ def submit(
     code = process.wait()
     results = out_dir / "results.json"
     if code != 0 or not results.exists():
-        raise FedmosaicError(f"the run on {connection.address} ended without results (flwr run exit code {code})")
+        raise FedmosaicError(f"the run on {connection.address} ended without results (flwr run exit code {code}); its output above says why")
     return json.loads(results.read_text())

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fedmosaic.experiments.config import FederationSection
+from fedmosaic.experiments.config import FederationSection, fingerprint
 from fedmosaic.experiments.inprocess_grid import make_grid
 from fedmosaic.federation import ClientLogic, Grid, RoundRecord, Schedule
 from fedmosaic.federation.message import ConfigValue
@@ -59,11 +59,16 @@ class JobSpec:
     reply_timeout_s: float = 300.0
 
     def header(self) -> dict[str, ConfigValue]:
-        """What every Flower message of this job carries so a client can rebuild its logic."""
+        """What every Flower message of this job carries so a client can rebuild its logic.
+
+        ``job`` keys the client's state in ``context.state``: it names the
+        experiment (the fingerprint of its configuration, so the points of a
+        grid do not share states), the run and the job.
+        """
         header: dict[str, ConfigValue] = {
             "experiment": json.dumps(self.document, sort_keys=True, separators=(",", ":")),
             "run": self.run,
-            "job": f"{self.run}/{self.label}",
+            "job": f"{fingerprint(self.document)}/{self.run}/{self.label}",
             "label": self.label,
             "seed": self.seed,
         }

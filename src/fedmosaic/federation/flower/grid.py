@@ -117,28 +117,41 @@ class FlowerGrid(Grid):
         return {client: replies[client] for client in sorted(replies)}
 
     def _exchange(self, outgoing: list[tuple[int, FlowerMessage]], rnd: int) -> dict[int, Message]:
-        if not outgoing:
-            return {}
-        self._grid.push_messages([m for _, m in outgoing])
-        pending = {m.metadata.message_id: client for client, m in outgoing}
-        deadline = time.monotonic() + self._timeout_s
+        answers, silent = self._round_trip(outgoing)
         replies: dict[int, Message] = {}
+        for client, answer in answers.items():
+            if answer.has_error():
+                self._lose(rnd, client, f"error reply {answer.error.code}: {answer.error.reason}")
+            else:
+                replies[client], _ = from_record_dict(answer.content)
+        for client in silent:
+            self._lose(rnd, client, f"no reply within {self._timeout_s:g} s")
+        return replies
+
+    def _round_trip(self, outgoing: list[tuple[int, FlowerMessage]]) -> tuple[dict[int, FlowerMessage], list[int]]:
+        """Push the messages, then pull until every reply has come or the timeout has passed.
+
+        Returns
+        -------
+        (dict, list)
+            The Flower replies by key (error replies included), and the keys
+            whose reply did not come.
+        """
+        if not outgoing:
+            return {}, []
+        self._grid.push_messages([m for _, m in outgoing])
+        pending = {m.metadata.message_id: key for key, m in outgoing}
+        deadline = time.monotonic() + self._timeout_s
+        answers: dict[int, FlowerMessage] = {}
         while pending:
             for reply in self._grid.pull_messages(list(pending)):
-                client = pending.pop(reply.metadata.reply_to_message_id, None)
-                if client is None:
-                    continue
-                if reply.has_error():
-                    self._lose(rnd, client, f"error reply {reply.error.code}: {reply.error.reason}")
-                else:
-                    replies[client], _ = from_record_dict(reply.content)
-            if pending and time.monotonic() >= deadline:
-                for client in pending.values():
-                    self._lose(rnd, client, f"no reply within {self._timeout_s:g} s")
+                key = pending.pop(reply.metadata.reply_to_message_id, None)
+                if key is not None:
+                    answers[key] = reply
+            if not pending or time.monotonic() >= deadline:
                 break
-            if pending:
-                time.sleep(POLL_S)
-        return replies
+            time.sleep(POLL_S)
+        return answers, sorted(pending.values())
 
     def _map_nodes(self, wanted: Iterable[int]) -> set[int]:
         """Learn the partition of every connected node not asked yet; return the connected nodes.
@@ -162,29 +175,19 @@ class FlowerGrid(Grid):
 
     def _ask_partitions(self, node_ids: list[int]) -> None:
         self._asked.update(node_ids)
-        outgoing = [
-            (node, self._flower_message(Message(kind=PARTITION_QUERY), dict(self._header), node, 0))
-            for node in node_ids
-        ]
-        self._grid.push_messages([m for _, m in outgoing])
-        pending = {m.metadata.message_id: node for node, m in outgoing}
-        deadline = time.monotonic() + self._timeout_s
-        while pending and time.monotonic() < deadline:
-            for reply in self._grid.pull_messages(list(pending)):
-                node = pending.pop(reply.metadata.reply_to_message_id, None)
-                if node is None or reply.has_error():
-                    continue
-                answer, _ = from_record_dict(reply.content)
-                partition = int(answer.config[PARTITION])
-                if partition in self._nodes:
-                    raise FedmosaicError(
-                        f"nodes {self._nodes[partition]} and {node} both serve partition {partition}"
-                    )
-                self._nodes[partition] = node
-            if pending:
-                time.sleep(POLL_S)
-        for node in pending.values():
-            log.warning("node %d did not say which partition it serves", node)
+        answers, silent = self._round_trip(
+            [(node, self._flower_message(Message(kind=PARTITION_QUERY), dict(self._header), node, 0)) for node in node_ids]
+        )
+        for node, answer in answers.items():
+            if answer.has_error():
+                log.warning("node %d did not say which partition it serves: %s", node, answer.error.reason)
+                continue
+            partition = int(from_record_dict(answer.content)[0].config[PARTITION])
+            if partition in self._nodes:
+                raise FedmosaicError(f"nodes {self._nodes[partition]} and {node} both serve partition {partition}")
+            self._nodes[partition] = node
+        for node in silent:
+            log.warning("node %d did not say which partition it serves within %g s", node, self._timeout_s)
 
     def _flower_message(self, message: Message, header: dict[str, ConfigValue], node: int, rnd: int) -> FlowerMessage:
         return FlowerMessage(

@@ -1,0 +1,129 @@
+"""A real SuperLink and SuperNodes on 127.0.0.1: same results as in process, secured, and robust to a lost node.
+
+The tests that start Flower processes are marked slow: each round costs
+seconds (SuperNodes poll every 3 s and start a process per message).
+"""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from fedmosaic.deploy.local import deploy_experiment
+from fedmosaic.deploy.processes import LocalDeployment
+from fedmosaic.deploy.security import make_node_key
+from fedmosaic.deploy.submit import submit
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.runner import run_experiment
+
+DIGITS = {
+    "name": "deploy-digits",
+    "seed": 2,
+    "data": {"dataset": "digits"},
+    "partition": {"scheme": "dirichlet", "num_clients": 3, "alpha": 0.5, "min_size": 20},
+    "federation": {"rounds": 2, "engine": "flower", "reply_timeout_s": 120.0},
+    "model": {"hidden": [16]},
+    "train": {"batch_size": 32, "lr": 0.1},
+    "runs": [{"name": "FedAvg", "method": "fedavg"}],
+}
+ASIA = {
+    "name": "deploy-asia",
+    "seed": 0,
+    "data": {"dataset": "bnlearn", "network": "asia", "samples": 2000},
+    "concepts": {"num_clients": 4, "initial_clients": 3, "join_round": 2},
+    "federation": {"rounds": 2, "engine": "flower", "reply_timeout_s": 120.0},
+    "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},
+    "runs": [{"name": "F-CMs", "method": "fcm", "params": {"model": {"family": "cbm"}}}],
+}
+
+
+def _in_process(source: dict, out: Path) -> dict:
+    return run_experiment(load_config(source | {"federation": source["federation"] | {"engine": "inprocess"}}), out)
+
+
+def _numbers(results: dict) -> list:
+    return [
+        (run["final"], [{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]])
+        for run in results["runs"]
+    ]
+
+
+def _changed(source: dict, **federation) -> dict:
+    return json.loads(json.dumps(source)) | {"federation": source["federation"] | federation}
+
+
+@pytest.mark.slow
+def test_fedavg_and_fcms_on_supernodes_equal_the_in_process_run(tmp_path: Path) -> None:
+    """Bit-identical results. F-CMs on asia needs 4 clients (3 base concept subsets and an additional
+    one); the fourth joins at round 2 (a registration exchange, then training). FedAvg uses 3 of the nodes."""
+    # Execute
+    with LocalDeployment(tmp_path / "deployment", 4) as deployment:
+        fedavg = submit(DIGITS, tmp_path / "fedavg", deployment.connection, tmp_path / "submit-fedavg", write=print)
+        fcms = submit(ASIA, tmp_path / "fcms", deployment.connection, tmp_path / "submit-fcms", write=print)
+
+    # Assert
+    assert _numbers(fedavg) == _numbers(_in_process(DIGITS, tmp_path / "fedavg-inprocess"))
+    assert _numbers(fcms) == _numbers(_in_process(ASIA, tmp_path / "fcms-inprocess"))
+    assert [row["replies"] for row in fcms["runs"][0]["history"]] == [3, 4]
+    assert [row["trips"] for row in fcms["runs"][0]["history"]] == [2, 2]
+    assert deployment.remaining() == []
+
+
+@pytest.mark.slow
+def test_with_node_keys_an_unregistered_supernode_is_refused(tmp_path: Path) -> None:
+    # Execute
+    with LocalDeployment(tmp_path / "deployment", 1, tls=True, auth=True) as deployment:
+        stranger = deployment.start_node(1, make_node_key(tmp_path / "stranger", "key"), name="stranger")
+        code = stranger.wait(timeout=120)
+
+    # Assert
+    assert code != 0
+    assert "[code: 2004] Failed to activate SuperNode" in (tmp_path / "deployment" / "logs" / "stranger.log").read_text()
+    assert deployment.remaining() == []
+
+
+@pytest.mark.slow
+def test_deploy_with_tls_and_registered_keys_runs_end_to_end(tmp_path: Path) -> None:
+    lines: list[str] = []
+
+    results = deploy_experiment(_changed(DIGITS, rounds=1), tmp_path / "out", nodes=3, tls=True, auth=True, write=lines.append)
+
+    assert results["runs"][0]["history"][0]["replies"] == 3
+    assert any("(TLS, node auth)" in line for line in lines)
+    assert any("FedAvg: round 1/1" in line for line in lines)
+    assert (tmp_path / "out" / "report.html").exists()
+
+
+@pytest.mark.slow
+def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_completes(tmp_path: Path) -> None:
+    # Prepare
+    source = _changed(DIGITS, rounds=2, reply_timeout_s=60.0)
+    lines: list[str] = []
+    with LocalDeployment(tmp_path / "deployment", 3) as deployment:
+
+        def watch(line: str) -> None:
+            lines.append(line)
+            if "round 1/2" in line:
+                deployment.kill_node(2)
+
+        # Execute
+        start = time.monotonic()
+        results = submit(source, tmp_path / "out", deployment.connection, tmp_path / "submit", write=watch)
+
+    # Assert
+    history = results["runs"][0]["history"]
+    assert [row["status"] for row in history] == ["ok", "ok"]
+    assert [row["dropped"] for row in history] == [[], [2]]
+    assert [row["replies"] for row in history] == [3, 2]
+    assert "final" in results["runs"][0] and "accuracy" in results["runs"][0]["final"]
+    assert any("client 2 dropped out" in line for line in lines)
+    assert time.monotonic() - start < 300
+    assert deployment.remaining() == []
+
+
+def test_deploy_refuses_a_node_count_other_than_the_clients_before_starting_anything(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--nodes.*number of clients \\(3\\), got 5"):
+        deploy_experiment(DIGITS, tmp_path / "out", nodes=5)
+    assert not (tmp_path / "out").exists()
