@@ -1,15 +1,20 @@
 """The same experiment on the three engines, side by side: wall time, trips and bytes per round.
 
-Runs one preset (default: digits-fedavg cut to 3 clients and 3 rounds, with
-FedAvg and FedCFA) in process, on Flower's simulation (Ray, started by the
-run) and on a loopback deployment (a SuperLink and one SuperNode per client
-on 127.0.0.1, started and stopped by the run), one after the other in one
-process. Prints, per engine and run: the seconds of the first round and the
-mean of the later ones (as the round loop measures them), trips and bytes
-per round, the total wall time including start-up, the final accuracy, and
-whether every engine gave the same final metrics.
+Runs one preset in process, on Flower's simulation (Ray, started by the run)
+and on a loopback deployment (a SuperLink and one SuperNode per client on
+127.0.0.1, started and stopped by the run), one after the other in one
+process. ``--case`` picks the preset and its overrides: ``horizontal`` (the
+default) is digits-fedavg cut to 3 clients and 3 rounds, with FedAvg and
+FedCFA; ``vertical`` is FALSE-VFL on a tiny vertical digits task (4 parties
+of 4x4-pixel patches, 3 of them SuperNodes, 120 training rows in one
+mini-batch, 1 round of stage 1 and 1 of stage 2 with an evaluation: 7 trips
+in all). ``--preset`` and ``--set`` replace the case's. Prints, per engine
+and run: the seconds of the first round and the mean of the later ones (as
+the round loop measures them), trips and bytes per round, the total wall
+time including start-up, the final accuracy, and whether every engine gave
+the same final metrics.
 
-Usage: python benchmarks/engines.py [--preset digits-fedavg] [--set key=value ...] [--out FILE]
+Usage: python benchmarks/engines.py [--case horizontal|vertical] [--preset NAME] [--set key=value ...] [--out FILE]
 """
 
 from __future__ import annotations
@@ -27,11 +32,32 @@ from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import run_experiment
 
-DEFAULT_SET = [
-    "partition.num_clients=3",
-    "federation.rounds=3",
-    'runs=[{name="FedAvg",method="fedavg"},{name="FedCFA",method="fedcfa"}]',
-]
+CASES: dict[str, tuple[str, list[str]]] = {
+    "horizontal": (
+        "digits-fedavg",
+        [
+            "partition.num_clients=3",
+            "federation.rounds=3",
+            'runs=[{name="FedAvg",method="fedavg"},{name="FedCFA",method="fedcfa"}]',
+        ],
+    ),
+    "vertical": (
+        "vfl-isolet",
+        [
+            "data.dataset=digits",
+            "vertical.num_parties=4",
+            'vertical.split="patches"',
+            'vertical.test_missing="mcar:0.2"',
+            "vertical.label_budget=40",
+            "vertical.train_rows=120",
+            "vertical.test_rows=60",
+            "federation.rounds=2",
+            "federation.evaluate_every=2",
+            'runs=[{name="FALSE-VFL",method="false-vfl",params={stage1_rounds=1,batch_size=128,hidden=16,classifier_passes=1}}]',
+        ],
+    ),
+}
+"""Each case's preset and overrides."""
 
 
 def run_on(engine: str, source: dict[str, Any], out: Path) -> tuple[dict[str, Any], float]:
@@ -60,12 +86,15 @@ def per_round(run: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="digits-fedavg")
+    parser.add_argument("--case", choices=sorted(CASES), default="horizontal")
+    parser.add_argument("--preset", default=None)
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    overrides = DEFAULT_SET if args.overrides is None else args.overrides
-    source = apply_overrides(resolve_experiment(args.preset), overrides)
+    preset, overrides = CASES[args.case]
+    preset = args.preset or preset
+    overrides = overrides if args.overrides is None else args.overrides
+    source = apply_overrides(resolve_experiment(preset), overrides)
     engines: dict[str, Any] = {}
     finals = {}
     with tempfile.TemporaryDirectory(prefix="fedmosaic-engines-") as folder:
@@ -79,7 +108,8 @@ def main() -> None:
     emit(
         {
             "benchmark": "engines",
-            "preset": args.preset,
+            "case": args.case,
+            "preset": preset,
             "overrides": overrides,
             "engines": engines,
             "identical_final_metrics": finals["inprocess"] == finals["flower-simulation"] == finals["flower"],

@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from fedmosaic.experiments.engines import JobSpec, SimulationEngine
 from fedmosaic.experiments.flower_client import client_logic
 from fedmosaic.experiments.runner import configured_engine, run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
-from fedmosaic.federation import ClientContext, ClientState, Message, Schedule
+from fedmosaic.federation import ClientContext, ClientState, Message, Schedule, ServerLogic
 from fedmosaic.methods.registry import get_method
 
 DIGITS = {
@@ -38,6 +39,29 @@ ASIA = {
     "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},
     "runs": [{"name": "F-CMs", "method": "fcm", "params": {"model": {"family": "cbm"}}}],
 }
+VERTICAL = {
+    "name": "engines-vertical",
+    "seed": 3,
+    "data": {"dataset": "digits"},
+    "vertical": {
+        "num_parties": 4,
+        "train_missing": "mcar:0.5",
+        "test_missing": "mcar:0.2",
+        "label_budget": 40,
+        "train_rows": 120,
+        "test_rows": 60,
+    },
+    "federation": {"rounds": 3, "evaluate_every": 1},
+    "runs": [
+        {
+            "name": "FALSE-VFL",
+            "method": "false-vfl",
+            "params": {"stage1_rounds": 1, "batch_size": 64, "hidden": 16, "classifier_passes": 1},
+        },
+        {"name": "LASER-VFL", "method": "laser-vfl", "params": {"batch_size": 64, "hidden": 16}},
+    ],
+}
+ROWS = np.arange(0, 120, 7)
 
 
 def _with_engine(source: dict, engine: str) -> dict:
@@ -68,18 +92,33 @@ def test_an_unknown_engine_is_refused_naming_the_accepted_ones() -> None:
         load_config(_with_engine(DIGITS, "ray"))
 
 
-def test_a_node_rebuilds_from_the_header_the_client_the_runner_builds() -> None:
-    """The ClientApp's logic, made from the job header alone, replies exactly like the runner's."""
+@pytest.mark.parametrize(
+    ("source", "run", "request_for"),
+    [
+        (DIGITS, 0, lambda server: Message(arrays=server.params, config={"round": 1})),
+        (VERTICAL, 0, lambda server: Message(arrays={"rows": ROWS}, config={"action": "posterior", "split": "train"})),
+        (VERTICAL, 1, lambda server: Message(arrays={"rows": ROWS}, config={"action": "embed", "split": "train"})),
+    ],
+    ids=["fedavg", "false-vfl-passive-party", "laser-vfl-passive-party"],
+)
+def test_a_node_rebuilds_from_the_header_the_client_the_runner_builds(
+    source: dict, run: int, request_for: Callable[[ServerLogic], Message]
+) -> None:
+    """The ClientApp's logic, made from the job header alone, replies exactly like the runner's.
+
+    Vertical jobs too: a node rebuilds its passive party (its column block,
+    its model) from the experiment in the header.
+    """
     # Prepare
-    config = load_config(DIGITS)
+    config = load_config(source)
     workload = prepare_workload(config)
     job = workload.jobs("federated", config)[0]
-    server, factory = get_method("fedavg").build(job.task, method_params(config, 0))
+    server, factory = get_method(config.runs[run].method).build(job.task, method_params(config, run))
     server.initialize(config.seed)
-    spec = JobSpec(config.model_dump(mode="json", exclude_none=True), 0, job.label, job.schedule, config.seed, factory)
+    spec = JobSpec(config.model_dump(mode="json", exclude_none=True), run, job.label, job.schedule, config.seed, factory)
     header = spec.header() | {"round": 1, "client": 2}
     node = Context(run_id=1, node_id=5, node_config={"partition-id": 2}, state=RecordDict(), run_config={})
-    message = Message(arrays=server.params, config={"round": 1})
+    message = request_for(server)
     context = ClientContext(2, 1, 123)
 
     # Execute
@@ -88,6 +127,7 @@ def test_a_node_rebuilds_from_the_header_the_client_the_runner_builds() -> None:
 
     # Assert
     assert reply.metrics == expected.metrics
+    assert sorted(reply.arrays) == sorted(expected.arrays)
     for name in expected.arrays:
         np.testing.assert_array_equal(reply.arrays[name], expected.arrays[name])
 
@@ -114,3 +154,25 @@ def test_flower_simulation_gives_bit_identical_results(source: dict, tmp_path: P
     # Assert
     assert _numbers(simulated) == _numbers(in_process)
     assert all(row["replies"] > 0 for run in simulated["runs"] for row in run["history"])
+
+
+@pytest.mark.slow
+def test_false_vfl_on_flower_simulation_gives_bit_identical_results(tmp_path: Path) -> None:
+    """FALSE-VFL (both stages, evaluation every round) on Flower's simulation equals the in-process run.
+
+    The active party is the server logic; each passive party runs in the
+    ClientApp, rebuilt from the job header, its model and optimizer in
+    ``context.state`` between messages.
+    """
+    # Prepare
+    source = VERTICAL | {"runs": VERTICAL["runs"][:1]}
+
+    # Execute
+    in_process = run_experiment(load_config(source), tmp_path / "inprocess")
+    simulated = run_experiment(load_config(_with_engine(source, "flower-simulation")), tmp_path / "simulation")
+
+    # Assert
+    assert _numbers(simulated) == _numbers(in_process)
+    history = simulated["runs"][0]["history"]
+    assert [row["trips"] for row in history] == [5, 4, 3]
+    assert "iwae_bound" in history[0]["metrics"] and "accuracy" in history[-1]["metrics"]
