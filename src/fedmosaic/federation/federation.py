@@ -14,6 +14,7 @@ from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.logic import ServerLogic
 from fedmosaic.federation.privacy import PrivacyBudget
 from fedmosaic.federation.robust import Aggregator, Mean
+from fedmosaic.federation.rng import capture_rng_states, restore_rng_states
 from fedmosaic.federation.round import MessageObserver, QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
 from fedmosaic.federation.validation import ReplyLimits
@@ -256,6 +257,7 @@ class Federation:
                 clients=self.grid.client_states(),
                 history=[r.to_dict() for r in history],
                 finished=len(history) == self.rounds or self.server.done(),
+                rng=capture_rng_states(),
             ),
             self.checkpoint,
         )
@@ -271,4 +273,5 @@ class Federation:
             )
         self.server.load_state_dict(saved.server)
         self.grid.load_client_states(saved.clients)
+        restore_rng_states(saved.rng)
         return [RoundRecord(**r) for r in saved.history]
