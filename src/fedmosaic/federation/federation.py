@@ -207,7 +207,8 @@ class Federation:
                 continue
             status = "ok"
             if self.privacy is not None:
-                metrics.update(self.privacy.spent(self._history, len(ctx.clients) / self.schedule.num_clients))
+                rate = len(ctx.clients) / len(self.schedule.available(rnd))  # per available client
+                metrics.update(self.privacy.spent(self._history, rate))
             break
         if rnd % self.evaluate_every == 0 or rnd == self.rounds or self.server.done():
             metrics.update(self.server.evaluate(rnd))
