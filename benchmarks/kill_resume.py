@@ -35,7 +35,7 @@ EXPERIMENT: dict[str, Any] = {
     "seed": 2,
     "data": {"dataset": "digits"},
     "partition": {"scheme": "dirichlet", "num_clients": 4, "alpha": 1.0, "min_size": 20},
-    "federation": {"rounds": 25, "audit": True},
+    "federation": {"rounds": 12, "audit": True},
     "model": {"hidden": [16]},
     "aggregation": {"rule": "trimmed-mean", "trim": 0.25},
     "runs": [
