@@ -36,6 +36,11 @@ def _start(folder: Path, out: str, *resume: str) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+def _until_first_checkpoint(process: subprocess.Popen, folder: Path) -> None:
+    while process.poll() is None and not any((folder / "checkpoints").rglob("*.npz")):
+        time.sleep(0.005)
+
+
 def _outcome(folder: Path) -> tuple[dict, dict[str, str]]:
     results = json.loads((folder / "results.json").read_text())
     for run in results["runs"]:
@@ -46,17 +51,20 @@ def _outcome(folder: Path) -> tuple[dict, dict[str, str]]:
 
 
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_results(tmp_path: Path) -> None:
-    # Prepare: the uninterrupted reference, timed.
+    # Prepare: the uninterrupted reference, its rounds timed from the first checkpoint.
     (tmp_path / "exp.toml").write_text(tomli_w.dumps(SOURCE))
+    process = _start(tmp_path, "reference")
+    _until_first_checkpoint(process, tmp_path / "reference")
     began = time.monotonic()
-    assert _start(tmp_path, "reference").wait() == 0
+    assert process.wait() == 0
     duration = time.monotonic() - began
     reference = _outcome(tmp_path / "reference")
-    delays = np.random.default_rng(11).uniform(0.3 * duration, 0.95 * duration, size=2)
+    delays = np.random.default_rng(11).uniform(0.0, duration, size=2)
 
     for index, delay in enumerate(delays):
-        # Execute: kill after the delay (wherever the run is), then resume to the end.
+        # Execute: kill after the delay (wherever the rounds are), then resume to the end.
         process = _start(tmp_path, f"trial-{index}")
+        _until_first_checkpoint(process, tmp_path / f"trial-{index}")
         time.sleep(float(delay))
         process.send_signal(signal.SIGKILL)
         process.wait()
