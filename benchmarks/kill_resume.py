@@ -3,11 +3,12 @@
 Runs a small experiment (digits, 4 clients, FedAvg and NaiveMix combined
 with a trimmed mean, the message audit on) once without
 interruption as the reference, then for each trial starts the same run as a
-separate process, kills it with SIGKILL after a random delay (uniform over
-the reference's duration, process start included, so kills land during
-imports, rounds and checkpoint writes alike), resumes it with ``--resume``
-until it finishes, and compares ``results.json`` (without wall times) and the
-message audit with the reference's.
+separate process, waits until its message audit holds a random number of
+the reference's messages (uniform over all of them, so every kill lands
+while the rounds run), waits a further 0-50 ms (to land inside exchanges,
+training and checkpoint writes alike), kills it with SIGKILL, resumes it with
+``--resume`` until it finishes, and compares ``results.json`` (without wall
+times) and the message audit with the reference's.
 
 Usage: python benchmarks/kill_resume.py [--trials 20] [--seed 0] [--work DIR] [--out FILE]
 """
@@ -63,6 +64,17 @@ def finish(work: Path, out: str, *, resume: bool) -> None:
         raise RuntimeError(f"fedmosaic run failed ({process.returncode}): {err.decode().strip()}")
 
 
+def messages(folder: Path) -> int:
+    """Messages logged so far in a run's audit."""
+    return sum(p.read_text().count("\n") for p in (folder / "messages").glob("*.jsonl"))
+
+
+def until_messages(process: subprocess.Popen, folder: Path, count: int) -> None:
+    """Wait until ``count`` messages are logged in ``folder`` (or the process has ended)."""
+    while process.poll() is None and messages(folder) < count:
+        time.sleep(0.002)
+
+
 def outcome(folder: Path) -> dict[str, Any]:
     """What must not depend on interruptions: results without wall times, and the message logs."""
     results = json.loads((folder / "results.json").read_text())
@@ -74,10 +86,11 @@ def outcome(folder: Path) -> dict[str, Any]:
     return {"results": results, "messages": logs}
 
 
-def trial(work: Path, index: int, delay: float, reference: dict[str, Any]) -> dict[str, Any]:
-    """One kill at ``delay`` seconds, resumes until finished, and the comparison."""
+def trial(work: Path, index: int, after: int, delay: float, reference: dict[str, Any]) -> dict[str, Any]:
+    """One kill ``delay`` seconds after ``after`` messages, resumes until finished, and the comparison."""
     out = f"trial-{index:02d}"
     process = start(work, out, resume=False)
+    until_messages(process, work / out, after)
     time.sleep(delay)
     killed = process.poll() is None
     if killed:
@@ -86,7 +99,7 @@ def trial(work: Path, index: int, delay: float, reference: dict[str, Any]) -> di
     checkpoints = sorted(str(p.relative_to(work / out)) for p in (work / out).rglob("*.npz")) if (work / out).exists() else []
     finish(work, out, resume=True)
     same = outcome(work / out) == reference
-    return {"delay_s": round(delay, 3), "killed": killed, "checkpoints_at_kill": checkpoints, "identical": same}
+    return {"after_messages": after, "delay_s": round(delay, 3), "killed": killed, "checkpoints_at_kill": checkpoints, "identical": same}
 
 
 def main() -> None:
@@ -99,17 +112,17 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="kill-resume-"))
     work.mkdir(parents=True, exist_ok=True)
     (work / "exp.toml").write_text(tomli_w.dumps(EXPERIMENT))
-    began = time.perf_counter()
     finish(work, "reference", resume=False)
-    duration = time.perf_counter() - began
     reference = outcome(work / "reference")
+    total = messages(work / "reference")
     rng = np.random.default_rng(args.seed)
-    trials = [trial(work, i, float(rng.uniform(0.0, duration)), reference) for i in range(args.trials)]
+    points = [(int(rng.integers(1, total)), float(rng.uniform(0.0, 0.05))) for _ in range(args.trials)]
+    trials = [trial(work, i, after, delay, reference) for i, (after, delay) in enumerate(points)]
     emit(
         {
             "benchmark": "kill_resume",
             "experiment": EXPERIMENT,
-            "reference_duration_s": round(duration, 2),
+            "reference_messages": total,
             "trials": len(trials),
             "killed": sum(t["killed"] for t in trials),
             "identical": sum(t["identical"] for t in trials),
