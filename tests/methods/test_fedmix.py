@@ -23,6 +23,7 @@ from fedmosaic.federation import (
     Message,
     Schedule,
 )
+from fedmosaic.federation.robust import Median
 from fedmosaic.methods.arrays import model_to_arrays, seeded
 from fedmosaic.methods.fedavg import FedAvgClient
 from fedmosaic.methods.fedmix import (
@@ -370,3 +371,23 @@ def test_a_federation_resumes_exactly_from_a_checkpoint(params: FedMixParams, tm
     assert all(np.array_equal(resumed.params[k], reference.params[k]) for k in reference.params)
     assert resumed.relay.order == reference.relay.order and resumed.relay.held == reference.relay.held
     _assert_states_equal(resumed_grid.client_states(), reference_grid.client_states())
+
+
+def test_the_federations_aggregation_rule_applies_to_fedmix() -> None:
+    # Prepare: a federation combining with the median instead of the mean.
+    server, factory = build_fedmix(_task(_clients()), NaiveMixParams())
+    calls: list[int] = []
+
+    class CountingMedian(Median):
+        def aggregate(self, contributions, reference, rng):  # type: ignore[no-untyped-def]
+            calls.append(len(contributions))
+            return super().aggregate(contributions, reference, rng)
+
+    federation = Federation(server, InProcessGrid(factory, seed=0), Schedule(num_clients=3), seed=0, rounds=2)
+    federation.aggregator = CountingMedian()
+
+    # Execute
+    federation.run()
+
+    # Assert
+    assert calls == [3, 3]

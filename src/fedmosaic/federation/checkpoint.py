@@ -41,6 +41,9 @@ class Checkpoint:
         One record per finished round.
     finished : bool
         Whether the last round has been run.
+    rng : dict of str to numpy.ndarray, default empty
+        States of the process-wide random generators
+        (:func:`~fedmosaic.federation.rng.capture_rng_states`).
     """
 
     fingerprint: str
@@ -48,6 +51,7 @@ class Checkpoint:
     clients: dict[int, ClientState] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
     finished: bool = False
+    rng: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def save_checkpoint(checkpoint: Checkpoint, path: Path) -> None:
@@ -58,6 +62,8 @@ def save_checkpoint(checkpoint: Checkpoint, path: Path) -> None:
     for client_id, state in checkpoint.clients.items():
         for name, array in state.arrays.items():
             arrays[f"client/{client_id}/{name}"] = np.asarray(array)
+    for name, array in checkpoint.rng.items():
+        arrays[f"rng/{name}"] = np.asarray(array)
     meta = {
         "format_version": FORMAT_VERSION,
         "fingerprint": checkpoint.fingerprint,
@@ -68,6 +74,7 @@ def save_checkpoint(checkpoint: Checkpoint, path: Path) -> None:
         },
         "history": checkpoint.history,
         "finished": checkpoint.finished,
+        "rng": list(checkpoint.rng),
     }
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     atomic_write(path, lambda handle: np.savez(handle, **arrays))
@@ -105,6 +112,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
                 clients=clients,
                 history=meta["history"],
                 finished=meta["finished"],
+                rng={name: data[f"rng/{name}"] for name in meta.get("rng", [])},
             )
     except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile) as error:
         raise FedmosaicError(f"checkpoint {path} is unreadable: {error}") from None

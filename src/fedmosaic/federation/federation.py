@@ -14,6 +14,7 @@ from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.logic import ServerLogic
 from fedmosaic.federation.privacy import PrivacyBudget
 from fedmosaic.federation.robust import Aggregator, Mean
+from fedmosaic.federation.rng import capture_rng_states, restore_rng_states
 from fedmosaic.federation.round import MessageObserver, QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
 from fedmosaic.federation.validation import ReplyLimits
@@ -206,7 +207,8 @@ class Federation:
                 continue
             status = "ok"
             if self.privacy is not None:
-                metrics.update(self.privacy.spent(self._history, len(ctx.clients) / self.schedule.num_clients))
+                rate = len(ctx.clients) / len(self.schedule.available(rnd))  # per available client
+                metrics.update(self.privacy.spent(self._history, rate))
             break
         if rnd % self.evaluate_every == 0 or rnd == self.rounds or self.server.done():
             metrics.update(self.server.evaluate(rnd))
@@ -256,6 +258,7 @@ class Federation:
                 clients=self.grid.client_states(),
                 history=[r.to_dict() for r in history],
                 finished=len(history) == self.rounds or self.server.done(),
+                rng=capture_rng_states(),
             ),
             self.checkpoint,
         )
@@ -271,4 +274,5 @@ class Federation:
             )
         self.server.load_state_dict(saved.server)
         self.grid.load_client_states(saved.clients)
+        restore_rng_states(saved.rng)
         return [RoundRecord(**r) for r in saved.history]

@@ -14,7 +14,7 @@ and one client's whole contribution to all sums together stays within
 
 The privacy spent is computed by Opacus's RDP accountant
 (:func:`client_level_epsilon`): one step per aggregated round, with sampling
-rate the share of the clients selected.
+rate the share of the available clients selected.
 """
 
 from __future__ import annotations

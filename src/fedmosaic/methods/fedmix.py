@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -54,6 +54,7 @@ from fedmosaic.federation import (
     label_means_check,
 )
 from fedmosaic.federation.message import ConfigValue
+from fedmosaic.federation.robust import Contribution
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, Pretraining
 from fedmosaic.methods.training import LossFn, TrainParams
@@ -455,6 +456,10 @@ class _SharingRound(RoundContext):
         attached = {client: self._relay.attach(client, m) for client, m in messages.items()}
         spec = (expect or ReplySpec(open=True)).extended(optional_arrays=self._means, checks=(self._check,))
         return self._relay.collect(self._outer.exchange(attached, quorum=quorum, expect=spec))
+
+    def aggregate(self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The federation's rule, applied by the outer round."""
+        return self._outer.aggregate(contributions, reference)
 
 
 class FedMixServer(FedAvgServer):
