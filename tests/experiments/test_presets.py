@@ -3,7 +3,7 @@
 import pytest
 
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.config import grid_points, load_config
 from fedmosaic.experiments.presets import describe_presets, preset_names, preset_source, resolve_experiment
 
 
@@ -23,3 +23,13 @@ def test_the_documented_presets_are_shipped() -> None:
 def test_an_unknown_preset_suggests_the_closest_name() -> None:
     with pytest.raises(ConfigError, match="did you mean 'fcm-asia'"):
         resolve_experiment("fcm-asai")
+
+
+def test_every_point_of_the_fedcfa_table_has_60_clients_sampled_20_percent() -> None:
+    # A grid axis whose values are tables replaces the whole section, so each value must repeat num_clients.
+    points = grid_points(preset_source("fedcfa-table"))
+
+    configs = [load_config(source) for _, source in points]
+
+    assert len(configs) == 18
+    assert {(c.partition.num_clients, c.federation.fraction) for c in configs} == {(60, 0.2)}
