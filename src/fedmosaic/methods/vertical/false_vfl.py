@@ -22,6 +22,11 @@ Each round is one epoch:
 - **Prediction** (in evaluation rounds of stage 2): posteriors and
   log-likelihoods of the test rows, then
   ``p(y | x_obs) = sum_l w_l p_phi(y | h_l)`` with self-normalised weights.
+
+Every reply is checked against :mod:`fedmosaic.methods.vertical.replies`; a
+party whose reply is rejected is absent for that exchange: its posterior is
+left out of the fusion, its log-likelihood out of the weights (both keep the
+bounds valid; see docs/methods/vertical.md).
 """
 
 from __future__ import annotations
@@ -182,6 +187,7 @@ class FalseVFLServer(ServerLogic):
         self._generative_optimizer.zero_grad()
         (-bound).backward()
         self._generative_optimizer.step()
+        # A party missing either reply of this step gets no gradients: its networks skip the step.
         outgoing = {
             c: {
                 "grad.mean": gradient(remote[c][0]),
