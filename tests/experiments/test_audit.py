@@ -36,6 +36,22 @@ CONCEPTS = {
 }
 
 
+VERTICAL = {
+    "name": "audit-vfl",
+    "seed": 1,
+    "data": {"dataset": "digits"},
+    "vertical": {"num_parties": 4, "label_budget": 100, "train_rows": 300, "test_rows": 100},
+    "federation": {"rounds": 2, "audit": True},
+    "runs": [
+        {"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8}},
+        {"name": "Vanilla", "method": "vanilla-vfl", "params": {"embedding": 4, "hidden": 8}},
+        {"name": "PlugVFL", "method": "plug-vfl", "params": {"embedding": 4, "hidden": 8}},
+        {"name": "LASER", "method": "laser-vfl", "params": {"embedding": 4, "hidden": 8}},
+    ],
+}
+DECLARED_LATENTS = {"mean": 4, "logvar": 4, "embedding": 4, "dloglik_dh": 4}
+
+
 def _logs(tmp_path: Path, source: dict) -> dict[str, list[dict]]:
     run_experiment(load_config(source), tmp_path / "out")
     return {path.stem: read_log(path) for path in sorted((tmp_path / "out" / MESSAGES).glob("*.jsonl"))}
@@ -86,3 +102,21 @@ def test_the_check_finds_raw_rows(tmp_path: Path) -> None:
         {"round": 1, "client": 0, "direction": "up", "arrays": {"w": {"shape": [4]}, "rows": {"shape": [37, 64]}}, "metrics": {"num_examples": 37.0}},
     ]
     assert len(_per_sample(entries)) == 1
+
+
+def test_vertical_uploads_are_only_the_declared_per_row_latents(tmp_path: Path) -> None:
+    # Vertical FL sends one latent per requested row by design: the declared exception to the check above.
+    # Every upload holds only the protocol's names, of the latent width (never a party's feature block),
+    # or one log-likelihood per sample and row.
+    logs = _logs(tmp_path, VERTICAL)
+    assert len(logs) == len(VERTICAL["runs"])
+    for name, entries in logs.items():
+        uploads = [e for e in entries if e["direction"] == "up"]
+        assert any(e["arrays"] for e in uploads), name
+        for entry in uploads:
+            assert not entry["metrics"] and not entry["config"], name
+            for array, info in entry["arrays"].items():
+                if array == "loglik":
+                    assert len(info["shape"]) == 2, name
+                else:
+                    assert info["shape"][-1] == DECLARED_LATENTS[array], (name, array)

@@ -37,7 +37,7 @@ def test_digits_are_cut_into_patches_with_bernoulli_pixels_and_a_budget_of_label
     (label, test), = data.tests.items()
     assert label == "MAR 1" and test.present[:, 0].all() and not test.present.all()
     (job,) = workload.jobs("federated", config)
-    assert job.schedule.num_clients == 3 and job.schedule.min_replies == 3
+    assert job.schedule.num_clients == 3 and job.schedule.min_replies == config.federation.min_replies
 
 
 def test_the_same_seed_gives_the_same_masks_and_labels() -> None:

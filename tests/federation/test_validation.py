@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fedmosaic.federation import ArraySpec, Message, ReplyLimits, ReplySpec, check_reply, label_means_check
+from fedmosaic.federation.validation import log_variance_check
 
 SENT = {"layer.weight": np.zeros((3, 2), np.float32), "layer.bias": np.zeros(3, np.float32)}
 SPEC = ReplySpec.like(SENT, metrics={"num_examples", "train_loss"})
@@ -87,6 +88,18 @@ def test_label_means_must_pair_fit_the_examples_and_be_distributions() -> None:
     assert "not distributions" in str(check_reply(reply(2, 0.7), spec))
     assert "hold 0 and 0 rows" in str(check_reply(reply(0, 0.5), spec))
 
+
+
+@pytest.mark.parametrize(
+    ("dtype", "logvar", "accepted"),
+    [("float32", 80.0, True), ("float32", -80.0, True), ("float32", 100.0, False), ("float32", -100.0, False), ("float64", 100.0, True)],
+)
+def test_log_variances_must_stand_for_positive_finite_variances_in_their_dtype(dtype: str, logvar: float, accepted: bool) -> None:
+    spec = ReplySpec(arrays={"logvar": ArraySpec((2,), dtype)}, checks=(log_variance_check("logvar"),))
+    reply = Message(arrays={"logvar": np.array([0.0, logvar], dtype)})
+    reason = check_reply(reply, spec)
+    assert (reason is None) == accepted
+    assert accepted or f"variance exp({logvar:g}) is not a positive finite {dtype}" in str(reason)
 
 # ----------------------------------------------------------------------------- property-based
 

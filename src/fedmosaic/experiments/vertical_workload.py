@@ -36,10 +36,14 @@ class VerticalWorkload:
     figures: tuple[tuple[str, str, bytes], ...] = ()
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
-        """One federation: the active party as server, every passive party replying to every exchange."""
+        """One federation: the active party as server, every passive party asked in every exchange.
+
+        An exchange goes on with ``federation.min_replies`` valid replies: a
+        party whose reply is rejected counts as absent from that exchange's rows.
+        """
         passive = self.data.num_parties - 1
         task = VerticalTask(self.data, config.federation.rounds, config.federation.evaluate_every)
-        return [Job("federated", task, Schedule(num_clients=passive, min_replies=passive))]
+        return [Job("federated", task, Schedule(num_clients=passive, min_replies=config.federation.min_replies))]
 
 
 def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> VerticalWorkload:

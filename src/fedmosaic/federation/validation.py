@@ -336,3 +336,35 @@ def label_means_check(x_name: str, y_name: str, max_rows: Callable[[float], int]
         return None
 
     return check
+
+
+def log_variance_check(*names: str) -> Check:
+    """A check of log-variances: each ``exp(value)`` a positive, finite variance in the array's dtype.
+
+    A log-variance far outside the dtype's range is finite but stands for a
+    variance of zero or infinity, which turns precisions and samples into
+    NaN downstream.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check = log_variance_check("logvar")
+    >>> check(Message(arrays={"logvar": np.zeros(2, np.float32)})) is None
+    True
+    >>> check(Message(arrays={"logvar": np.array([0.0, -200.0], np.float32)}))
+    'logvar: variance exp(-200) is not a positive finite float32'
+    """
+
+    def check(reply: Message) -> str | None:
+        for name in names:
+            logvar = reply.arrays.get(name)
+            if logvar is None or logvar.size == 0:
+                continue
+            info = np.finfo(logvar.dtype)
+            low, high = float(np.log(info.tiny)), float(np.log(info.max))
+            bad = (logvar < low) | (logvar > high)
+            if bad.any():
+                return f"{name}: variance exp({float(logvar[bad].flat[0]):g}) is not a positive finite {logvar.dtype}"
+        return None
+
+    return check

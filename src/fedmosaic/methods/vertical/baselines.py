@@ -89,7 +89,9 @@ class LaserVFL:
     ``k`` in ``O`` and each size ``s``, one subset containing ``k`` is drawn
     uniformly and weighted by :func:`laser_weight`. At test time each present
     party's head predicts from the mean over all present parties; the
-    accuracy is averaged over the present heads of each row, then over rows.
+    accuracy is averaged over the present heads of each row, then over rows
+    (a row with no block left, all lost to rejected replies, gets the
+    majority training class).
     """
 
     uses_passive_parties = True
@@ -120,7 +122,11 @@ class LaserVFL:
         assert isinstance(head, nn.ModuleList)
         mean = (embeddings * present[..., None]).sum(1) / present.sum(1, keepdim=True)
         correct = torch.stack([head[k](mean).argmax(-1) == y for k in range(present.shape[1])], dim=1)
-        return float(((correct & present).sum(1) / present.sum(1)).mean())
+        per_row = (correct & present).sum(1) / present.sum(1)
+        unheard = ~present.any(1)
+        if unheard.any():  # every block of the row lost to rejected replies: the majority class
+            per_row = torch.where(unheard, (y == fallback).to(per_row.dtype), per_row)
+        return float(per_row.mean())
 
 
 def laser_weight(observed: Tensor, size: int) -> Tensor:

@@ -22,6 +22,11 @@ Each round is one epoch:
 - **Prediction** (in evaluation rounds of stage 2): posteriors and
   log-likelihoods of the test rows, then
   ``p(y | x_obs) = sum_l w_l p_phi(y | h_l)`` with self-normalised weights.
+
+Every reply is checked against :mod:`fedmosaic.methods.vertical.replies`; a
+party whose reply is rejected is absent for that exchange: its posterior is
+left out of the fusion, its log-likelihood out of the weights (both keep the
+bounds valid; see docs/methods/vertical.md).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import torch
 from torch import Tensor, nn
 
 from fedmosaic.data.vertical_data import VerticalSplit
-from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
+from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.vertical.bounds import iwae_bound, snis_weights
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
@@ -42,7 +47,8 @@ from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gau
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import FalseVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
-from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, leaf, spread, tensor
+from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
+from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
 
 
 class ActiveModel(nn.Module):
@@ -132,7 +138,10 @@ class FalseVFLServer(ServerLogic):
             generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, step, "samples"))
             bound, gradients = self._pretrain_step(ctx, split, np.sort(rows), gradients, generator)
             bounds.append(bound * len(rows))
-        ctx.exchange({c: Message(arrays=gradients[c], config={"action": "update"}) for c in ctx.clients})
+        ctx.exchange(
+            {c: Message(arrays=gradients.get(c, {}), config={"action": "update"}) for c in ctx.clients},
+            expect=acknowledgement_spec("train"),
+        )
         return {"iwae_bound": float(sum(bounds) / len(order))}
 
     def _pretrain_step(
@@ -148,7 +157,8 @@ class FalseVFLServer(ServerLogic):
             {
                 c: Message(arrays={"rows": rows, **gradients.get(c, {})}, config={"action": "posterior", "split": "train"})
                 for c in ctx.clients
-            }
+            },
+            expect=self._posterior_specs(ctx, present, "train"),
         )
         remote = {
             c: (leaf(reply.arrays["mean"]), leaf(reply.arrays["logvar"])) for c, reply in replies.items()
@@ -162,7 +172,8 @@ class FalseVFLServer(ServerLogic):
                     config={"action": "loglik", "split": "train", "jacobian": True},
                 )
                 for c in ctx.clients
-            }
+            },
+            expect=self._loglik_specs(ctx, h, loglik_rows, "train", jacobian=True),
         )
         remote_loglik = {c: leaf(reply.arrays["loglik"]) for c, reply in replies.items()}
         loglik = self._own_loglik(split, rows, present, h)
@@ -176,13 +187,14 @@ class FalseVFLServer(ServerLogic):
         self._generative_optimizer.zero_grad()
         (-bound).backward()
         self._generative_optimizer.step()
+        # A party missing either reply of this step gets no gradients: its networks skip the step.
         outgoing = {
             c: {
                 "grad.mean": gradient(remote[c][0]),
                 "grad.logvar": gradient(remote[c][1]),
                 "grad.loglik": gradient(remote_loglik[c]),
             }
-            for c in ctx.clients
+            for c in sorted(remote.keys() & remote_loglik.keys())
         }
         return float(bound.detach()), outgoing
 
@@ -231,11 +243,12 @@ class FalseVFLServer(ServerLogic):
 
     # ---------------------------------------------------------------- helpers
     def _posterior(self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray) -> tuple[Tensor, Tensor]:
+        present = torch.from_numpy(split.present[rows])
         replies = ctx.exchange(
-            {c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": name}, kind="evaluate") for c in ctx.clients}
+            {c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": name}, kind="evaluate") for c in ctx.clients},
+            expect=self._posterior_specs(ctx, present, "evaluate"),
         )
         remote = {c: (tensor(r.arrays["mean"]), tensor(r.arrays["logvar"])) for c, r in replies.items()}
-        present = torch.from_numpy(split.present[rows])
         return self._fuse(split, rows, present, remote)
 
     def _weighted_samples(
@@ -261,7 +274,8 @@ class FalseVFLServer(ServerLogic):
                     kind="evaluate",
                 )
                 for c in ctx.clients
-            }
+            },
+            expect=self._loglik_specs(ctx, h, loglik_rows, "evaluate", jacobian=False),
         )
         loglik = self._own_loglik(split, rows, present, h)
         for c, reply in replies.items():
@@ -284,12 +298,33 @@ class FalseVFLServer(ServerLogic):
     def _fuse(
         self, split: VerticalSplit, rows: np.ndarray, present: Tensor, remote: dict[int, tuple[Tensor, Tensor]]
     ) -> tuple[Tensor, Tensor]:
+        """``q(h | x_obs)`` of ``rows`` from the posteriors of the parties heard.
+
+        A passive party whose reply is missing counts as absent from the
+        fusion; a row left without any posterior gets ``N(0, I)`` (the zeros
+        in block 0's slot). Any proposal keeps the bounds valid.
+        """
         x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
         own_mean, own_logvar = self._model.party.encoder(x[present[:, 0]])
-        posteriors = [(own_mean, own_logvar)] + [remote[c] for c in sorted(remote)]
-        means = torch.stack([spread(m, present[:, k]) for k, (m, _) in enumerate(posteriors)], dim=1)
-        logvars = torch.stack([spread(lv, present[:, k]) for k, (_, lv) in enumerate(posteriors)], dim=1)
-        return fuse_posteriors(means, logvars, present, self._params.fusion)
+        none = (own_mean.new_zeros(0, own_mean.shape[-1]),) * 2
+        posteriors = [(own_mean, own_logvar)] + [remote.get(c, none) for c in range(present.shape[1] - 1)]
+        fused = heard(present, remote)
+        means = torch.stack([spread(m, fused[:, k]) for k, (m, _) in enumerate(posteriors)], dim=1)
+        logvars = torch.stack([spread(lv, fused[:, k]) for k, (_, lv) in enumerate(posteriors)], dim=1)
+        fused[:, 0] |= ~fused.any(1)
+        return fuse_posteriors(means, logvars, fused, self._params.fusion)
+
+    def _posterior_specs(self, ctx: RoundContext, present: Tensor, kind: str) -> dict[int, ReplySpec]:
+        """Each party's posterior reply: the requested rows it holds."""
+        return {c: posterior_spec(int(present[:, c + 1].sum()), self._params.latent, kind) for c in ctx.clients}
+
+    def _loglik_specs(
+        self, ctx: RoundContext, h: Tensor, loglik_rows: dict[int, np.ndarray], kind: str, *, jacobian: bool
+    ) -> dict[int, ReplySpec]:
+        """Each party's log-likelihood reply: one per sample of ``h`` and row sent."""
+        return {
+            c: loglik_spec(h.shape[0], len(loglik_rows[c]), self._params.latent, kind, jacobian=jacobian) for c in ctx.clients
+        }
 
     def _loglik_rows(self, rows: np.ndarray, present: Tensor) -> dict[int, np.ndarray]:
         """Positions (within ``rows``) each client computes log-likelihoods for."""

@@ -24,7 +24,8 @@ from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import SplitVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
-from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, leaf, spread, tensor
+from fedmosaic.methods.vertical.replies import acknowledgement_spec, embedding_spec
+from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
 
 
 class Baseline(Protocol):
@@ -107,7 +108,8 @@ class SplitServer(ServerLogic):
         for batch in np.array_split(order, max(1, math.ceil(len(order) / self._params.batch_size))):
             batch = np.sort(batch)
             present = torch.from_numpy(split.present[batch])
-            remote = {c: leaf(e) for c, e in self._embed(ctx, "train", batch, gradients, train=True).items()}
+            remote = {c: leaf(e) for c, e in self._embed(ctx, "train", batch, present, gradients, train=True).items()}
+            present = heard(present, remote)
             embeddings = self._embeddings(split, batch, present, remote)
             loss = self._baseline.loss(self._model["head"], embeddings, present, torch.from_numpy(split.y[batch]), generator)
             self._optimizer.zero_grad()
@@ -116,27 +118,42 @@ class SplitServer(ServerLogic):
             gradients = {c: {"grad.embedding": gradient(value)} for c, value in remote.items()}
             losses.append(float(loss.detach()) * len(batch))
         if gradients:
-            ctx.exchange({c: Message(arrays=g, config={"action": "update"}) for c, g in gradients.items()})
+            ctx.exchange(
+                {c: Message(arrays=g, config={"action": "update"}) for c, g in gradients.items()},
+                expect=acknowledgement_spec("train"),
+            )
         return {"train_loss": sum(losses) / len(rows)}
 
     def _evaluate(self, ctx: RoundContext, name: str, split: VerticalSplit) -> float:
         rows = np.arange(len(split))
         present = torch.from_numpy(split.present[rows])
         with torch.no_grad():
-            remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, {}, train=False).items()}
-            filled = torch.ones_like(present) if self._baseline.zero_fill_at_test else present
+            remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, present, {}, train=False).items()}
+            filled = heard(torch.ones_like(present) if self._baseline.zero_fill_at_test else present, remote)
             embeddings = self._embeddings(split, rows, filled, remote)
-            return self._baseline.accuracy(self._model["head"], embeddings, present, torch.from_numpy(split.y), self._majority)
+            return self._baseline.accuracy(
+                self._model["head"], embeddings, heard(present, remote), torch.from_numpy(split.y), self._majority
+            )
 
     def _embed(
-        self, ctx: RoundContext, name: str, rows: np.ndarray, gradients: dict[int, dict[str, np.ndarray]], *, train: bool
+        self,
+        ctx: RoundContext,
+        name: str,
+        rows: np.ndarray,
+        present: Tensor,
+        gradients: dict[int, dict[str, np.ndarray]],
+        *,
+        train: bool,
     ) -> dict[int, np.ndarray]:
+        """The valid embeddings of the passive parties; ``present`` ``(len(rows), K)`` sizes each reply."""
         if not self._baseline.uses_passive_parties:
             return {}
         config = {"action": "embed", "split": name, "train": train, "zero_fill": self._baseline.zero_fill_at_test and not train}
         kind = "train" if train else "evaluate"
+        sizes = {c: len(rows) if config["zero_fill"] else int(present[:, c + 1].sum()) for c in ctx.clients}
         replies = ctx.exchange(
-            {c: Message(arrays={"rows": rows, **gradients.get(c, {})}, config=config, kind=kind) for c in ctx.clients}
+            {c: Message(arrays={"rows": rows, **gradients.get(c, {})}, config=config, kind=kind) for c in ctx.clients},
+            expect={c: embedding_spec(sizes[c], self._params.embedding, kind) for c in ctx.clients},
         )
         return {c: reply.arrays["embedding"] for c, reply in replies.items()}
 

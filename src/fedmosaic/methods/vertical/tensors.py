@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import numpy as np
 import torch
@@ -46,3 +46,20 @@ def evaluation_config(metrics: Mapping[str, float]) -> dict[str, Any]:
 def evaluation_from_config(config: Mapping[str, Any]) -> dict[str, float]:
     """Inverse of :func:`evaluation_config`."""
     return {k[len(EVALUATION) :]: float(v) for k, v in config.items() if k.startswith(EVALUATION)}
+
+
+def heard(present: Tensor, replied: Collection[int]) -> Tensor:
+    """``present`` ``(n, K)`` with the columns of passive parties (clients ``k - 1``) not in ``replied`` set False.
+
+    A party whose reply was rejected (or lost) counts as absent for the rows of that exchange.
+
+    Examples
+    --------
+    >>> heard(torch.ones(1, 3, dtype=torch.bool), {1}).tolist()
+    [[True, False, True]]
+    """
+    kept = present.clone()
+    for party in range(1, present.shape[1]):
+        if party - 1 not in replied:
+            kept[:, party] = False
+    return kept
