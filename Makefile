@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/fedmosaic demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) tests
+	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules src tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_overhead.py

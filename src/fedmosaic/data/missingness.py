@@ -45,7 +45,7 @@ class Missingness:
 
     Examples
     --------
-    >>> parse_missingness("mcar:0.5").label
+    >>> parse_missingness("mcar:0.5", "vertical.train_missing").label
     'MCAR 5'
     """
 

@@ -49,7 +49,7 @@ class GaussianMechanism(Aggregator):
     --------
     >>> import numpy as np
     >>> parts = [({"l.w": np.array([3.0, 4.0])}, 5.0), ({"l.w": np.array([0.0, 0.0])}, 1.0)]
-    >>> GaussianMechanism(1.0, 0.0).aggregate(parts, {"l.w": np.zeros(2)}, None)["l.w"].tolist()
+    >>> np.round(GaussianMechanism(1.0, 0.0).aggregate(parts, {"l.w": np.zeros(2)}, None)["l.w"], 6).tolist()
     [0.3, 0.4]
     """
 

@@ -160,7 +160,7 @@ class ClippedUpdates(Aggregator):
     --------
     >>> import numpy as np
     >>> parts = [({"l.w": np.array([3.0, 4.0])}, 1.0)]
-    >>> ClippedUpdates(Mean(), 1.0).aggregate(parts, {"l.w": np.zeros(2)}, None)["l.w"].tolist()
+    >>> np.round(ClippedUpdates(Mean(), 1.0).aggregate(parts, {"l.w": np.zeros(2)}, None)["l.w"], 6).tolist()
     [0.6, 0.8]
     """
 

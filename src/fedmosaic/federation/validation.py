@@ -315,7 +315,7 @@ def label_means_check(x_name: str, y_name: str, max_rows: Callable[[float], int]
     >>> check = label_means_check("mx", "my", lambda n: int(n) // 2)
     >>> reply = Message(arrays={"mx": np.zeros((3, 2)), "my": np.full((3, 2), 0.5)}, metrics={"num_examples": 4.0})
     >>> check(reply)
-    'mx has 3 rows, more than the 2 the client's 4 examples allow'
+    "mx has 3 rows, more than the 2 the client's 4 examples allow"
     """
 
     def check(reply: Message) -> str | None:

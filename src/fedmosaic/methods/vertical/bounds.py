@@ -34,7 +34,7 @@ def snis_weights(log_weights: Tensor) -> Tensor:
 
     Examples
     --------
-    >>> snis_weights(torch.log(torch.tensor([[1.0], [3.0]]))).squeeze().tolist()
+    >>> snis_weights(torch.log(torch.tensor([[1.0], [3.0]]))).squeeze().round(decimals=6).tolist()
     [0.25, 0.75]
     """
     return torch.softmax(log_weights, dim=0)
