@@ -144,6 +144,11 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _default_ctrl_c() -> None:
+    """In the child: Ctrl-C acts by default even if this test process inherited it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_on_parallel_jobs_and_workers_leaves_no_process_behind(tmp_path: Path) -> None:
     # Prepare: a grid of two points run as two jobs, each federation with two workers.
     experiment = {
@@ -160,6 +165,7 @@ def test_ctrl_c_on_parallel_jobs_and_workers_leaves_no_process_behind(tmp_path: 
         [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "grid.toml", "--jobs", "2", "--quiet"],
         cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        preexec_fn=_default_ctrl_c,
     )
     deadline = time.monotonic() + 120
     while len(_descendants(process.pid)) < 6 and time.monotonic() < deadline:  # 2 jobs x (1 + 2 workers)
