@@ -107,7 +107,8 @@ def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, An
 
     Each cell is ``metric ± std (secondary %)`` in percent, over the points
     that share the row and column value (e.g. seeds); with a single point the
-    run's own ``<metric>_std`` (local: over clients) is shown.
+    run's own ``<metric>_std`` (local: over clients) is shown, or no spread
+    when the run has none.
     """
     runs = [run["name"] for run in entries[0]["runs"]] if entries else []
     header = [grid.rows, "run", *(axis_label(v) for v in grid.axes[grid.columns])]
@@ -145,8 +146,8 @@ def _cell(finals: list[dict[str, Any]], metric: str, secondary: str | None) -> s
     values = [f[metric] for f in finals if metric in f]
     if not values:
         return "—"
-    std = float(np.std(values)) if len(values) > 1 else float(finals[0].get(f"{metric}_std", 0.0))
-    text = f"{100 * np.mean(values):.1f} ± {100 * std:.1f}"
+    std = float(np.std(values)) if len(values) > 1 else finals[0].get(f"{metric}_std")
+    text = f"{100 * np.mean(values):.1f}" + ("" if std is None else f" ± {100 * float(std):.1f}")
     extra = [f[secondary] for f in finals if secondary and secondary in f]
     if extra:
         text += f" ({100 * np.mean(extra):.0f}%)"
