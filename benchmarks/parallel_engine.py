@@ -36,7 +36,7 @@ import torch
 
 from _common import REPO, default_data_dir, emit, machine
 from engine_overhead import _config, run_bare
-from fedmosaic.experiments.engine import make_grid
+from fedmosaic.experiments.inprocess_grid import make_grid
 from fedmosaic.experiments.workloads import federated_schedule, prepare_classification
 from fedmosaic.federation import Federation, RoundRecord
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
