@@ -10,6 +10,7 @@ no process outlives the deployment. Logs go to ``<folder>/logs/<name>.log``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -270,10 +271,8 @@ def marked_processes(prefix: str) -> list[int]:
 
 
 def _signal(pid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # already gone: nothing to stop
         os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:

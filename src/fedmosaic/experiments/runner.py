@@ -128,82 +128,64 @@ def _run(
     cores: int | None,
 ) -> dict[str, Any]:
     with torch_threads(config.federation.threads):
-        return _run_federations(
-            config, index, workload, out_dir, document, engine, data_dir, progress, resume=resume, cores=cores
-        )
+        run = config.runs[index]
+        method = get_method(run.method)
+        params = method_params(config, index)
+        jobs = workload.jobs(run.setting, config)
+        rounds = config.federation.rounds
+        progress.start_run(run.name, rounds * len(jobs))
+        histories, artifacts = [], []
+        for job in jobs:
+            server, client_factory = method.build(job.task, params)
+            aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
+            log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
 
+            def federate(grid: Grid) -> list[RoundRecord]:
+                federation = Federation(
+                    server,
+                    _grid(config, run.setting, job.schedule.num_clients, grid),
+                    job.schedule,
+                    seed=config.seed,
+                    rounds=rounds,
+                    evaluate_every=config.federation.evaluate_every,
+                    checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
+                    fingerprint=fingerprint([document, index, job.label]),
+                    limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
+                    retries=config.federation.retries,
+                    aggregator=aggregator,
+                    privacy=privacy,
+                    observer=MessageLog(log) if config.federation.audit else None,
+                )
+                return federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
 
-def _run_federations(
-    config: ExperimentConfig,
-    index: int,
-    workload: ClassificationWorkload | ConceptWorkload,
-    out_dir: Path,
-    document: dict[str, Any],
-    engine: Engine | None,
-    data_dir: str | Path | None,
-    progress: ProgressSink,
-    *,
-    resume: bool,
-    cores: int | None,
-) -> dict[str, Any]:
-    run = config.runs[index]
-    method = get_method(run.method)
-    params = method_params(config, index)
-    jobs = workload.jobs(run.setting, config)
-    rounds = config.federation.rounds
-    progress.start_run(run.name, rounds * len(jobs))
-    histories, artifacts = [], []
-    for job in jobs:
-        server, client_factory = method.build(job.task, params)
-        aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
-        log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
-
-        def federate(grid: Grid) -> list[RoundRecord]:
-            federation = Federation(
-                server,
-                _grid(config, run.setting, job.schedule.num_clients, grid),
-                job.schedule,
+            spec = JobSpec(
+                document=document,
+                run=index,
+                label=job.label,
+                schedule=job.schedule,
                 seed=config.seed,
-                rounds=rounds,
-                evaluate_every=config.federation.evaluate_every,
-                checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
-                fingerprint=fingerprint([document, index, job.label]),
-                limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
-                retries=config.federation.retries,
-                aggregator=aggregator,
-                privacy=privacy,
-                observer=MessageLog(log) if config.federation.audit else None,
+                client_factory=client_factory,
+                data_dir=None if data_dir is None else str(data_dir),
+                reply_timeout_s=config.federation.reply_timeout_s,
             )
-            return federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
-
-        spec = JobSpec(
-            document=document,
-            run=index,
-            label=job.label,
-            schedule=job.schedule,
-            seed=config.seed,
-            client_factory=client_factory,
-            data_dir=None if data_dir is None else str(data_dir),
-            reply_timeout_s=config.federation.reply_timeout_s,
-        )
-        federated_engine = engine if engine is not None and run.setting == "federated" else None
-        histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))
-        artifacts.append(server.artifacts())
-    progress.finish_run(run.name)
-    history = combine(run.setting, histories, jobs[0].pooled_bytes)
-    return {
-        "name": run.name,
-        "method": run.method,
-        "setting": run.setting,
-        "params": params.model_dump(mode="json"),
-        "history": history,
-        "final": _final_metrics(history),
-        "bytes_up_total": sum(row["bytes_up"] for row in history),
-        "bytes_down_total": sum(row["bytes_down"] for row in history),
-        "wall_time_s": sum(row["wall_time_s"] for row in history),
-        "rounds_to_target": rounds_to_target(history, config.federation.target_accuracy),
-        "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
-    }
+            federated_engine = engine if engine is not None and run.setting == "federated" else None
+            histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))
+            artifacts.append(server.artifacts())
+        progress.finish_run(run.name)
+        history = combine(run.setting, histories, jobs[0].pooled_bytes)
+        return {
+            "name": run.name,
+            "method": run.method,
+            "setting": run.setting,
+            "params": params.model_dump(mode="json"),
+            "history": history,
+            "final": _final_metrics(history),
+            "bytes_up_total": sum(row["bytes_up"] for row in history),
+            "bytes_down_total": sum(row["bytes_down"] for row in history),
+            "wall_time_s": sum(row["wall_time_s"] for row in history),
+            "rounds_to_target": rounds_to_target(history, config.federation.target_accuracy),
+            "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
+        }
 
 
 def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) -> Grid:

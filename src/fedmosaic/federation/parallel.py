@@ -116,8 +116,7 @@ class ParallelGrid(Grid):
             for worker in range(self._pool.size):
                 mine = {c: s for c, s in states.items() if self.worker_of(c) == worker}
                 self._pool.submit(worker, ("load", mine))
-            for _ in self._pool.results():
-                pass
+            list(self._pool.results())  # wait until every worker has loaded its clients' states
 
     def close(self, *, abort: bool = False) -> None:
         """Stop the workers and delete any shared file left behind."""

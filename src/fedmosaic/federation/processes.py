@@ -11,6 +11,7 @@ all, politely after normal use and at once after an error or an interrupt.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -177,10 +178,8 @@ class WorkerPool:
 def _stop(processes: Sequence[BaseProcess], connections: Sequence[Connection], abort: bool) -> None:
     if not abort:
         for connection in connections:
-            try:
+            with contextlib.suppress(OSError, ValueError):  # the worker is already gone
                 connection.send(_STOP)
-            except (OSError, ValueError):
-                pass
         for process in processes:
             process.join(timeout=5)
     for process in processes:
@@ -239,11 +238,9 @@ def _fresh_standard_streams() -> None:
     A thread of the parent (a progress display) may have held their locks
     at the moment of the fork; the child's copies would stay locked forever.
     """
-    try:
+    with contextlib.suppress(OSError):  # no such descriptor: keep the inherited objects
         sys.stdout = open(1, "w", closefd=False, buffering=1)
         sys.stderr = open(2, "w", closefd=False, buffering=1)
-    except OSError:  # no such descriptor: keep the inherited objects
-        pass
 
 
 def _own_session() -> None:
@@ -255,18 +252,14 @@ def _own_session() -> None:
     gets one share per worker. The parent still stops them (and they die
     with it), and they ignore the terminal's Ctrl-C in any case.
     """
-    try:
+    with contextlib.suppress(OSError):  # already a session leader
         os.setsid()
-    except OSError:
-        pass
 
 
 def _die_with_parent(parent: int) -> None:
     """Ask the kernel to end this process when its parent dies (Linux); exit if it already has."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # no prctl (not Linux): the os.getppid check below remains
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
     if os.getppid() != parent:
         os._exit(1)
