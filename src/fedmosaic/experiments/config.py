@@ -176,11 +176,9 @@ class VerticalSection(Section):
         Labeled training rows, drawn among those the active party holds
         (default 500 for tabular data, 1000 for images).
     train_rows : int or None, default None
-        Use a random subset of this many training rows (default: all for
-        tabular data, 10000 for images).
+        Use a seeded random subset of this many training rows (default: all).
     test_rows : int or None, default None
-        Use a random subset of this many test rows (default: all for tabular
-        data, 2000 for images).
+        Use a seeded random subset of this many test rows (default: all).
     """
 
     num_parties: int | None = Field(default=None, ge=2)

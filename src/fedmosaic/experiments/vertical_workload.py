@@ -16,8 +16,8 @@ from fedmosaic.experiments.workloads import Job
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.methods.vertical.task import VerticalTask
 
-IMAGE_DEFAULTS = {"label_budget": 1000, "train_rows": 10_000, "test_rows": 2_000}
-TABULAR_DEFAULTS: dict[str, int | None] = {"label_budget": 500, "train_rows": None, "test_rows": None}
+IMAGE_LABEL_BUDGET = 1000
+TABULAR_LABEL_BUDGET = 500
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,8 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
         test_fraction=config.data.test_fraction,
     )
     image = splits.train.x.ndim == 4
-    defaults = IMAGE_DEFAULTS if image else TABULAR_DEFAULTS
-    train_x, train_y = _rows(splits.train.x, splits.train.y, _or(section.train_rows, defaults["train_rows"]), config.seed, "train")
-    test_x, test_y = _rows(splits.test.x, splits.test.y, _or(section.test_rows, defaults["test_rows"]), config.seed, "test")
+    train_x, train_y = _rows(splits.train.x, splits.train.y, section.train_rows, config.seed, "train")
+    test_x, test_y = _rows(splits.test.x, splits.test.y, section.test_rows, config.seed, "test")
     parties = section.parties(config.data.dataset)
     columns = party_columns(section, parties, splits.train.x.shape, image, derive_rng(config.seed, "vertical-columns"))
     if not image:
@@ -72,7 +71,7 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
         columns,
         parse_missingness(section.train_missing, "vertical.train_missing"),
         derive_rng(config.seed, "vertical", "train"),
-        _or(section.label_budget, defaults["label_budget"]),
+        section.label_budget or (IMAGE_LABEL_BUDGET if image else TABULAR_LABEL_BUDGET),
     )
     tests = {}
     for text in section.test_settings():
@@ -102,7 +101,3 @@ def _rows(x: np.ndarray, y: np.ndarray, keep: int | None, seed: int, purpose: st
         return flat, y
     chosen = np.sort(derive_rng(seed, "vertical-rows", purpose).choice(len(x), size=keep, replace=False))
     return flat[chosen], y[chosen]
-
-
-def _or(value: int | None, default: int | None) -> int | None:
-    return default if value is None else value
