@@ -1,6 +1,10 @@
 """Experiment configuration: every bad input is one line naming the field."""
 
+import math
+import tomllib
+
 import pytest
+import tomli_w
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import apply_overrides, fingerprint, load_config, method_params
@@ -96,3 +100,18 @@ def test_a_method_must_match_the_kind_of_task_the_data_gives() -> None:
     error = _error(_with(data={"dataset": "bnlearn"}, runs=[{"name": "x", "method": "fedavg", "params": {"model": {}}}]))
     assert error.field == "runs.0.method"
     assert "'fedavg' is a classification method" in str(error)
+
+
+def test_an_infinite_value_survives_the_recorded_config() -> None:
+    source = {
+        "name": "t",
+        "data": {"dataset": "isolet"},
+        "vertical": {"split": "dirichlet", "alpha": math.inf},
+        "grid": {"axes": {"vertical.alpha": [math.inf, 1.0], "seed": [0]}, "rows": "vertical.alpha", "columns": "seed"},
+        "runs": [{"name": "L", "method": "laser-vfl"}],
+    }
+    document = load_config(source).model_dump(mode="json", exclude_none=True)
+    recorded = tomllib.loads(tomli_w.dumps(document))
+    assert recorded["vertical"]["alpha"] == math.inf
+    assert recorded["grid"]["axes"]["vertical.alpha"] == [math.inf, 1.0]
+    assert load_config(recorded) == load_config(source)

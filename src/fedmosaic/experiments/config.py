@@ -32,9 +32,13 @@ VERTICAL_IMAGE_DATASETS = ("digits", "fashion-mnist", "mnist")
 
 
 class Section(BaseModel):
-    """Base of every configuration section: unknown keys and loose types are rejected."""
+    """Base of every configuration section: unknown keys and loose types are rejected.
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    Infinite values (``vertical.alpha = inf``) stay floats when the
+    configuration is recorded, so the recorded ``config.toml`` loads back.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, ser_json_inf_nan="constants")
 
 
 class DataSection(Section):
