@@ -11,7 +11,7 @@ test rows in one more exchange.
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 import torch
@@ -83,6 +83,11 @@ class SplitServer(ServerLogic):
         self._model = seeded(derive_seed(seed, "active-party"), self._build)
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         self._last_evaluation = {}
+
+    def load_encoder(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Start the active party's encoder from ``arrays`` (a pre-trained one); the optimizer starts afresh."""
+        load_arrays(self._model["encoder"], arrays)
+        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         metrics = self._train_epoch(ctx)
