@@ -85,7 +85,7 @@ def test_top_layers_are_every_tensor_above_the_input_layer() -> None:
     names = set(top_layers(model))
 
     assert names == {k for k in model.state_dict() if not k.startswith("encoder.0.")}
-    assert {"encoder.2.weight", "projector.0.weight", "predictor.2.bias"} <= names
+    assert {"encoder.2.weight", "projector.0.weight", "projector.1.weight", "predictor.3.bias"} <= names
 
 
 def test_the_average_of_top_layers_is_their_mean_and_leaves_the_input_layer_alone() -> None:

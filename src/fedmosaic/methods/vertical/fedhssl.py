@@ -6,7 +6,8 @@ The server logic is the active party; passive parties are clients
 
 Each pre-training round (``1..pretrain_rounds``) is one epoch of:
 
-1. **Cross-party SimSiam** on the aligned rows (rows every party holds), one
+1. **Cross-party SimSiam** on the aligned rows (rows every party holds; none
+   below two, as batch normalisation needs two), one
    exchange per mini-batch: rows down with the gradients of the previous
    batch's predictions, each party's ``projection`` and ``prediction`` up.
    The active party computes
@@ -25,7 +26,7 @@ Each pre-training round (``1..pretrain_rounds``) is one epoch of:
    layers, whose widths differ by party, stay local.
 
 The remaining rounds fine-tune the encoders and a concatenation head on the
-fully aligned labeled rows exactly as Vanilla VFL
+fully aligned labeled rows (``finetune_passes`` epochs per round) exactly as Vanilla VFL
 (:class:`~fedmosaic.methods.vertical.split_server.SplitServer` with
 :class:`~fedmosaic.methods.vertical.baselines.Concatenation`), starting from
 the pre-trained encoders; missing blocks are zero-filled at test time.
@@ -48,6 +49,7 @@ from fedmosaic.methods.vertical.replies import acknowledgement_spec, top_layers_
 from fedmosaic.methods.vertical.simsiam import (
     SimSiamParty,
     average_top_layers,
+    batch_count,
     cross_party_loss,
     cross_party_targets,
     local_epoch,
@@ -77,7 +79,7 @@ class FedHSSLServer(ServerLogic):
         self._build = lambda: SimSiamParty(task.data.widths[0], params.hidden, params.embedding)
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
-        self._finetune = SplitServer(task, params, Concatenation())
+        self._finetune = SplitServer(task, params, Concatenation(), passes=params.finetune_passes)
         self._seed = 0
 
     def initialize(self, seed: int) -> None:
@@ -154,7 +156,7 @@ class FedHSSLServer(ServerLogic):
         targets = torch.zeros(len(aligned), parties, width)
         gradients: dict[int, dict[str, np.ndarray]] = {}
         order = np.random.default_rng(derive_seed(self._seed, ctx.round, "aligned")).permutation(len(aligned))
-        batches = [np.sort(b) for b in np.array_split(order, -(-len(order) // self._params.batch_size))] if len(order) else []
+        batches = [np.sort(b) for b in np.array_split(order, batch_count(len(order), self._params.batch_size))] if len(order) > 1 else []
         total = 0.0
         for positions in batches:
             rows = aligned[positions]

@@ -8,6 +8,7 @@ at every party and is what FedHSSL averages (:func:`top_layers`).
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -23,8 +24,23 @@ INPUT_LAYER = "encoder.0."
 """Prefix of the party-specific input layer's tensors (never averaged)."""
 
 
+def batch_norm(width: int, affine: bool = True) -> nn.BatchNorm1d:
+    """SimSiam's batch normalisation, always over the batch at hand (no running statistics).
+
+    The projector and predictor only ever see training batches (fine-tuning
+    and prediction use the encoder alone), so no running statistics are kept,
+    and the averaged top layers are parameters only.
+    """
+    return nn.BatchNorm1d(width, affine=affine, track_running_stats=False)
+
+
 class SimSiamParty(nn.Module):
     """One party's encoder, projector and predictor.
+
+    As in SimSiam, the projector (two layers here) normalises its hidden and
+    output layers over the batch, and the predictor its hidden layer; this is
+    what keeps the representations from collapsing to a constant. The
+    encoder is the split baselines' one-hidden-layer MLP.
 
     Parameters
     ----------
@@ -45,8 +61,10 @@ class SimSiamParty(nn.Module):
     def __init__(self, features: int, hidden: int, embedding: int) -> None:
         super().__init__()
         self.encoder = mlp(features, hidden, embedding)
-        self.projector = mlp(embedding, hidden, embedding)
-        self.predictor = mlp(embedding, hidden, embedding)
+        self.projector = nn.Sequential(
+            nn.Linear(embedding, hidden), batch_norm(hidden), nn.ReLU(), nn.Linear(hidden, embedding), batch_norm(embedding, affine=False)
+        )
+        self.predictor = nn.Sequential(nn.Linear(embedding, hidden), batch_norm(hidden), nn.ReLU(), nn.Linear(hidden, embedding))
 
     def forward(self, x: Tensor) -> Tensor:
         """The representation used by fine-tuning: the encoder's output."""
@@ -173,6 +191,20 @@ def spread_targets(rows: np.ndarray, aligned: np.ndarray, targets: torch.Tensor)
     return full
 
 
+def batch_count(rows: int, batch_size: int) -> int:
+    """Number of nearly equal mini-batches of at most ``batch_size`` rows, each of two rows or more.
+
+    Batch normalisation needs two rows, so a batch size of one is raised to
+    two (and ``rows`` below two gives one batch, which callers skip).
+
+    Examples
+    --------
+    >>> batch_count(300, 128), batch_count(3, 2), batch_count(1, 128)
+    (3, 1, 1)
+    """
+    return max(1, min(math.ceil(rows / batch_size), rows // 2))
+
+
 def augment(x: Tensor, noise_std: float, mask_rate: float, generator: torch.Generator) -> Tensor:
     """A random view of tabular or pixel features: Gaussian noise, then random feature masking.
 
@@ -212,9 +244,11 @@ def local_epoch(
     """One epoch of local SimSiam on a party's rows, pulled toward the cross-party representations.
 
     Each mini-batch's loss is ``(D(p_a, z_b) + D(p_b, z_a)) / 2`` over two
-    augmented views ``a``, ``b`` of the rows, plus ``pull * D(p, t)`` between
-    the prediction ``p`` of a pulled row's clean features and its cross-party
-    representation ``t``.
+    augmented views ``a``, ``b`` of the rows, plus
+    ``pull * (D(p_a, t) + D(p_b, t)) / 2`` over the pulled rows of the batch,
+    ``t`` being a row's cross-party representation. Mini-batches are of
+    nearly equal sizes (:func:`batch_count`); an epoch over fewer than two
+    rows does nothing.
 
     Parameters
     ----------
@@ -242,18 +276,18 @@ def local_epoch(
     float
         The epoch's mean loss per row (0 without rows).
     """
-    if len(x) == 0:
+    if len(x) < 2:
         return 0.0
     total = 0.0
-    for batch in torch.randperm(len(x), generator=generator).split(batch_size):
+    for batch in torch.randperm(len(x), generator=generator).tensor_split(batch_count(len(x), batch_size)):
         rows = x[batch]
         z_a, p_a = model.views(augment(rows, noise_std, mask_rate, generator))
         z_b, p_b = model.views(augment(rows, noise_std, mask_rate, generator))
         loss = (negative_cosine(p_a, z_b) + negative_cosine(p_b, z_a)) / 2
         chosen = pulled[batch]
         if pull > 0 and chosen.any():
-            _, p = model.views(rows[chosen])
-            loss = loss + pull * negative_cosine(p, targets[batch][chosen])
+            target = targets[batch][chosen]
+            loss = loss + pull * (negative_cosine(p_a[chosen], target) + negative_cosine(p_b[chosen], target)) / 2
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
