@@ -126,3 +126,20 @@ def test_a_local_epoch_lowers_the_pull_loss_toward_the_targets() -> None:
 
     # Assert
     assert pull_loss() < before - 0.3
+
+
+def test_local_simsiam_keeps_the_projections_spread_instead_of_collapsing() -> None:
+    # Prepare
+    model = seeded(0, lambda: SimSiamParty(6, 16, 4))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(128, 6, generator=torch.Generator().manual_seed(1))
+    nothing = torch.zeros(128, dtype=torch.bool)
+
+    # Execute
+    for epoch in range(30):
+        local_epoch(model, optimizer, x, torch.zeros(128, 4), nothing, batch_size=32, noise_std=0.1, mask_rate=0.2, pull=0.0, generator=torch.Generator().manual_seed(epoch))
+
+    # Assert: unit projections of a constant would have no spread; uniform ones about 1/sqrt(4) per dimension
+    with torch.no_grad():
+        unit = torch.nn.functional.normalize(model.views(x)[0], dim=-1)
+    assert float(unit.std(0).mean()) > 0.2
