@@ -71,6 +71,16 @@ def test_isolet_is_standardised_and_split_evenly_with_gaussian_features() -> Non
             "must be < federation.rounds (3)",
         ),
         (
+            vertical() | {"runs": [{"name": "x", "method": "fedhssl", "params": {"pretrain_rounds": 3}}]},
+            "runs.0.params.pretrain_rounds",
+            "must be < federation.rounds (3)",
+        ),
+        (
+            vertical() | {"runs": [{"name": "x", "method": "fedhssl", "params": {"mask_rate": 1.0}}]},
+            "runs.0.params.mask_rate",
+            "less than 1",
+        ),
+        (
             {"name": "h", "runs": [{"name": "x", "method": "laser-vfl"}]},
             "runs.0.method",
             "'laser-vfl' is a vertical method",

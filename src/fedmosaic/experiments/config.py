@@ -157,7 +157,7 @@ class VerticalSection(Section):
     """A vertical task: column blocks over parties, who holds which row, and the label budget.
 
     Present only for vertical experiments (methods false-vfl, vfl-local,
-    vanilla-vfl, plug-vfl, laser-vfl). Party 0 is the active party (labels);
+    vanilla-vfl, plug-vfl, laser-vfl, fedhssl). Party 0 is the active party (labels);
     the others are the federation's clients.
 
     Parameters
@@ -644,12 +644,13 @@ def _check_vertical(config: ExperimentConfig) -> None:
     for index, run in enumerate(config.runs):
         if run.setting != "federated":
             raise ConfigError(f"runs.{index}.setting", f"vertical methods run 'federated' only, got '{run.setting}'")
-        stage1 = getattr(method_params(config, index), "stage1_rounds", None)
-        if stage1 is not None and stage1 >= config.federation.rounds:
-            raise ConfigError(
-                f"runs.{index}.params.stage1_rounds",
-                f"must be < federation.rounds ({config.federation.rounds}) to leave rounds for the classifier, got {stage1}",
-            )
+        for stage in ("stage1_rounds", "pretrain_rounds"):
+            first = getattr(method_params(config, index), stage, None)
+            if first is not None and first >= config.federation.rounds:
+                raise ConfigError(
+                    f"runs.{index}.params.{stage}",
+                    f"must be < federation.rounds ({config.federation.rounds}) to leave rounds for the classifier, got {first}",
+                )
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams
-from fedmosaic.methods.vertical.build import build_false_vfl, build_laser, build_local, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import FalseVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_local, build_plug, build_vanilla
+from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
 
 
 class FedAvgParams(MethodParams):
@@ -167,6 +167,13 @@ METHODS: dict[str, Method] = {
             "vertical",
             SplitVFLParams,
             build_laser,
+        ),
+        Method(
+            "fedhssl",
+            "FedHSSL: cross-party and local SimSiam pre-training, averaged top layers, then Vanilla VFL fine-tuning",
+            "vertical",
+            FedHSSLParams,
+            build_fedhssl,
         ),
     )
 }

@@ -16,9 +16,9 @@ from fedmosaic.methods.vertical.baselines import (
     laser_weight,
     sample_subsets,
 )
-from fedmosaic.methods.vertical.build import build_laser, build_local, build_plug, build_vanilla
+from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.networks import mlp
-from fedmosaic.methods.vertical.params import PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import FedHSSLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.task import VerticalTask
 
@@ -173,9 +173,15 @@ def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_d
                 assert not np.isin(array, raw).any()
 
 
-def test_a_resumed_laser_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("build", "params"),
+    [(build_laser, PARAMS), (build_fedhssl, FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2))],
+    ids=["laser", "fedhssl"],
+)
+def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path, build, params) -> None:  # type: ignore[no-untyped-def]
+    # FedHSSL resumes at the switch from pre-training to fine-tuning
     def federation(rounds: int) -> Federation:
-        server, factory = build_laser(VerticalTask(tiny_data, 4), PARAMS)
+        server, factory = build(VerticalTask(tiny_data, 4), params)
         return Federation(server, RecordingGrid(factory, 0), Schedule(num_clients=2), seed=0, rounds=rounds, checkpoint=tmp_path / "c.npz")
 
     whole = [r.metrics for r in federation(4).run()]

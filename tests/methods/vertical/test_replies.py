@@ -12,8 +12,8 @@ import torch
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, InProcessGrid, Message, Schedule
 from fedmosaic.federation.federation import RoundRecord
-from fedmosaic.methods.vertical.build import build_false_vfl, build_laser, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import FalseVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_plug, build_vanilla
+from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
 FALSE_VFL = FalseVFLParams(latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2)
@@ -62,6 +62,7 @@ BUILDS = {
     "vanilla": (build_vanilla, SPLIT),
     "plug": (build_plug, PlugVFLParams(**SPLIT.model_dump())),
     "laser": (build_laser, SPLIT),
+    "fedhssl": (build_fedhssl, FedHSSLParams(**SPLIT.model_dump(), pretrain_rounds=2)),
 }
 
 
@@ -124,6 +125,31 @@ def test_split_baselines_drop_a_malformed_embedding_and_treat_the_block_as_absen
     records = _run(build, params, tiny_data, lambda factory: CorruptingGrid(factory, "embedding", corrupt))
 
     assert all(reason in r.rejected["0"] for r in records)
+    assert _metrics_are_finite(records)
+    assert 0.0 <= records[-1].metrics["accuracy"] <= 1.0
+
+
+FEDHSSL_ATTACKS = {
+    "NaN prediction": ("prediction", _with("prediction", _nan), "array 'prediction' has non-finite values"),
+    "projections of a row too few": ("projection", _with("projection", lambda a: a[1:]), "array 'projection': shape"),
+    "NaN top layer": ("encoder.2.weight", _with("encoder.2.weight", _nan), "array 'encoder.2.weight' has non-finite values"),
+    "input layer uploaded": (
+        "encoder.2.weight",
+        lambda arrays: {**arrays, "encoder.0.weight": np.zeros((8, 2), np.float32)},
+        "unexpected array 'encoder.0.weight'",
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", FEDHSSL_ATTACKS)
+def test_fedhssl_drops_a_malformed_pretraining_reply_and_averages_the_parties_heard(tiny_data: VerticalData, attack: str) -> None:
+    build, params = BUILDS["fedhssl"]
+    target, corrupt, reason = FEDHSSL_ATTACKS[attack]
+
+    records = _run(build, params, tiny_data, lambda factory: CorruptingGrid(factory, target, corrupt))
+
+    assert all(reason in r.rejected["0"] for r in records[:2])
+    assert all(r.status == "ok" for r in records)
     assert _metrics_are_finite(records)
     assert 0.0 <= records[-1].metrics["accuracy"] <= 1.0
 

@@ -10,8 +10,10 @@ from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.vertical.baselines import Concatenation, LaserVFL, Local
 from fedmosaic.methods.vertical.false_vfl import FalseVFLServer
 from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
+from fedmosaic.methods.vertical.fedhssl import FedHSSLServer
+from fedmosaic.methods.vertical.fedhssl_client import FedHSSLClient
 from fedmosaic.methods.vertical.networks import PartyModel, mlp
-from fedmosaic.methods.vertical.params import FalseVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.split_server import Baseline, SplitServer
 from fedmosaic.methods.vertical.task import VerticalTask
@@ -30,6 +32,12 @@ def build_false_vfl(task: VerticalTask, params: MethodParams) -> Built:
         return FalseVFLClient(client + 1, data.splits, build, params.lr)
 
     return FalseVFLServer(task, params), party
+
+
+def build_fedhssl(task: VerticalTask, params: MethodParams) -> Built:
+    """FedHSSL: the active party's server logic and a passive party per client."""
+    assert isinstance(params, FedHSSLParams)
+    return FedHSSLServer(task, params), lambda client: FedHSSLClient(client + 1, task.data.splits, params)
 
 
 def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[VerticalTask, MethodParams], Built]:

@@ -54,6 +54,10 @@ class PartyClient(ClientLogic):
         index = torch.from_numpy(np.array(rows, dtype=np.int64))
         return x[index], present[index]
 
+    def held_rows(self, split: str) -> np.ndarray:
+        """Positions of the rows of ``split`` the party holds."""
+        return np.flatnonzero(self._splits[split][1].numpy())
+
     def load(self, state: ClientState, seed: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         """The model and optimizer kept in ``state`` (built from ``seed`` on first use)."""
         model = seeded(seed, self._build)

@@ -9,6 +9,10 @@ FALSE-VFL's log-variances stand for positive finite variances.
 
 from __future__ import annotations
 
+from typing import Mapping
+
+import numpy as np
+
 from fedmosaic.federation.validation import ArraySpec, ReplySpec, log_variance_check
 
 FLOAT = "float32"
@@ -31,6 +35,17 @@ def loglik_spec(samples: int, rows: int, latent: int, kind: str, *, jacobian: bo
 def embedding_spec(rows: int, width: int, kind: str) -> ReplySpec:
     """Split baselines ``embed``: ``embedding`` ``(rows, width)``."""
     return ReplySpec(arrays={"embedding": ArraySpec((rows, width), FLOAT)}, kind=kind)
+
+
+def views_spec(rows: int, width: int, kind: str) -> ReplySpec:
+    """FedHSSL ``cross``: ``projection`` and ``prediction`` ``(rows, width)`` of the aligned rows asked for."""
+    block = ArraySpec((rows, width), FLOAT)
+    return ReplySpec(arrays={"projection": block, "prediction": block}, kind=kind)
+
+
+def top_layers_spec(template: Mapping[str, np.ndarray], kind: str) -> ReplySpec:
+    """FedHSSL ``local``: the party's top layers, named and shaped as ``template`` (the active party's)."""
+    return ReplySpec.like(template, kind=kind)
 
 
 def acknowledgement_spec(kind: str) -> ReplySpec:

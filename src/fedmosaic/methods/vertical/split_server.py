@@ -11,7 +11,7 @@ test rows in one more exchange.
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 import torch
@@ -60,10 +60,13 @@ class SplitServer(ServerLogic):
         Hyper-parameters.
     baseline : Baseline
         What differs between the baselines.
+    passes : int, default 1
+        Epochs over the training rows per round (each draws its batches from
+        the round's generator, so one pass is the plain epoch).
     """
 
-    def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline) -> None:
-        self._task, self._params, self._baseline = task, params, baseline
+    def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline, passes: int = 1) -> None:
+        self._task, self._params, self._baseline, self._passes = task, params, baseline, passes
         data = task.data
         self._build = lambda: nn.ModuleDict(
             {
@@ -84,8 +87,16 @@ class SplitServer(ServerLogic):
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         self._last_evaluation = {}
 
+    def load_encoder(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Start the active party's encoder from ``arrays`` (a pre-trained one); the optimizer starts afresh."""
+        load_arrays(self._model["encoder"], arrays)
+        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
-        metrics = self._train_epoch(ctx)
+        generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "batches"))
+        metrics: dict[str, float] = {}
+        for _ in range(self._passes):
+            metrics = self._train_epoch(ctx, generator)
         if self._task.evaluates(ctx.round):
             self._last_evaluation = self._task.test_accuracies(lambda name, split: self._evaluate(ctx, name, split))
         return metrics
@@ -96,12 +107,11 @@ class SplitServer(ServerLogic):
     def artifacts(self) -> dict[str, Any]:
         return {"training_rows": int(len(self._baseline.train_rows(self._task.data.train)))}
 
-    def _train_epoch(self, ctx: RoundContext) -> dict[str, float]:
+    def _train_epoch(self, ctx: RoundContext, generator: torch.Generator) -> dict[str, float]:
         split = self._task.data.train
         rows = self._baseline.train_rows(split)
         if len(rows) == 0:
             return {}
-        generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "batches"))
         order = rows[torch.randperm(len(rows), generator=generator).numpy()]
         gradients: dict[int, dict[str, np.ndarray]] = {}
         losses = []
