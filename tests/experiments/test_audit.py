@@ -9,6 +9,7 @@ import pytest
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.runner import MESSAGES, run_experiment
 from fedmosaic.federation.audit import read_log
+from fedmosaic.methods.vertical.simsiam import SimSiamParty, top_layers
 
 CLASSIFICATION = {
     "name": "audit",
@@ -47,9 +48,12 @@ VERTICAL = {
         {"name": "Vanilla", "method": "vanilla-vfl", "params": {"embedding": 4, "hidden": 8}},
         {"name": "PlugVFL", "method": "plug-vfl", "params": {"embedding": 4, "hidden": 8}},
         {"name": "LASER", "method": "laser-vfl", "params": {"embedding": 4, "hidden": 8}},
+        {"name": "FedHSSL", "method": "fedhssl", "params": {"pretrain_rounds": 1, "embedding": 4, "hidden": 8}},
     ],
 }
-DECLARED_LATENTS = {"mean": 4, "logvar": 4, "embedding": 4, "dloglik_dh": 4}
+DECLARED_LATENTS = {"mean": 4, "logvar": 4, "embedding": 4, "dloglik_dh": 4, "projection": 4, "prediction": 4}
+TOP_LAYERS = {name: list(value.shape) for name, value in top_layers(SimSiamParty(1, 8, 4)).items()}
+"""FedHSSL's averaged layers: the same shapes for every party, whatever its block."""
 
 
 def _logs(tmp_path: Path, source: dict) -> dict[str, list[dict]]:
@@ -107,7 +111,7 @@ def test_the_check_finds_raw_rows(tmp_path: Path) -> None:
 def test_vertical_uploads_are_only_the_declared_per_row_latents(tmp_path: Path) -> None:
     # Vertical FL sends one latent per requested row by design: the declared exception to the check above.
     # Every upload holds only the protocol's names, of the latent width (never a party's feature block),
-    # or one log-likelihood per sample and row.
+    # one log-likelihood per sample and row, or FedHSSL's top layers (no row dimension).
     logs = _logs(tmp_path, VERTICAL)
     assert len(logs) == len(VERTICAL["runs"])
     for name, entries in logs.items():
@@ -118,5 +122,7 @@ def test_vertical_uploads_are_only_the_declared_per_row_latents(tmp_path: Path) 
             for array, info in entry["arrays"].items():
                 if array == "loglik":
                     assert len(info["shape"]) == 2, name
+                elif array in TOP_LAYERS:
+                    assert info["shape"] == TOP_LAYERS[array], (name, array)
                 else:
                     assert info["shape"][-1] == DECLARED_LATENTS[array], (name, array)

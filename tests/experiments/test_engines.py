@@ -59,6 +59,7 @@ VERTICAL = {
             "params": {"stage1_rounds": 1, "batch_size": 64, "hidden": 16, "classifier_passes": 1},
         },
         {"name": "LASER-VFL", "method": "laser-vfl", "params": {"batch_size": 64, "hidden": 16}},
+        {"name": "FedHSSL", "method": "fedhssl", "params": {"pretrain_rounds": 1, "batch_size": 64, "hidden": 16}},
     ],
 }
 ROWS = np.arange(0, 120, 7)
@@ -98,8 +99,9 @@ def test_an_unknown_engine_is_refused_naming_the_accepted_ones() -> None:
         (DIGITS, 0, lambda server: Message(arrays=server.params, config={"round": 1})),
         (VERTICAL, 0, lambda server: Message(arrays={"rows": ROWS}, config={"action": "posterior", "split": "train"})),
         (VERTICAL, 1, lambda server: Message(arrays={"rows": ROWS}, config={"action": "embed", "split": "train"})),
+        (VERTICAL, 2, lambda server: Message(arrays={"rows": ROWS}, config={"action": "embed", "split": "train"})),
     ],
-    ids=["fedavg", "false-vfl-passive-party", "laser-vfl-passive-party"],
+    ids=["fedavg", "false-vfl-passive-party", "laser-vfl-passive-party", "fedhssl-passive-party"],
 )
 def test_a_node_rebuilds_from_the_header_the_client_the_runner_builds(
     source: dict, run: int, request_for: Callable[[ServerLogic], Message]
