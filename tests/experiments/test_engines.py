@@ -159,15 +159,16 @@ def test_flower_simulation_gives_bit_identical_results(source: dict, tmp_path: P
 
 
 @pytest.mark.slow
-def test_false_vfl_on_flower_simulation_gives_bit_identical_results(tmp_path: Path) -> None:
-    """FALSE-VFL (both stages, evaluation every round) on Flower's simulation equals the in-process run.
+def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(tmp_path: Path) -> None:
+    """FALSE-VFL (both stages, evaluation every round) and FedHSSL (pre-training, then fine-tuning)
+    on Flower's simulation equal the in-process run.
 
     The active party is the server logic; each passive party runs in the
     ClientApp, rebuilt from the job header, its model and optimizer in
     ``context.state`` between messages.
     """
     # Prepare
-    source = VERTICAL | {"runs": VERTICAL["runs"][:1]}
+    source = VERTICAL | {"runs": [VERTICAL["runs"][0], VERTICAL["runs"][2]]}
 
     # Execute
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")
