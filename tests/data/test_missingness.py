@@ -109,15 +109,41 @@ def test_the_same_seed_gives_the_same_mask() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("mcar:0.2", ("mcar", 0.2, "MCAR 2")), ("MAR:2", ("mar", 2.0, "MAR 2")), ("mnar:0.9", ("mnar", 0.9, "MNAR 9"))],
+    [
+        ("mcar:0.2", ("mcar", 0.2, "MCAR 2")),
+        ("MAR:2", ("mar", 2.0, "MAR 2")),
+        ("mnar:0.9", ("mnar", 0.9, "MNAR 9")),
+        ("keep:1", ("keep", 1.0, "KEEP 1")),
+    ],
 )
 def test_specifications_parse_to_the_papers_labels(text: str, expected: tuple[str, float, str]) -> None:
     parsed = parse_missingness(text, "vertical.train_missing")
     assert (parsed.mechanism, parsed.value, parsed.label) == expected
 
 
-@pytest.mark.parametrize("text", ["mcar:1", "mar:3", "mnar:0", "mcar", "random:0.2"])
+@pytest.mark.parametrize("text", ["mcar:1", "mar:3", "mnar:0", "mcar", "random:0.2", "keep:0", "keep:1.5"])
 def test_bad_specifications_name_the_field(text: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_missingness(text, "vertical.test_missing")
-    assert str(caught.value).startswith("vertical.test_missing: must be mcar:<p in [0, 1)>, mar:<1 or 2> or mnar")
+    assert str(caught.value).startswith("vertical.test_missing: must be mcar:<p in [0, 1)>, mar:<1 or 2>, mnar")
+    assert "keep:<whole k >= 1>" in str(caught.value)
+
+
+@pytest.mark.parametrize("keep", [1, 2, 3])
+def test_keep_gives_every_row_exactly_k_parties_each_equally_often_whatever_the_values(keep: int) -> None:
+    # Prepare
+    blocks = gaussian_blocks(20_000, [3] * 4)
+
+    # Execute
+    present = draw_mask(blocks, Missingness("keep", keep), np.random.default_rng(3))
+
+    # Assert
+    assert (present.sum(axis=1) == keep).all()
+    np.testing.assert_allclose(present.mean(axis=0), keep / 4, atol=0.015)
+    for k, block in enumerate(blocks):
+        assert abs(np.corrcoef(block.mean(axis=1), present[:, k])[0, 1]) < 0.03
+
+
+def test_keep_cannot_exceed_the_parties() -> None:
+    with pytest.raises(ValueError, match="cannot keep 3 of 2 parties"):
+        draw_mask(gaussian_blocks(10, [2, 2]), Missingness("keep", 3), np.random.default_rng(0))

@@ -61,6 +61,7 @@ def test_isolet_is_standardised_and_split_evenly_with_gaussian_features() -> Non
     [
         (vertical(train_missing="mcar:2"), "vertical.train_missing", "must be mcar:<p in [0, 1)>"),
         (vertical(test_missing="often"), "vertical.test_missing", "mnar:<rate in (0, 1)>"),
+        (vertical(test_missing=["mcar:0.0", "keep:5"]), "vertical.test_missing", "keep:<k> needs k <= the 4 parties"),
         (vertical(num_parties=1), "vertical.num_parties", "greater than or equal to 2"),
         (vertical() | {"data": {"dataset": "simpson-mnist"}}, "data.dataset", "a vertical task needs one of"),
         (vertical() | {"runs": [{"name": "x", "method": "fedavg"}]}, "runs.0.method", "a [vertical] section gives a vertical task"),

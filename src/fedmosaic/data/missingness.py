@@ -1,10 +1,11 @@
-"""Which parties hold which rows: block-wise missingness MCAR, MAR and MNAR.
+"""Which parties hold which rows: block-wise missingness MCAR, MAR and MNAR, and KEEP(k).
 
 A mask is a boolean array ``present`` of shape ``(n, K)``: ``present[i, k]``
 says whether party ``k`` holds row ``i``. Party 0 is the active party. Every
 mechanism returns masks with at least one present party per row: rows drawn
 with none present are drawn again, with the same probabilities, until one is
-(the mask is conditioned on "at least one party present").
+(the mask is conditioned on "at least one party present"). KEEP(k), for
+analysis rather than training, gives every row exactly ``k`` parties.
 ``docs/methods/vertical.md`` states the definitions.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from fedmosaic.errors import ConfigError
 
-Mechanism = Literal["mcar", "mar", "mnar"]
+Mechanism = Literal["mcar", "mar", "mnar", "keep"]
 
 MAR_RATES = {1: 0.3, 2: 0.6}
 """Average rate at which a passive block is missing at each MAR level."""
@@ -26,7 +27,7 @@ MAR_RATES = {1: 0.3, 2: 0.6}
 DEPENDENCE = 2.0
 """Slope of MAR and MNAR missingness on their standardized score (logit per standard deviation)."""
 
-_SPEC = re.compile(r"^(mcar|mar|mnar):([0-9]*\.?[0-9]+)$")
+_SPEC = re.compile(r"^(mcar|mar|mnar|keep):([0-9]*\.?[0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,14 @@ class Missingness:
 
     Parameters
     ----------
-    mechanism : {"mcar", "mar", "mnar"}
-        Completely at random, at random given the active block, or not at
-        random (a block's own values).
+    mechanism : {"mcar", "mar", "mnar", "keep"}
+        Completely at random, at random given the active block, not at
+        random (a block's own values), or exactly ``k`` parties per row.
     value : float
         MCAR: probability p in [0, 1) that a block is missing; MAR: the level,
         1 or 2 (passive blocks missing at an average rate 0.3 or 0.6); MNAR:
-        the average rate in (0, 1) at which a block is missing.
+        the average rate in (0, 1) at which a block is missing; KEEP: the
+        number ``k`` >= 1 of parties that hold each row, drawn uniformly.
 
     Examples
     --------
@@ -54,13 +56,13 @@ class Missingness:
 
     @property
     def label(self) -> str:
-        """The paper's short name: ``MCAR 5``, ``MAR 2``, ``MNAR 9``."""
-        number = int(self.value) if self.mechanism == "mar" else round(10 * self.value)
+        """The paper's short name: ``MCAR 5``, ``MAR 2``, ``MNAR 9``; and ``KEEP 1``."""
+        number = int(self.value) if self.mechanism in ("mar", "keep") else round(10 * self.value)
         return f"{self.mechanism.upper()} {number}"
 
 
 def parse_missingness(text: str, field: str) -> Missingness:
-    """Read ``mcar:<p>``, ``mar:<level>`` or ``mnar:<rate>``.
+    """Read ``mcar:<p>``, ``mar:<level>``, ``mnar:<rate>`` or ``keep:<k>``.
 
     Raises
     ------
@@ -72,7 +74,7 @@ def parse_missingness(text: str, field: str) -> Missingness:
     >>> parse_missingness("mnar:0.7", "vertical.train_missing")
     Missingness(mechanism='mnar', value=0.7)
     """
-    accepted = "mcar:<p in [0, 1)>, mar:<1 or 2> or mnar:<rate in (0, 1)>"
+    accepted = "mcar:<p in [0, 1)>, mar:<1 or 2>, mnar:<rate in (0, 1)> or keep:<whole k >= 1>"
     match = _SPEC.match(text.strip().lower())
     if match is None:
         raise ConfigError(field, f"must be {accepted} (got {text!r})")
@@ -81,6 +83,7 @@ def parse_missingness(text: str, field: str) -> Missingness:
         "mcar": 0 <= value < 1,
         "mar": value in MAR_RATES,
         "mnar": 0 < value < 1,
+        "keep": value >= 1 and value.is_integer(),
     }[mechanism]
     if not valid:
         raise ConfigError(field, f"must be {accepted} (got {text!r})")
@@ -104,6 +107,11 @@ def draw_mask(blocks: list[np.ndarray], missingness: Missingness, rng: np.random
     numpy.ndarray
         ``present``, bool of shape ``(n, K)``, at least one True per row.
 
+    Raises
+    ------
+    ValueError
+        KEEP(k) with more than ``K`` parties (the configuration checks this first).
+
     Examples
     --------
     >>> import numpy as np
@@ -111,13 +119,15 @@ def draw_mask(blocks: list[np.ndarray], missingness: Missingness, rng: np.random
     >>> draw_mask(blocks, Missingness("mcar", 0.0), np.random.default_rng(0)).all()
     np.True_
     """
+    if missingness.mechanism == "keep":
+        return _keep(len(blocks[0]), len(blocks), int(missingness.value), rng)
     return _at_least_one(missing_probabilities(blocks, missingness, rng), rng)
 
 
 def missing_probabilities(
     blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator
 ) -> np.ndarray:
-    """The probability that each block of each row is missing (before conditioning).
+    """The probability that each block of each row is missing (before conditioning), for MCAR, MAR and MNAR.
 
     - MCAR(p): ``p`` for every block.
     - MAR(level): 0 for the active block; for passive block ``k``,
@@ -134,6 +144,8 @@ def missing_probabilities(
     numpy.ndarray
         float64 of shape ``(n, K)``.
     """
+    if missingness.mechanism == "keep":
+        raise ValueError("KEEP(k) fixes the number of parties per row, not a probability per block")
     n, num_parties = len(blocks[0]), len(blocks)
     if missingness.mechanism == "mcar":
         return np.full((n, num_parties), missingness.value)
@@ -180,3 +192,11 @@ def _at_least_one(probabilities: np.ndarray, rng: np.random.Generator) -> np.nda
         present[empty] = rng.random((len(empty), probabilities.shape[1])) >= probabilities[empty]
         empty = empty[~present[empty].any(axis=1)]
     return present
+
+
+def _keep(n: int, num_parties: int, keep: int, rng: np.random.Generator) -> np.ndarray:
+    """Every row held by ``keep`` parties drawn uniformly without replacement."""
+    if keep > num_parties:
+        raise ValueError(f"cannot keep {keep} of {num_parties} parties")
+    ranks = rng.random((n, num_parties)).argsort(axis=1).argsort(axis=1)
+    return ranks < keep

@@ -170,8 +170,9 @@ class VerticalSection(Section):
     alpha : float, default 1.0
         Dirichlet split concentration (> 0; ``inf`` for equal weights).
     train_missing : str, default "mcar:0.5"
-        Missingness of the training rows: ``mcar:<p>``, ``mar:<1 or 2>`` or
-        ``mnar:<rate>`` (docs/methods/vertical.md).
+        Missingness of the training rows: ``mcar:<p>``, ``mar:<1 or 2>``,
+        ``mnar:<rate>``, or ``keep:<k>`` (exactly k parties per row)
+        (docs/methods/vertical.md).
     test_missing : str or list of str, default "mcar:0.0"
         Missingness of the test rows, drawn independently; with a list, the
         trained models are evaluated under each (metrics ``accuracy_mcar0``,
@@ -637,7 +638,12 @@ def _check_vertical(config: ExperimentConfig) -> None:
     assert vertical is not None
     if config.data.dataset not in VERTICAL_DATASETS:
         raise ConfigError("data.dataset", f"a vertical task needs one of {', '.join(VERTICAL_DATASETS)}, got '{config.data.dataset}'")
-    parse_missingness(vertical.train_missing, "vertical.train_missing")
+    parties = vertical.parties(config.data.dataset)
+    settings = [("vertical.train_missing", vertical.train_missing)] + [("vertical.test_missing", t) for t in vertical.test_settings()]
+    for field, text in settings:
+        missingness = parse_missingness(text, field)
+        if missingness.mechanism == "keep" and missingness.value > parties:
+            raise ConfigError(field, f"keep:<k> needs k <= the {parties} parties (got {text!r})")
     labels = [parse_missingness(text, "vertical.test_missing").label for text in vertical.test_settings()]
     if not labels or len(set(labels)) < len(labels):
         raise ConfigError("vertical.test_missing", f"needs distinct settings, at least one (got {vertical.test_missing})")
