@@ -198,5 +198,5 @@ def _keep(n: int, num_parties: int, keep: int, rng: np.random.Generator) -> np.n
     """Every row held by ``keep`` parties drawn uniformly without replacement."""
     if keep > num_parties:
         raise ValueError(f"cannot keep {keep} of {num_parties} parties")
-    ranks = rng.random((n, num_parties)).argsort(axis=1).argsort(axis=1)
-    return ranks < keep
+    keys = rng.random((n, num_parties))
+    return keys <= np.partition(keys, keep - 1, axis=1)[:, keep - 1 : keep]

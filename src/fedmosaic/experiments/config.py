@@ -640,11 +640,11 @@ def _check_vertical(config: ExperimentConfig) -> None:
         raise ConfigError("data.dataset", f"a vertical task needs one of {', '.join(VERTICAL_DATASETS)}, got '{config.data.dataset}'")
     parties = vertical.parties(config.data.dataset)
     settings = [("vertical.train_missing", vertical.train_missing)] + [("vertical.test_missing", t) for t in vertical.test_settings()]
-    for field, text in settings:
-        missingness = parse_missingness(text, field)
+    parsed = [parse_missingness(text, field) for field, text in settings]
+    for (field, text), missingness in zip(settings, parsed):
         if missingness.mechanism == "keep" and missingness.value > parties:
             raise ConfigError(field, f"keep:<k> needs k <= the {parties} parties (got {text!r})")
-    labels = [parse_missingness(text, "vertical.test_missing").label for text in vertical.test_settings()]
+    labels = [missingness.label for missingness in parsed[1:]]
     if not labels or len(set(labels)) < len(labels):
         raise ConfigError("vertical.test_missing", f"needs distinct settings, at least one (got {vertical.test_missing})")
     for index, run in enumerate(config.runs):

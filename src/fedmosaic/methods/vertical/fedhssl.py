@@ -80,6 +80,7 @@ class FedHSSLServer(ServerLogic):
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
         self._finetune = SplitServer(task, params, Concatenation(), passes=params.finetune_passes)
+        self._aligned = np.flatnonzero(task.data.train.present.all(axis=1))
         self._seed = 0
 
     def initialize(self, seed: int) -> None:
@@ -100,13 +101,12 @@ class FedHSSLServer(ServerLogic):
         return self._finetune.evaluate(rnd) if rnd > self._params.pretrain_rounds else {}
 
     def artifacts(self) -> dict[str, Any]:
-        aligned = int(self._task.data.train.present.all(axis=1).sum())
-        return self._finetune.artifacts() | {"pretrain_rounds": self._params.pretrain_rounds, "aligned_rows": aligned}
+        return self._finetune.artifacts() | {"pretrain_rounds": self._params.pretrain_rounds, "aligned_rows": len(self._aligned)}
 
     # ------------------------------------------------------------ pre-training
     def _pretrain_epoch(self, ctx: RoundContext) -> dict[str, float]:
         split = self._task.data.train
-        aligned = np.flatnonzero(split.present.all(axis=1))
+        aligned = self._aligned
         targets, gradients, cross_loss = self._cross_party_epoch(ctx, split, aligned)
         own = np.flatnonzero(split.present[:, 0])
         replies = ctx.exchange(

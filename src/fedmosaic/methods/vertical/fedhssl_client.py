@@ -31,7 +31,7 @@ from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_seed
 from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.vertical.params import FedHSSLParams
-from fedmosaic.methods.vertical.party_client import PartyClient
+from fedmosaic.methods.vertical.optimizer_state import OPTIMIZER_PREFIX
 from fedmosaic.methods.vertical.simsiam import SimSiamParty, local_epoch, spread_targets, top_layers
 from fedmosaic.methods.vertical.split_client import SplitClient
 
@@ -60,7 +60,7 @@ class FedHSSLClient(SplitClient):
         action = message.config["action"]
         if action not in PRETRAINING:
             if state.config.get("stage") != "finetune":
-                state.arrays = {k: v for k, v in state.arrays.items() if not k.startswith("opt.")}
+                state.arrays = {k: v for k, v in state.arrays.items() if not k.startswith(OPTIMIZER_PREFIX)}
                 state.config["stage"] = "finetune"
             return super().handle(message, state, context)
         model, optimizer = self.load(state, context.seed)
@@ -77,7 +77,7 @@ class FedHSSLClient(SplitClient):
             return Message(arrays={"projection": projection.numpy(), "prediction": prediction.numpy()}, kind=message.kind)
         if action == "average":
             load_arrays(model, dict(message.arrays), strict=False)
-            PartyClient.save(state, model, optimizer)
+            self.save(state, model, optimizer)
             return Message(kind=message.kind)
         return self._local(message, state, context, model, optimizer)
 

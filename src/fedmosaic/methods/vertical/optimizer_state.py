@@ -7,8 +7,11 @@ from typing import Mapping
 import numpy as np
 import torch
 
+OPTIMIZER_PREFIX = "opt."
+"""Default prefix of an optimizer's arrays in a state."""
 
-def optimizer_to_arrays(optimizer: torch.optim.Optimizer, prefix: str = "opt.") -> dict[str, np.ndarray]:
+
+def optimizer_to_arrays(optimizer: torch.optim.Optimizer, prefix: str = OPTIMIZER_PREFIX) -> dict[str, np.ndarray]:
     """Every per-parameter state tensor of ``optimizer`` as ``<prefix><index>.<name>``.
 
     Examples
@@ -25,7 +28,7 @@ def optimizer_to_arrays(optimizer: torch.optim.Optimizer, prefix: str = "opt.") 
     }
 
 
-def load_optimizer_arrays(optimizer: torch.optim.Optimizer, arrays: Mapping[str, np.ndarray], prefix: str = "opt.") -> None:
+def load_optimizer_arrays(optimizer: torch.optim.Optimizer, arrays: Mapping[str, np.ndarray], prefix: str = OPTIMIZER_PREFIX) -> None:
     """Restore the state written by :func:`optimizer_to_arrays` (no entry: a fresh optimizer)."""
     state: dict[int, dict[str, torch.Tensor]] = {}
     for key, value in arrays.items():
