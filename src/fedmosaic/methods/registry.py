@@ -138,6 +138,7 @@ METHODS: dict[str, Method] = {
             "concepts",
             FCMParams,
             _build_fcm,
+            dp_sgd=True,
         ),
         Method(
             "false-vfl",
