@@ -86,6 +86,7 @@ CLEAN_NOISE_SHARE = 0.0
 
 AUTOENCODER_HIDDEN = 128
 AUTOENCODER_EPOCHS = 5
+AUTOENCODER_MIN_STEPS = 300
 AUTOENCODER_BATCH = 256
 AUTOENCODER_LR = 0.01
 
@@ -276,7 +277,7 @@ def sample_concept_splits(
     task: str | None = None,
     n_samples: int | None = None,
     latent_dim: int | None = None,
-    epochs: int = AUTOENCODER_EPOCHS,
+    epochs: int | None = None,
     noise_share: float = NOISE_SHARE,
 ) -> ConceptSplits:
     """Sample a network's train, validation and test splits, with autoencoded inputs.
@@ -306,8 +307,11 @@ def sample_concept_splits(
         :data:`DEFAULT_SAMPLES` ``[name]``, else :data:`DEFAULT_SAMPLE_COUNT`.
     latent_dim : int or None, optional
         Width of ``x``; ``None`` takes 32 for asia and sachs, 64 otherwise.
-    epochs : int, optional
-        Autoencoder training epochs (Adam, batch 256).
+    epochs : int or None, optional
+        Autoencoder training epochs (Adam, batch 256); ``None`` trains for
+        :data:`AUTOENCODER_EPOCHS` epochs and at least
+        :data:`AUTOENCODER_MIN_STEPS` steps (a small network, alarm's 1,400
+        training rows, would otherwise take 30 steps).
     noise_share : float, optional
         Share ``s`` of noise in ``x``, in [0, 1); :data:`NOISE_SHARE` by
         default, :data:`CLEAN_NOISE_SHARE` (0) for clean inputs.
@@ -339,7 +343,9 @@ def sample_concept_splits(
     )
     default_latent = SMALL_LATENT_DIM if name in SMALL_NETWORKS else LATENT_DIM
     latent_dim = _resolve_count("data.latent_dim", latent_dim, default_latent, 1)
-    epochs = _resolve_count("data.epochs", epochs, AUTOENCODER_EPOCHS, 1)
+    batches = -(-_split_sizes(n_samples)["train"] // AUTOENCODER_BATCH)
+    default_epochs = max(AUTOENCODER_EPOCHS, -(-AUTOENCODER_MIN_STEPS // max(batches, 1)))
+    epochs = _resolve_count("data.epochs", epochs, default_epochs, 1)
     if isinstance(noise_share, bool) or not isinstance(noise_share, (int, float)) or not 0 <= noise_share < 1:
         raise ConfigError("data.noise_share", f"must be a number in [0, 1) (got {noise_share!r})")
 
