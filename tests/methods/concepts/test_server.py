@@ -613,6 +613,20 @@ def test_intermediate_evaluations_test_the_current_model(make_task, make_params)
     assert "full_intervention_accuracy" in history[-1].metrics
 
 
+def test_the_final_evaluation_reports_the_intervention_gain_and_per_concept_accuracies(make_task, make_params) -> None:
+    # Execute
+    task, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2)
+
+    # Assert: gain = noisy accuracy with every concept intervened on minus with none.
+    final = history[-1].metrics
+    assert final["intervention_gain"] == pytest.approx(final["noisy_full_intervention_accuracy"] - final["noisy_accuracy"])
+    per_concept = server.artifacts()["per_concept"]
+    assert set(per_concept) == set(task.true_ancestors)
+    assert final["balanced_concept_accuracy"] == pytest.approx(
+        np.mean([v["balanced_accuracy"] for v in per_concept.values()])
+    )
+
+
 def test_a_client_with_nothing_to_validate_does_not_dilute_the_validation_loss(make_task, make_params) -> None:
     # Prepare: a static model of client 0's concepts; client 1 labels only c, which the model lacks.
     task = make_task((("a", "b", "y"), ("c",)))

@@ -328,6 +328,7 @@ class FCMServer(ServerLogic):
             "full_intervention_accuracy": task_accuracy(model, task.test, concepts),
             "noisy_accuracy": topological_curve[0],
             "noisy_full_intervention_accuracy": topological_curve[-1],
+            "intervention_gain": topological_curve[-1] - topological_curve[0],
             "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
             "best_round": float(self.best_round),
             **({"graph_epsilon_per_pair": self._params.graph_epsilon} if self._params.graph_epsilon else {}),
