@@ -10,6 +10,7 @@ from pgmpy.factors.discrete import TabularCPD
 from pgmpy.models import DiscreteBayesianNetwork
 
 from fedmosaic.data.bayesnet import (
+    NOISE_SHARE,
     ConceptDataset,
     ConceptSplits,
     bayes_optimal_accuracy,
@@ -103,6 +104,32 @@ def test_latent_width_is_configurable() -> None:
 
     # Assert
     assert splits.train.x.shape == (70, 8)
+
+
+@pytest.mark.parametrize("share", [0.3, 0.7])
+def test_the_noise_share_is_measured_against_a_unit_scale_latent(share: float) -> None:
+    # Prepare: the same seed with clean inputs gives the (standardised) latent itself.
+    clean = sample_concept_splits("asia", seed=0, n_samples=ASIA_SAMPLES, noise_share=0.0)
+
+    # Execute
+    noisy = sample_concept_splits("asia", seed=0, n_samples=ASIA_SAMPLES, noise_share=share)
+
+    # Assert: x = (1 - s) z + s e with z and e of unit scale, so each column correlates with
+    # the latent by (1 - s) / sqrt((1 - s)^2 + s^2), whatever the autoencoder's own scale.
+    expected = (1 - share) / np.hypot(1 - share, share)
+    correlations = [np.corrcoef(clean.train.x[:, j], noisy.train.x[:, j])[0, 1] for j in range(32)]
+    assert np.mean(correlations) == pytest.approx(expected, abs=0.03)
+    np.testing.assert_allclose(clean.train.x.std(axis=0), 1, atol=1e-4)
+
+
+def test_the_default_noise_share_is_the_documented_constant() -> None:
+    # Execute
+    default = sample_concept_splits("asia", seed=1, n_samples=300, epochs=1)
+    explicit = sample_concept_splits("asia", seed=1, n_samples=300, epochs=1, noise_share=NOISE_SHARE)
+
+    # Assert
+    assert 0 < NOISE_SHARE < 1
+    np.testing.assert_array_equal(default.train.x, explicit.train.x)
 
 
 def test_autoencoder_inputs_are_every_concept_but_the_task(asia: ConceptSplits) -> None:
@@ -236,6 +263,8 @@ def test_network_without_default_task_needs_one_and_then_works() -> None:
         ({"n_samples": 5}, "data.n_samples"),
         ({"latent_dim": 0}, "data.latent_dim"),
         ({"epochs": 0}, "data.epochs"),
+        ({"noise_share": 1.0}, "data.noise_share"),
+        ({"noise_share": -0.1}, "data.noise_share"),
     ],
 )
 def test_sizes_out_of_range_are_config_errors(options: dict[str, Any], field: str) -> None:

@@ -66,3 +66,13 @@ def test_local_dp_sgd_is_refused_for_methods_whose_loss_is_not_per_example(metho
     with pytest.raises(ConfigError, match="per-example terms") as info:
         load_config(source)
     assert info.value.field == "train.dp_noise_multiplier"
+
+
+def test_local_dp_sgd_is_accepted_for_fcm_whose_masked_loss_is_per_example() -> None:
+    source = {
+        "name": "t",
+        "data": {"dataset": "bnlearn", "network": "asia"},
+        "runs": [{"name": "a", "method": "fcm"}],
+        "train": {"dp_noise_multiplier": 1.0},
+    }
+    assert load_config(source).train.dp_noise_multiplier == 1.0

@@ -46,5 +46,26 @@ def test_concept_workloads_lay_out_clients_with_their_arrival_rounds() -> None:
     assert job.task.last_arrival == 4
     assert 0.7 < job.task.extras["bayes_optimal_accuracy"] <= 1.0
     assert len(workload.jobs("local", config)) == 6
+
+
+def test_the_centralized_baseline_labels_exactly_the_union_of_the_clients_concepts() -> None:
+    # Prepare: on asia the clients label the task's ancestors and one additional concept, not all 8 variables.
+    config = load_config(
+        {
+            "name": "asia",
+            "data": {"dataset": "bnlearn", "network": "asia", "samples": 2000},
+            "runs": [{"name": "Centralized", "method": "fcm", "setting": "centralized"}],
+        }
+    )
+    workload = prepare_workload(config)
+
+    # Execute
     (central,) = workload.jobs("centralized", config)
-    assert set(central.task.clients[0].train.names) == set(workload.splits.train.names)
+
+    # Assert
+    union = {name for client in workload.clients for name in client.train.names} | {workload.splits.task}
+    pooled = central.task.clients[0]
+    assert set(pooled.train.names) == set(pooled.val.names) == union
+    assert union < set(workload.splits.train.names)
+    assert set(pooled.confidence.names) == union
+    assert len(pooled.train) == len(workload.splits.train)

@@ -70,6 +70,12 @@ class DataSection(Section):
     latent_dim : int or None, default None
         ``bnlearn`` only: width of the autoencoder latent that forms the
         input (default 32 for asia and sachs, 64 otherwise).
+    noise_share : float or None, default None
+        ``bnlearn`` only: share ``s`` of Gaussian noise in the input,
+        ``x = (1 - s) * latent + s * N(0, 1)`` with the latent on unit scale,
+        in [0, 1). The default (0.7) makes concepts imperfectly predicted, as
+        in the F-CMs paper; ``0`` gives clean inputs, the easy setting where
+        concepts are predicted almost perfectly and interventions gain little.
     samples_per_client : int, default 1000
         ``simpson-mnist`` only: training digits per client.
     test_colours : {"pooled", "independent"}, default "pooled"
@@ -92,6 +98,7 @@ class DataSection(Section):
     task: str | None = None
     samples: PositiveInt | None = None
     latent_dim: PositiveInt | None = None
+    noise_share: float | None = Field(default=None, ge=0, lt=1)
     samples_per_client: PositiveInt = 1000
     test_colours: Literal["pooled", "independent"] = "pooled"
     pretrain_samples: NonNegativeInt = 1000

@@ -118,7 +118,7 @@ class ConceptWorkload:
             last = max((c.joins_at for c in self.layout), default=1)
             return [Job("federated", self._task(self.clients, config, last), schedule)]
         if setting == "centralized":
-            names = self.splits.train.names
+            names = self.union_concepts()
             everything = ConceptClientData(
                 train=_labeled(self.splits.train, np.arange(len(self.splits.train)), names),
                 val=_labeled(self.splits.val, np.arange(len(self.splits.val)), names),
@@ -130,6 +130,15 @@ class ConceptWorkload:
             Job(f"client-{k}", self._task([client], config, 1), Schedule(num_clients=1))
             for k, client in enumerate(self.clients)
         ]
+
+    def union_concepts(self) -> tuple[str, ...]:
+        """The concepts some client labels, and the task, in the network's column order.
+
+        The centralized baseline labels exactly these, the concept set
+        F-CMs ends with, so that it is the federation's fair equal.
+        """
+        labeled = {name for client in self.clients for name in client.train.names} | {self.splits.task}
+        return tuple(name for name in self.splits.train.names if name in labeled)
 
     def _task(self, clients: list[ConceptClientData], config: ExperimentConfig, last_arrival: int) -> ConceptTask:
         test = self.splits.test
@@ -210,8 +219,9 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
 def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
     """Sample a network's concept data and lay it out over clients."""
     data, layout_config = config.data, config.concepts
+    noise = {} if data.noise_share is None else {"noise_share": data.noise_share}
     splits = sample_concept_splits(
-        data.network, seed=config.seed, task=data.task, n_samples=data.samples, latent_dim=data.latent_dim
+        data.network, seed=config.seed, task=data.task, n_samples=data.samples, latent_dim=data.latent_dim, **noise
     )
     if layout_config.num_clients > len(splits.train):
         raise ConfigError(

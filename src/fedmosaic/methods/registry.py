@@ -134,6 +134,7 @@ METHODS: dict[str, Method] = {
             "concepts",
             FCMParams,
             _build_fcm,
+            dp_sgd=True,
         ),
         Method(
             "false-vfl",

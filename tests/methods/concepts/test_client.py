@@ -344,3 +344,38 @@ def test_received_arrays_are_not_modified(make_task, make_params, make_client) -
     # Assert
     assert all(np.array_equal(message.arrays[n], before[n]) for n in before)
 
+
+
+# --------------------------------------------------------------------------- local DP-SGD
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_dp_sgd_trains_the_masked_modules_and_reports_opacus_epsilon_per_round(
+    family: str, make_task, make_params, make_client
+) -> None:
+    # Prepare: a client of 200 rows, batch 64 (4 batches), 1 epoch, noise 1.1; state kept across rounds.
+    from opacus.accountants import RDPAccountant
+
+    task = make_task()
+    train = task.train.model_copy(update={"dp_noise_multiplier": 1.1, "dp_max_grad_norm": 1.0})
+    params = make_params(family)
+    client = FCMClient(task.clients[WITH_TASK], params, train, task.cardinalities)
+    model = _global_model(task, params)
+    state = ClientState()
+
+    # Execute: two rounds
+    replies = [client.handle(_train_message(model).read_only(), state, _context(seed)) for seed in (7, 8)]
+
+    # Assert: epsilon after k rounds is Opacus's RDP accountant after 4k Gaussian steps at rate 64/200.
+    accountant = RDPAccountant()
+    for rounds, reply in enumerate(replies, start=1):
+        for _ in range(4):
+            accountant.step(noise_multiplier=1.1, sample_rate=64 / 200)
+        assert reply.metrics["dp_sgd_epsilon"] == pytest.approx(accountant.get_epsilon(1e-5))
+    assert replies[1].metrics["dp_sgd_epsilon"] > replies[0].metrics["dp_sgd_epsilon"]
+    # only the client's own modules (and the encoder) are uploaded, and they moved
+    assert set(replies[0].arrays) == {
+        n for n in model_to_arrays(model) if n.startswith((model.ENCODER_PREFIX, *_prefixes(model, ("a", "b", "y"))))
+    }
+    sent = model_to_arrays(model)
+    assert any(not np.allclose(replies[0].arrays[n], sent[n]) for n in replies[0].arrays)

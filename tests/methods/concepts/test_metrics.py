@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from fedmosaic.methods.concepts.metrics import accuracies, coverage, intervention_curve, random_order
+from fedmosaic.methods.concepts.metrics import (
+    concept_scores,
+    coverage,
+    intervention_curve,
+    random_order,
+    task_accuracy,
+)
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, ConceptModelParams, build_concept_model
 from fedmosaic.methods.concepts.task import LabeledConcepts
 
@@ -92,21 +98,31 @@ def test_coverage_is_the_share_of_true_ancestors_and_task_the_model_predicts(
 # --------------------------------------------------------------------------- accuracies
 
 
+def _hits(model: ConceptModel, test: LabeledConcepts) -> dict[str, np.ndarray]:
+    """Per-sample argmax hits of every node of the model, computed by hand."""
+    with torch.no_grad():
+        logits = model.eval()(torch.from_numpy(test.x))
+    return {n: logits[n].argmax(1).numpy() == test.values[:, NODES.index(n)] for n in model.graph.nodes}
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-def test_accuracies_are_argmax_hits_on_the_task_and_the_mean_over_concepts(family: str) -> None:
+def test_scores_are_argmax_hits_on_the_task_and_the_mean_over_concepts(family: str) -> None:
     # Prepare
     model = _model(family)
     test = _test_set(noise=0.5)
 
     # Execute
-    scores = accuracies(model, test)
+    scores = concept_scores(model, test, common=("a", "b", "c"))
 
     # Assert
-    with torch.no_grad():
-        logits = model.eval()(torch.from_numpy(test.x))
-    hits = {n: float((logits[n].argmax(1).numpy() == test.values[:, k]).mean()) for k, n in enumerate(NODES)}
+    hits = {n: float(h.mean()) for n, h in _hits(model, test).items()}
     assert scores["task_accuracy"] == pytest.approx(hits["y"])
+    assert task_accuracy(model, test) == pytest.approx(hits["y"])
     assert scores["concept_accuracy"] == pytest.approx(np.mean([hits["a"], hits["b"], hits["c"]]))
+    assert scores["own_concept_accuracy"] == pytest.approx(scores["concept_accuracy"])
+    assert {n: v["accuracy"] for n, v in scores["per_concept"].items()} == pytest.approx(
+        {n: hits[n] for n in "abc"}
+    )
 
 
 def test_concept_accuracy_of_a_task_only_model_is_zero() -> None:
@@ -116,27 +132,48 @@ def test_concept_accuracy_of_a_task_only_model_is_zero() -> None:
     test = _test_set()
 
     # Execute
-    scores = accuracies(model, test)
+    scores = concept_scores(model, test, common=())
 
     # Assert
-    assert scores["concept_accuracy"] == 0.0
+    assert scores["concept_accuracy"] == scores["own_concept_accuracy"] == 0.0
     assert 0.0 <= scores["task_accuracy"] <= 1.0
 
 
-def test_accuracies_evaluate_only_the_nodes_the_model_has() -> None:
-    # Prepare: a model without c, tested on samples labeled for every node.
+def test_concept_accuracy_is_over_the_common_set_a_concept_not_predicted_counting_as_wrong() -> None:
+    # Prepare: a model without c, and one extra concept (a) outside the common set {b, c}.
     graph = ConceptGraph(("a", "b", "y"), "y", {"a": 2, "b": 3, "y": 2}, {"b": ("a",), "y": ("b",)})
     model = build_concept_model(CONCEPT_WIDTH, graph, ConceptModelParams(encoder_hidden=4), seed=0)
     test = _test_set()
 
     # Execute
-    scores = accuracies(model, test)
+    scores = concept_scores(model, test, common=("b", "c"))
 
-    # Assert
+    # Assert: the common set scores b and a zero for c; the own set scores a and b.
+    hits = {n: float(h.mean()) for n, h in _hits(model, test).items()}
+    assert scores["concept_accuracy"] == pytest.approx((hits["b"] + 0.0) / 2)
+    assert scores["own_concept_accuracy"] == pytest.approx((hits["a"] + hits["b"]) / 2)
+    assert scores["per_concept"]["c"] == {"accuracy": 0.0, "balanced_accuracy": 0.0}
+    assert set(scores["per_concept"]) == {"a", "b", "c"}
+
+
+def test_balanced_concept_accuracy_is_the_mean_recall_over_values() -> None:
+    # Prepare: a CBM whose concepts are perfect except c, forced to always say 0.
+    model = _model("cbm", seed=3)
+    _make_concepts_perfect(model)
+    block = model.get_submodule(model.node_prefix("c").rstrip("."))
     with torch.no_grad():
-        logits = model.eval()(torch.from_numpy(test.x))
-    hits = [float((logits[n].argmax(1).numpy() == test.values[:, NODES.index(n)]).mean()) for n in ("a", "b")]
-    assert scores["concept_accuracy"] == pytest.approx(np.mean(hits))
+        block.scorer.weight.zero_()
+        block.scorer.bias.copy_(torch.tensor([1.0, 0.0]))
+    test = _test_set(noise=0.0)
+
+    # Execute
+    scores = concept_scores(model, test, common=("a", "b", "c"))
+
+    # Assert: c scores its majority share plainly and 1/2 balanced.
+    share_of_zero = float(np.mean(test.values[:, 2] == 0))
+    assert scores["per_concept"]["c"] == pytest.approx({"accuracy": share_of_zero, "balanced_accuracy": 0.5})
+    assert scores["balanced_concept_accuracy"] == pytest.approx((1.0 + 1.0 + 0.5) / 3)
+    assert scores["concept_accuracy"] == pytest.approx((2.0 + share_of_zero) / 3)
 
 
 # --------------------------------------------------------------------------- intervention curves
@@ -154,9 +191,9 @@ def test_intervention_curve_has_one_point_per_prefix_of_the_order(family: str, o
 
     # Assert: len(order) + 1 points; point k intervenes the first k concepts.
     assert len(curve) == len(order) + 1
-    assert curve[0] == accuracies(model, test)["task_accuracy"]
+    assert curve[0] == task_accuracy(model, test)
     for k in range(len(order) + 1):
-        assert curve[k] == accuracies(model, test, order[:k])["task_accuracy"]
+        assert curve[k] == task_accuracy(model, test, order[:k])
 
 
 @pytest.mark.parametrize("decoder", ["linear", "mlp"])
@@ -178,7 +215,7 @@ def test_intervening_on_a_perfect_concept_model_changes_nothing(decoder: str) ->
     model = _model("cbm", decoder, seed=3)
     _make_concepts_perfect(model)
     test = _test_set(noise=0.0)
-    assert accuracies(model, test)["concept_accuracy"] == 1.0
+    assert concept_scores(model, test, ("a", "b", "c"))["concept_accuracy"] == 1.0
 
     # Execute
     curve = intervention_curve(model, test, ["a", "b", "c"])

@@ -25,7 +25,7 @@ from fedmosaic.federation import (
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN, FCMClient
-from fedmosaic.methods.concepts.metrics import accuracies
+from fedmosaic.methods.concepts.metrics import concept_scores
 from fedmosaic.methods.concepts.models import ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
@@ -476,15 +476,24 @@ def test_a_newcomer_contradicting_a_known_cardinality_is_rejected_without_crashi
 
 def _scripted_run(make_task, make_params, val_losses: list[float], *, patience: int, last_arrival: int = 1,
                   rounds: int = 10, joins: Mapping[int, int] | None = None,
-                  subsets=GROWTH_SUBSETS):  # type: ignore[no-untyped-def]
-    """A run whose clients report ``val_losses[round - 1]`` and nudge every received tensor by +0.01."""
+                  subsets=GROWTH_SUBSETS, task_losses: list[float] | None = None,
+                  silent_rounds: frozenset[int] = frozenset()):  # type: ignore[no-untyped-def]
+    """A run whose clients report ``val_losses[round - 1]`` and nudge every received tensor by +0.01.
+
+    Each client also reports a validation task loss, ``task_losses[round - 1]``
+    (``val_losses`` when not given); in ``silent_rounds`` no client has validation rows.
+    """
     task = make_task(subsets, rounds=rounds, last_arrival=last_arrival)
     params = make_params("cbm", patience=patience, aggregation="full")
     server = FCMServer(task, params)
+    task_losses = val_losses if task_losses is None else task_losses
 
     def reply(rnd: int, k: int, message: Message) -> Message:
         arrays = {n: (a + 0.01).astype(a.dtype) for n, a in message.arrays.items()}
-        metrics = {"num_examples": 100.0, "val_examples": 10.0, "train_loss": 1.0, "val_loss": val_losses[rnd - 1]}
+        metrics = {"num_examples": 100.0, "val_examples": 0.0, "train_loss": 1.0}
+        if rnd not in silent_rounds:
+            metrics.update(val_examples=10.0, val_loss=val_losses[rnd - 1])
+            metrics.update(val_task_examples=10.0, val_task_loss=task_losses[rnd - 1])
         return Message(arrays=arrays, metrics=metrics)
 
     grid = ScriptedGrid(_factory(task, params), reply)
@@ -538,6 +547,35 @@ def test_a_model_change_restarts_the_search_for_the_best_validation_loss(make_ta
     assert history[-1].metrics["best_round"] == 6.0
 
 
+def test_the_model_is_selected_on_the_validation_task_loss_not_the_whole_loss(make_task, make_params) -> None:
+    # Execute: the whole loss (concepts included) is lowest in round 2, the task loss in round 5.
+    task_losses = [1.0, 0.9, 0.8, 0.7, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]
+    _, _, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2, task_losses=task_losses)
+
+    # Assert: the model sent in round 5 is tested (best_round 4); patience ran out after round 7.
+    assert history[-1].metrics["best_round"] == 4.0
+    assert len(history) == 7
+
+
+def test_ties_on_the_task_loss_are_broken_by_the_whole_loss(make_task, make_params) -> None:
+    # Execute: the task loss ties from round 2 on; the whole loss is lowest in round 3.
+    whole = [1.0, 0.9, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3]
+    _, _, _, history = _scripted_run(make_task, make_params, whole, patience=3, task_losses=[1.0] + [0.5] * 9)
+
+    # Assert
+    assert history[-1].metrics["best_round"] == 2.0
+
+
+def test_a_round_without_validation_rows_is_ignored_by_selection_and_patience(make_task, make_params) -> None:
+    # Execute: round 3's replies hold no validation rows (a weighted mean of nothing).
+    _, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2, silent_rounds=frozenset({3}))
+
+    # Assert: round 2's model stays the best; rounds 4 and 5 exhaust the patience.
+    assert history[-1].metrics["best_round"] == 1.0
+    assert len(history) == 5
+    assert "val_loss" not in history[2].metrics and "val_task_loss" not in history[2].metrics
+
+
 def test_patience_zero_disables_early_stopping(make_task, make_params) -> None:
     # Execute
     _, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=0)
@@ -560,7 +598,7 @@ def test_the_final_evaluation_tests_the_best_model(make_task, make_params) -> No
     best = build_concept_model(task.input_dim, model.graph, model.params, seed=1)
     load_arrays(best, best_arrays)
     final = history[-1].metrics
-    scores = accuracies(best, task.test)
+    scores = concept_scores(best, task.test, task.true_ancestors)
     assert final["accuracy"] == scores["task_accuracy"]
     assert final["concept_accuracy"] == scores["concept_accuracy"]
     assert final["best_round"] == 1.0
@@ -573,6 +611,20 @@ def test_intermediate_evaluations_test_the_current_model(make_task, make_params)
     # Assert: round 3 reported the model of that moment, not the best one; no final metrics yet.
     assert "full_intervention_accuracy" not in history[2].metrics
     assert "full_intervention_accuracy" in history[-1].metrics
+
+
+def test_the_final_evaluation_reports_the_intervention_gain_and_per_concept_accuracies(make_task, make_params) -> None:
+    # Execute
+    task, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2)
+
+    # Assert: gain = noisy accuracy with every concept intervened on minus with none.
+    final = history[-1].metrics
+    assert final["intervention_gain"] == pytest.approx(final["noisy_full_intervention_accuracy"] - final["noisy_accuracy"])
+    per_concept = server.artifacts()["per_concept"]
+    assert set(per_concept) == set(task.true_ancestors)
+    assert final["balanced_concept_accuracy"] == pytest.approx(
+        np.mean([v["balanced_accuracy"] for v in per_concept.values()])
+    )
 
 
 def test_a_client_with_nothing_to_validate_does_not_dilute_the_validation_loss(make_task, make_params) -> None:

@@ -14,7 +14,8 @@ from fedmosaic.methods.concepts.objective import Objective
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.privacy import randomized_response
 from fedmosaic.methods.concepts.task import ConceptClientData, decode_graph
-from fedmosaic.methods.training import TrainParams, train_epochs
+from fedmosaic.methods.fedavg import DP_SGD_EPSILON
+from fedmosaic.methods.training import TrainParams, dp_sgd_epsilon, train_epochs
 
 REGISTER = "query.register"
 TRAIN = "train"
@@ -49,7 +50,7 @@ class FCMClient(ClientLogic):
         if message.kind == REGISTER:
             return self._register(context)
         if message.kind == TRAIN:
-            return self._fit(message, context)
+            return self._fit(message, state, context)
         raise ValueError(f"F-CMs client cannot handle message kind {message.kind!r}")
 
     def _register(self, context: ClientContext) -> Message:
@@ -68,7 +69,7 @@ class FCMClient(ClientLogic):
             metrics={"num_examples": float(len(self._data.train))},
         )
 
-    def _fit(self, message: Message, context: ClientContext) -> Message:
+    def _fit(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         graph_text = str(message.config["graph"])
         graph = decode_graph(graph_text)
         model = self._model_for(graph_text, context)
@@ -82,7 +83,7 @@ class FCMClient(ClientLogic):
         if not labeled:
             # Nothing of this model is the client's to train or validate.
             return Message(metrics={"num_examples": float(len(self._data.train)), "val_examples": 0.0})
-        val_loss = self._validation_loss(model, objective, graph.nodes)
+        validation = self._validation(model, objective, graph.nodes)
         x = torch.from_numpy(self._data.train.x)
         values = torch.from_numpy(self._data.train.aligned(graph.nodes))
         generator = torch.Generator().manual_seed(context.seed)
@@ -94,21 +95,23 @@ class FCMClient(ClientLogic):
             generator=generator,
             loss_fn=lambda m, xb, vb: objective.loss(m, xb, vb, generator),
         )
-        state = model.state_dict()
         uploaded = {
             name: tensor.detach().numpy().copy()
-            for name, tensor in state.items()
+            for name, tensor in model.state_dict().items()
             if not masked or name.startswith(trained_prefixes)
         }
-        return Message(
-            arrays=uploaded,
-            metrics={
-                "num_examples": float(len(self._data.train)),
-                "train_loss": train_loss,
-                "val_loss": val_loss,
-                "val_examples": float(len(self._data.val)),
-            },
-        )
+        metrics = {
+            "num_examples": float(len(self._data.train)),
+            "train_loss": train_loss,
+            "val_examples": float(len(self._data.val)),
+            "val_task_examples": float(len(self._data.val)) if graph.task in labeled else 0.0,
+            **validation,
+        }
+        if self._train.dp_noise_multiplier > 0:
+            rounds = int(state.config.get("dp_rounds", 0)) + 1
+            state.config["dp_rounds"] = rounds
+            metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._data.train), rounds)
+        return Message(arrays=uploaded, metrics=metrics)
 
     def _model_for(self, graph_text: str, context: ClientContext) -> ConceptModel:
         if self._model is None or graph_text != self._model_graph:
@@ -119,11 +122,11 @@ class FCMClient(ClientLogic):
             self._model_graph = graph_text
         return self._model
 
-    @torch.no_grad()
-    def _validation_loss(self, model: ConceptModel, objective: Objective, nodes: tuple[str, ...]) -> float:
+    def _validation(self, model: ConceptModel, objective: Objective, nodes: tuple[str, ...]) -> dict[str, float]:
+        """Validation losses of the received model (none without validation rows)."""
         if len(self._data.val) == 0:
-            return 0.0
+            return {}
         model.eval()
         x = torch.from_numpy(self._data.val.x)
         values = torch.from_numpy(self._data.val.aligned(nodes))
-        return float(objective.loss(model, x, values))
+        return objective.validation(model, x, values)

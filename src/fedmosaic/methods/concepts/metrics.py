@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -12,23 +13,23 @@ from fedmosaic.methods.concepts.task import LabeledConcepts
 
 
 @torch.no_grad()
-def accuracies(model: ConceptModel, test: LabeledConcepts, intervened: Sequence[str] = ()) -> dict[str, float]:
-    """Task accuracy and mean concept accuracy of ``model`` on ``test``.
+def predictions(model: ConceptModel, test: LabeledConcepts, intervened: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """Predicted value (argmax) of every node of ``model`` on ``test``.
 
     Parameters
     ----------
     model : ConceptModel
-        The model; only the nodes it has are evaluated.
+        The model; only the nodes it has are predicted.
     test : LabeledConcepts
         Samples labeled for every node.
     intervened : sequence of str, default ()
-        Nodes replaced by their true value (test-time interventions).
+        Nodes replaced by their true value downstream (test-time
+        interventions); their own prediction is still the model's.
 
     Returns
     -------
-    dict
-        ``task_accuracy`` and ``concept_accuracy`` (mean over the model's
-        concepts, the task excluded; 0 when it has none).
+    dict of str to numpy.ndarray
+        int64 predictions of each node, in ``model.graph.nodes`` order.
     """
     model.eval()
     graph = model.graph
@@ -37,16 +38,88 @@ def accuracies(model: ConceptModel, test: LabeledConcepts, intervened: Sequence[
     for node in intervened:
         mask[:, graph.nodes.index(node)] = True
     logits = model(torch.from_numpy(test.x), true_values=values, intervene=mask)
+    return {node: logits[node].argmax(dim=1).numpy() for node in graph.nodes}
 
-    def accuracy(node: str) -> float:
-        column = graph.nodes.index(node)
-        return float((logits[node].argmax(dim=1) == values[:, column]).float().mean())
 
-    concepts = [n for n in graph.nodes if n != graph.task]
+def task_accuracy(model: ConceptModel, test: LabeledConcepts, intervened: Sequence[str] = ()) -> float:
+    """Share of ``test`` whose task the model predicts, with the ``intervened`` nodes set to their true value."""
+    task = model.graph.task
+    return _accuracy(predictions(model, test, intervened)[task], test.aligned((task,))[:, 0])
+
+
+def balanced_accuracy(predicted: np.ndarray, truth: np.ndarray) -> float:
+    """Mean over the values present in ``truth`` of their recall (0 for no samples).
+
+    Plain accuracy is flattered by a rare value: always predicting the
+    majority scores its share; balanced accuracy scores that ``1 / K``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> balanced_accuracy(np.array([0, 0, 0, 0]), np.array([0, 0, 0, 1]))
+    0.5
+    """
+    present = np.unique(truth)
+    if len(present) == 0:
+        return 0.0
+    return float(np.mean([np.mean(predicted[truth == value] == value) for value in present]))
+
+
+def concept_scores(model: ConceptModel, test: LabeledConcepts, common: Iterable[str]) -> dict[str, Any]:
+    """Task accuracy and concept accuracy, plain and balanced, over a common set and over the model's own concepts.
+
+    Every run of a table is scored over the same ``common`` set (the task's
+    true ancestors), a concept the model does not predict counting as wrong
+    (accuracy 0), so that rows are comparable; the accuracy over the model's
+    own concepts is reported beside it.
+
+    Parameters
+    ----------
+    model : ConceptModel
+        The model.
+    test : LabeledConcepts
+        Samples labeled for every node (those of ``common`` included).
+    common : iterable of str
+        The concepts every run is scored over (the task excluded).
+
+    Returns
+    -------
+    dict
+        ``task_accuracy``; ``concept_accuracy`` and
+        ``balanced_concept_accuracy`` (means over ``common``; 0 when empty);
+        ``own_concept_accuracy`` and ``own_balanced_concept_accuracy``
+        (means over the model's concepts; 0 when it has none); and
+        ``per_concept``: ``{name: {"accuracy": a, "balanced_accuracy": b}}``
+        for every concept of the model or of ``common`` (0 where not predicted).
+    """
+    graph = model.graph
+    predicted = predictions(model, test)
+    own = [n for n in graph.nodes if n != graph.task]
+    common = sorted(set(common) - {graph.task})
+    per_concept: dict[str, dict[str, float]] = {}
+    for node in sorted(set(own) | set(common)):
+        truth = test.aligned((node,))[:, 0]
+        hit = node in predicted
+        per_concept[node] = {
+            "accuracy": _accuracy(predicted[node], truth) if hit else 0.0,
+            "balanced_accuracy": balanced_accuracy(predicted[node], truth) if hit else 0.0,
+        }
+
+    def mean(nodes: Sequence[str], key: str) -> float:
+        return float(np.mean([per_concept[n][key] for n in nodes])) if nodes else 0.0
+
     return {
-        "task_accuracy": accuracy(graph.task),
-        "concept_accuracy": float(np.mean([accuracy(n) for n in concepts])) if concepts else 0.0,
+        "task_accuracy": _accuracy(predicted[graph.task], test.aligned((graph.task,))[:, 0]),
+        "concept_accuracy": mean(common, "accuracy"),
+        "balanced_concept_accuracy": mean(common, "balanced_accuracy"),
+        "own_concept_accuracy": mean(own, "accuracy"),
+        "own_balanced_concept_accuracy": mean(own, "balanced_accuracy"),
+        "per_concept": per_concept,
     }
+
+
+def _accuracy(predicted: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean(predicted == truth)) if len(truth) else 0.0
 
 
 def coverage(model_nodes: Sequence[str], task: str, task_labeled: bool, true_ancestors: frozenset[str]) -> float:
@@ -66,7 +139,7 @@ def coverage(model_nodes: Sequence[str], task: str, task_labeled: bool, true_anc
 
 def intervention_curve(model: ConceptModel, test: LabeledConcepts, order: Sequence[str]) -> list[float]:
     """Task accuracy as the first 0, 1, ..., all concepts of ``order`` are intervened on."""
-    return [accuracies(model, test, order[:k])["task_accuracy"] for k in range(len(order) + 1)]
+    return [task_accuracy(model, test, order[:k]) for k in range(len(order) + 1)]
 
 
 def random_order(concepts: Sequence[str], rng: np.random.Generator) -> list[str]:

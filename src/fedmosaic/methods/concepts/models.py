@@ -590,6 +590,11 @@ class AdaptationReport:
         """``params_changed / params_before`` (0 when nothing changed)."""
         return self.params_changed / self.params_before if self.params_changed else 0.0
 
+    @property
+    def growth_ratio(self) -> float:
+        """``max(0, params_after - params_before) / params_before``: the F-CMs paper's parameter change ratio."""
+        return max(0, self.params_after - self.params_before) / self.params_before if self.params_before else 0.0
+
 
 def _node_key(node: str) -> str:
     """The ``nodes`` key of a node: injective, free of ".", never an attribute of ModuleDict."""

@@ -42,13 +42,29 @@ class Objective:
     ) -> Tensor:
         """The loss of a batch; with a generator, training-time interventions are drawn."""
         intervene = None if generator is None else self._interventions(values, generator)
-        logits = model(x, true_values=values, intervene=intervene)
-        total = x.new_zeros(())
-        for node in self.labeled:
-            column = self.graph.nodes.index(node)
+        return self._weighted(self._terms(model(x, true_values=values, intervene=intervene), values))
+
+    @torch.no_grad()
+    def validation(self, model: nn.Module, x: Tensor, values: Tensor) -> dict[str, float]:
+        """The loss without interventions (``val_loss``) and, with task labels, the task's cross-entropy (``val_task_loss``)."""
+        terms = self._terms(model(x), values)
+        scores = {"val_loss": float(self._weighted(terms))}
+        if self.graph.task in terms:
+            scores["val_task_loss"] = float(terms[self.graph.task])
+        return scores
+
+    def _terms(self, logits: dict[str, Tensor], values: Tensor) -> dict[str, Tensor]:
+        """Mean cross-entropy of each labeled node."""
+        return {
+            node: F.cross_entropy(logits[node], values[:, self.graph.nodes.index(node)]) for node in self.labeled
+        }
+
+    def _weighted(self, terms: dict[str, Tensor]) -> Tensor:
+        total = next(iter(terms.values())).new_zeros(()) if terms else torch.zeros(())
+        for node, term in terms.items():
             weight = (1.0 - self.gamma) if node == self.graph.task else self.gamma
             if weight > 0:
-                total = total + weight * F.cross_entropy(logits[node], values[:, column])
+                total = total + weight * term
         return total
 
     def _interventions(self, values: Tensor, generator: torch.Generator) -> Tensor:

@@ -33,8 +33,10 @@ class FCMParams(MethodParams):
         Probability that a labeled concept of a training sample is replaced by
         its true value (training-time interventions).
     patience : int, default 10
-        Stop after this many rounds without a lower validation loss, counted
-        from the last arrival; 0 disables early stopping.
+        Stop after this many rounds without a lower validation task loss
+        (the criterion that also selects the tested model; ties broken by the
+        whole validation loss), counted from the last growth, never before
+        the last arrival; 0 disables early stopping.
     intervention_noise : float, default 0.8
         Standard deviation of the Gaussian noise added to the test inputs for
         the intervention curves (as in the paper), so that concept

@@ -23,11 +23,21 @@ from fedmosaic.federation import (
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN
 from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph, consensus_record
-from fedmosaic.methods.concepts.metrics import accuracies, coverage, intervention_curve, random_order
+from fedmosaic.methods.concepts.metrics import concept_scores, coverage, intervention_curve, random_order, task_accuracy
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.task import ConceptTask, LabeledConcepts, decode_graph, encode_graph
+from fedmosaic.methods.fedavg import DP_SGD_EPSILON
 from fedmosaic.models.export import ModelExport
+
+
+CONCEPT_METRICS = (
+    "concept_accuracy",
+    "balanced_concept_accuracy",
+    "own_concept_accuracy",
+    "own_balanced_concept_accuracy",
+)
+"""Concept accuracy, plain and balanced, over the task's true ancestors (comparable across runs) and over the model's own concepts."""
 
 
 class FCMServer(ServerLogic):
@@ -38,9 +48,9 @@ class FCMServer(ServerLogic):
     matrices of every client seen so far, prunes cycles and grows the model
     accordingly; then the round's clients train and upload the modules they
     have labels for, and each module is averaged over the clients that
-    uploaded it, weighted by their sample counts. The validation loss each
-    client reports for the model it received drives early stopping and the
-    choice of the best model, which is the one tested at the end.
+    uploaded it, weighted by their sample counts. The validation task loss
+    each client reports for the model it received drives early stopping and
+    the choice of the best model, which is the one tested at the end.
 
     Parameters
     ----------
@@ -64,7 +74,7 @@ class FCMServer(ServerLogic):
         self.rejected: dict[int, str] = {}
         self.best: dict[str, np.ndarray] = {}
         self.best_graph = ""
-        self.best_val = math.inf
+        self.best_key: tuple[float, ...] | None = None
         self.best_round = 0
         self.bad_rounds = 0
         self.stopped = False
@@ -97,14 +107,18 @@ class FCMServer(ServerLogic):
         replies = ctx.exchange(messages, expect={c: self._training_spec(arrays) for c, arrays in needed.items()})
         uploads = [(r.arrays, r.metrics["num_examples"]) for r in replies.values() if r.arrays]
         load_arrays(model, {**sent, **(ctx.aggregate(uploads, reference=sent) if uploads else {})})
-        val_loss = _weighted_mean(replies, "val_loss", "val_examples")
-        self._track(val_loss, sent, graph_text, ctx.round)
         trained = {c: r for c, r in replies.items() if r.arrays}
-        metrics.update(
-            train_loss=_weighted_mean(trained, "train_loss", "num_examples"),
-            val_loss=val_loss,
-            uploaded_tensors=float(sum(len(a) for a, _ in uploads)),
-        )
+        scores = {
+            "val_loss": _weighted_mean(replies, "val_loss", "val_examples"),
+            "val_task_loss": _weighted_mean(replies, "val_task_loss", "val_task_examples"),
+            "train_loss": _weighted_mean(trained, "train_loss", "num_examples"),
+        }
+        self._track(scores["val_task_loss"], scores["val_loss"], sent, graph_text, ctx.round)
+        metrics.update({key: value for key, value in scores.items() if value is not None})
+        metrics["uploaded_tensors"] = float(sum(len(a) for a, _ in uploads))
+        spent = [r.metrics[DP_SGD_EPSILON] for r in trained.values() if DP_SGD_EPSILON in r.metrics]
+        if spent:
+            metrics[f"{DP_SGD_EPSILON}_max"] = max(spent)
         return metrics
 
     def _registration_spec(self) -> ReplySpec:
@@ -126,12 +140,14 @@ class FCMServer(ServerLogic):
                 return "trained modules without train_loss"
             if metrics["val_examples"] > 0 and "val_loss" not in metrics:
                 return "val_examples without val_loss"
+            if metrics.get("val_task_examples", 0) > 0 and "val_task_loss" not in metrics:
+                return "val_task_examples without val_task_loss"
             return None
 
         return ReplySpec.like(
             sent,
             metrics={"num_examples", "val_examples"},
-            optional_metrics=frozenset({"train_loss", "val_loss"}),
+            optional_metrics=frozenset({"train_loss", "val_loss", "val_task_examples", "val_task_loss", DP_SGD_EPSILON}),
             partial=True,
             kind=TRAIN,
             checks=(problem,),
@@ -191,15 +207,28 @@ class FCMServer(ServerLogic):
             return {}
         if self._params.growth == "grow":
             report = self.model.adapt(graph)
-            change = {"round": rnd, "ratio": report.change_ratio, "added": list(report.added_nodes), "rewired": list(report.rewired_nodes)}
+            change = {
+                "round": rnd,
+                "ratio": report.change_ratio,
+                "growth_ratio": report.growth_ratio,
+                "added": list(report.added_nodes),
+                "rewired": list(report.rewired_nodes),
+            }
         else:
             before = _count(self.model)
             self.model_seed = derive_seed(self.seed, "init", rnd)
             self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
-            change = {"round": rnd, "ratio": _count(self.model) / before, "added": [], "rewired": list(graph.nodes)}
+            after = _count(self.model)
+            change = {
+                "round": rnd,
+                "ratio": after / before,
+                "growth_ratio": max(0, after - before) / before,
+                "added": [],
+                "rewired": list(graph.nodes),
+            }
         self.changes.append(change)
-        self.best_val, self.bad_rounds = math.inf, 0
-        return {"param_change_ratio": float(change["ratio"])}
+        self.best_key, self.bad_rounds = None, 0
+        return {"param_change_ratio": float(change["ratio"]), "param_growth_ratio": float(change["growth_ratio"])}
 
     def _known_cardinalities(self) -> dict[str, int]:
         task = self._task.task
@@ -229,9 +258,24 @@ class FCMServer(ServerLogic):
         prefixes = (model.ENCODER_PREFIX, *(model.node_prefix(n) for n in model.dependencies(labeled)))
         return {name: a for name, a in arrays.items() if name.startswith(prefixes)}
 
-    def _track(self, val_loss: float, sent: dict[str, np.ndarray], graph_text: str, rnd: int) -> None:
-        if val_loss < self.best_val:
-            self.best_val, self.best, self.best_graph, self.best_round = val_loss, sent, graph_text, rnd - 1
+    def _track(
+        self, task_loss: float | None, val_loss: float | None, sent: dict[str, np.ndarray], graph_text: str, rnd: int
+    ) -> None:
+        """Keep the model sent this round if it is the best so far, and count rounds without improvement.
+
+        The model is selected on the task: the clients' validation task loss
+        (sample-weighted), ties broken by the whole validation loss (concepts
+        included). Only when no registered client labels the task is the
+        whole validation loss the criterion. A round whose replies hold no
+        validation rows for the criterion is ignored: it neither becomes the
+        best nor counts towards the patience.
+        """
+        key = (task_loss, val_loss) if self._task_labeled() else (val_loss,)
+        if key[0] is None:
+            return
+        score = tuple(math.inf if value is None else value for value in key)
+        if self.best_key is None or len(score) != len(self.best_key) or score < self.best_key:
+            self.best_key, self.best, self.best_graph, self.best_round = score, sent, graph_text, rnd - 1
             self.bad_rounds = 0
         else:
             self.bad_rounds += 1
@@ -249,15 +293,16 @@ class FCMServer(ServerLogic):
             return {}
         final = rnd >= self._task.rounds or self.stopped
         model = self._tested_model() if final else self.model
-        scores = accuracies(model, self._task.test)
+        scores = concept_scores(model, self._task.test, self._task.true_ancestors)
         metrics = {
             "accuracy": scores["task_accuracy"],
-            "concept_accuracy": scores["concept_accuracy"],
+            **{key: scores[key] for key in CONCEPT_METRICS},
             "coverage": coverage(model.graph.nodes, self._task.task, self._task_labeled(), self._task.true_ancestors),
             "concepts": float(len(model.graph.nodes) - 1),
         }
         if final:
             metrics.update(self._final_metrics(model))
+            self.curves["per_concept"] = scores["per_concept"]
         return metrics
 
     def _final_metrics(self, model: ConceptModel) -> dict[str, float]:
@@ -272,7 +317,7 @@ class FCMServer(ServerLogic):
         unlabeled = []
         for entry in self.registry.values():
             never = [n for n in concepts if n not in entry["concepts"]]
-            unlabeled.append(accuracies(model, noisy, never)["task_accuracy"])
+            unlabeled.append(task_accuracy(model, noisy, never))
         self.curves = {
             "random": random_curve,
             "topological": topological_curve,
@@ -283,9 +328,10 @@ class FCMServer(ServerLogic):
             "rejected": {str(c): r for c, r in self.rejected.items()},
         }
         return {
-            "full_intervention_accuracy": accuracies(model, task.test, concepts)["task_accuracy"],
+            "full_intervention_accuracy": task_accuracy(model, task.test, concepts),
             "noisy_accuracy": topological_curve[0],
             "noisy_full_intervention_accuracy": topological_curve[-1],
+            "intervention_gain": topological_curve[-1] - topological_curve[0],
             "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
             "best_round": float(self.best_round),
             **({"graph_epsilon_per_pair": self._params.graph_epsilon} if self._params.graph_epsilon else {}),
@@ -341,7 +387,7 @@ class FCMServer(ServerLogic):
             "registry": json.dumps({str(c): e for c, e in self.registry.items()}),
             "rejected": json.dumps({str(c): r for c, r in self.rejected.items()}),
             "best_graph": self.best_graph,
-            "best_val": self.best_val if math.isfinite(self.best_val) else -1.0,
+            "best_key": json.dumps(self.best_key),
             "best_round": self.best_round,
             "bad_rounds": self.bad_rounds,
             "stopped": self.stopped,
@@ -363,8 +409,8 @@ class FCMServer(ServerLogic):
         }
         self.best = {k.removeprefix("best/"): v for k, v in state.arrays.items() if k.startswith("best/")}
         self.best_graph = str(config["best_graph"])
-        best_val = float(config["best_val"])  # type: ignore[arg-type]
-        self.best_val = best_val if best_val >= 0 else math.inf
+        best_key = json.loads(str(config["best_key"]))
+        self.best_key = None if best_key is None else tuple(float(v) for v in best_key)
         self.best_round = int(config["best_round"])  # type: ignore[arg-type]
         self.bad_rounds = int(config["bad_rounds"])  # type: ignore[arg-type]
         self.stopped = bool(config["stopped"])
@@ -378,10 +424,11 @@ class FCMServer(ServerLogic):
             load_arrays(self.model, {k.removeprefix("model/"): v for k, v in state.arrays.items() if k.startswith("model/")})
 
 
-def _weighted_mean(replies: dict[int, Message], key: str, weight: str) -> float:
+def _weighted_mean(replies: dict[int, Message], key: str, weight: str) -> float | None:
+    """The ``weight``-weighted mean of ``key`` over the replies with a positive weight; None when there are none."""
     pairs = [(r.metrics[key], r.metrics[weight]) for r in replies.values() if r.metrics.get(weight, 0) > 0]
     if not pairs:
-        return 0.0
+        return None
     values, weights = zip(*pairs)
     return float(np.average(values, weights=weights))
 
