@@ -72,9 +72,16 @@ class DataSection(Section):
         input (default 32 for asia and sachs, 64 otherwise).
     samples_per_client : int, default 1000
         ``simpson-mnist`` only: training digits per client.
-    test_colours : {"pooled", "independent"}, default "pooled"
+    simpson_design : {"conflicting", "bands"}, default "conflicting"
+        ``simpson-mnist`` only: ``conflicting`` gives each client a colour
+        rule ("darker is 1" within shades that neighbouring clients read the
+        other way; pooled, lighter is 1; at least 3 clients); ``bands`` is
+        the first design, disjoint shade bands where one colour rule is right
+        everywhere (kept to reproduce its results).
+    test_colours : {"pooled", "independent"} or None, default None
         ``simpson-mnist`` only: test shades drawn like the pooled data, or
-        independently of the label.
+        independently of the label; unset: ``independent`` for the
+        ``conflicting`` design, ``pooled`` for ``bands``.
     pretrain_samples : int, default 1000
         ``simpson-mnist`` only: size of the pooled sample the initial model
         is pre-trained on (``train.pretrain_epochs``).
@@ -93,7 +100,8 @@ class DataSection(Section):
     samples: PositiveInt | None = None
     latent_dim: PositiveInt | None = None
     samples_per_client: PositiveInt = 1000
-    test_colours: Literal["pooled", "independent"] = "pooled"
+    simpson_design: Literal["conflicting", "bands"] = "conflicting"
+    test_colours: Literal["pooled", "independent"] | None = None
     pretrain_samples: NonNegativeInt = 1000
     resolution: PositiveInt | None = None
 

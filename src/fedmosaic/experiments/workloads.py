@@ -34,6 +34,7 @@ from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
+from fedmosaic.methods.probes import ColourSwapProbe, Probe
 from fedmosaic.methods.registry import HorizontalTask
 
 FEW_ADDITIONAL_SUBSETS = ("asia", "hailfinder")
@@ -76,16 +77,19 @@ class ClassificationWorkload:
         A pooled sample for central pretraining of the initial model.
     figures : tuple of (name, caption, PNG bytes), default ()
         Pictures of the data for the report.
+    probes : tuple of Probe, default ()
+        Further measurements of the global model at every evaluation.
     """
 
     clients: list[ArrayDataset]
     test: ArrayDataset
     pretrain: ArrayDataset | None = None
     figures: tuple[tuple[str, str, bytes], ...] = ()
+    probes: tuple[Probe, ...] = ()
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """The federations that make up a run in ``setting``."""
-        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train, self.pretrain)
+        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train, self.pretrain, self.probes)
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(self.clients))
             return [Job("federated", task(self.clients), schedule)]
@@ -187,13 +191,14 @@ def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | N
 
 
 def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
-    """Simpson-MNIST: one shade band per client, the pooled trend reversed."""
+    """Simpson-MNIST: a colour rule per client, the pooled trend reversed; colour reliance probed every evaluation."""
     mnist = load_dataset("mnist", data_dir=data_dir if data_dir is not None else config.data.data_dir)
     splits = simpson_mnist(
         mnist,
         seed=config.seed,
         num_clients=config.partition.num_clients,
         samples_per_client=config.data.samples_per_client,
+        design=config.data.simpson_design,
         test_colours=config.data.test_colours,
         pretrain_samples=config.data.pretrain_samples,
         resolution=config.data.resolution,
@@ -204,6 +209,7 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
         test=splits.test,
         pretrain=splits.pretrain if len(splits.pretrain) else None,
         figures=(picture,),
+        probes=(ColourSwapProbe(splits.colour_swap.own, splits.colour_swap.swapped),),
     )
 
 

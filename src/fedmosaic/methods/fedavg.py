@@ -9,6 +9,7 @@ each client's loss.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
@@ -30,6 +31,7 @@ from fedmosaic.federation import (
     derive_seed,
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.training import (
     LossFn,
     TrainParams,
@@ -71,12 +73,19 @@ class FedAvgServer(ServerLogic):
         The global test set the server evaluates on.
     pretraining : Pretraining or None, default None
         Train the initial model centrally first (from derived randomness).
+    probes : sequence of Probe, default ()
+        Further measurements added to every evaluation (e.g. colour reliance).
     """
 
     def __init__(
-        self, model_factory: ModelFactory, test: ArrayDataset, pretraining: Pretraining | None = None
+        self,
+        model_factory: ModelFactory,
+        test: ArrayDataset,
+        pretraining: Pretraining | None = None,
+        probes: Sequence[Probe] = (),
     ) -> None:
         self._pretraining = pretraining
+        self._probes = tuple(probes)
         self._model_factory = model_factory
         self._model: nn.Module | None = None
         self._test_x = torch.from_numpy(test.x)
@@ -122,7 +131,10 @@ class FedAvgServer(ServerLogic):
     def evaluate(self, rnd: int) -> dict[str, float]:
         model = self._require_model()
         load_arrays(model, self.params)
-        return evaluate_classifier(model, self._test_x, self._test_y)
+        metrics = evaluate_classifier(model, self._test_x, self._test_y)
+        for probe in self._probes:
+            metrics.update(probe(model))
+        return metrics
 
     def state_dict(self) -> ClientState:
         return ClientState(arrays=dict(self.params))

@@ -20,6 +20,7 @@ from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
 from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
@@ -58,6 +59,9 @@ class HorizontalTask:
     pretrain : ArrayDataset or None, default None
         A pooled sample the server trains the initial model on for
         ``train.pretrain_epochs`` epochs before round 1.
+    probes : tuple of Probe, default ()
+        Further measurements of the global model at every evaluation
+        (Simpson-MNIST's colour reliance).
     """
 
     clients: list[ArrayDataset]
@@ -65,6 +69,7 @@ class HorizontalTask:
     model: ModelParams
     train: TrainParams
     pretrain: ArrayDataset | None = None
+    probes: tuple[Probe, ...] = ()
 
     def pretraining(self) -> Pretraining | None:
         """The central pretraining of the initial model, if any."""
@@ -82,7 +87,7 @@ class HorizontalTask:
 def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:
     factory = task.model_factory()
     mu = params.mu if isinstance(params, FedProxParams) else 0.0
-    server = FedAvgServer(factory, task.test, task.pretraining())
+    server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)
     return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)
 
 

@@ -64,5 +64,5 @@ def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
     with torch.no_grad():
         factors = encoder(torch.zeros(1, *task.test.x.shape[1:])).shape[1]
     clip_k(params.k, factors)
-    server = FedCFAServer(factory, task.test, params, task.pretraining())
+    server = FedCFAServer(factory, task.test, params, task.pretraining(), task.probes)
     return server, lambda client: FedCFAClient(factory, task.clients[client], task.train, params, split)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -25,6 +26,7 @@ from fedmosaic.methods.fedcfa.average_dataset import (
     without_means,
 )
 from fedmosaic.methods.fedcfa.params import FedCFAParams
+from fedmosaic.methods.probes import Probe
 
 
 class FedCFAServer(FedAvgServer):
@@ -48,6 +50,8 @@ class FedCFAServer(FedAvgServer):
         Method parameters (``average_dataset``, ``num_chunks``).
     pretraining : Pretraining or None, default None
         Train the initial model centrally first.
+    probes : sequence of Probe, default ()
+        Further measurements added to every evaluation.
     """
 
     def __init__(
@@ -56,8 +60,9 @@ class FedCFAServer(FedAvgServer):
         test: ArrayDataset,
         params: FedCFAParams,
         pretraining: Pretraining | None = None,
+        probes: Sequence[Probe] = (),
     ) -> None:
-        super().__init__(model_factory, test, pretraining)
+        super().__init__(model_factory, test, pretraining, probes)
         self._params = params
         self.average: dict[str, np.ndarray] = {}
 
