@@ -21,6 +21,7 @@ from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
@@ -114,6 +115,13 @@ METHODS: dict[str, Method] = {
             "classification",
             FedProxParams,
             _build_fedavg,
+        ),
+        Method(
+            "scaffold",
+            "SCAFFOLD: local steps corrected by server and client control variates",
+            "classification",
+            ScaffoldParams,
+            build_scaffold,
         ),
         Method(
             "fedcfa",

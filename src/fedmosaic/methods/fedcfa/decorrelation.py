@@ -6,8 +6,12 @@ import torch
 from torch import Tensor
 
 #: Added to each factor's variance, so that a constant factor (e.g. a dead
-#: ReLU unit) has correlation 0 with every other and a finite gradient.
-VARIANCE_EPS = 1e-8
+#: ReLU unit) has correlation 0 with every other and a finite gradient. A
+#: floor of 1e-8 let a nearly dead unit (standard deviation 1e-4) divide its
+#: covariances by about 1e-8 and blow up their gradients; 1e-4 (a standard
+#: deviation of 0.01) keeps them bounded while barely changing the
+#: correlation of units that vary on the scale of their activations.
+VARIANCE_EPS = 1e-4
 
 
 def factor_decorrelation(z: Tensor) -> Tensor:
