@@ -16,6 +16,7 @@ from fedmosaic.methods.concepts.client import FCMClient
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.concepts.task import ConceptTask
+from fedmosaic.methods.decoder_matched import DecoderMatchedParams, build_decoder_matched
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
 from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
@@ -115,6 +116,13 @@ METHODS: dict[str, Method] = {
             "classification",
             FedProxParams,
             _build_fedavg,
+        ),
+        Method(
+            "fedavg-decoder-matched",
+            "FedAvg with the decoder's step raised to FedCFA's (decoder gradient x 11): the step-size control for FedCFA",
+            "classification",
+            DecoderMatchedParams,
+            build_decoder_matched,
         ),
         Method(
             "scaffold",
