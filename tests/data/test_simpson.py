@@ -24,8 +24,8 @@ from fedmosaic.errors import ConfigError, FedmosaicError
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SMALL = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50, "design": "bands"}
-CONFLICTING = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50}
+SMALL = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50, "validation_samples": 20, "design": "bands"}
+CONFLICTING = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50, "validation_samples": 20}
 
 
 def fake_digits(counts: dict[int, int], rng: np.random.Generator) -> ArrayDataset:
@@ -222,21 +222,23 @@ def test_independent_test_colours_do_not_depend_on_the_label(mnist: DatasetSplit
     assert counts.min() > 0.7 * len(splits.test_shades) / 5
 
 
-def test_pretraining_rows_are_disjoint_from_client_rows(splits: SimpsonSplits) -> None:
-    # Prepare: splits of 5 x 40 client samples and 50 pretraining samples
+def test_pretraining_and_validation_rows_are_disjoint_from_client_rows(splits: SimpsonSplits) -> None:
+    # Prepare: splits of 5 x 40 client samples, 50 pretraining and 20 validation samples
 
     # Execute
-    rows = np.concatenate([*splits.sources, splits.pretrain_sources])
+    rows = np.concatenate([*splits.sources, splits.pretrain_sources, splits.validation_sources])
 
-    # Assert: 250 distinct training rows
-    assert len(np.unique(rows)) == len(rows) == 250
+    # Assert: 270 distinct training rows; the validation set is half 1s, with its own colour swap
+    assert len(np.unique(rows)) == len(rows) == 270
+    assert np.mean(splits.validation.y == 0) == 0.5
+    np.testing.assert_array_equal(splits.validation_swap.own.y, splits.validation.y)
 
 
 def test_no_pretraining_sample_is_allowed(mnist: DatasetSplits) -> None:
     # Prepare: nothing
 
     # Execute
-    splits = simpson_mnist(mnist, seed=0, num_clients=3, samples_per_client=10, pretrain_samples=0)
+    splits = simpson_mnist(mnist, seed=0, num_clients=3, samples_per_client=10, pretrain_samples=0, validation_samples=0)
 
     # Assert
     assert splits.pretrain.x.shape == (0, 3, 28, 28)
@@ -311,10 +313,11 @@ def test_the_sample_grid_rejects_an_impossible_row_length(splits: SimpsonSplits,
         ({"num_clients": 1}, "simpson.num_clients: must be >= 2"),
         ({"samples_per_client": 9}, "simpson.samples_per_client: must be >= 10"),
         ({"pretrain_samples": -1}, "simpson.pretrain_samples: must be >= 0"),
+        ({"validation_samples": -1}, "simpson.validation_samples: must be >= 0"),
         ({"resolution": 0}, "simpson.resolution: must be from 1 to the image side 28"),
         ({"resolution": 29}, "simpson.resolution: must be from 1 to the image side 28"),
         ({"test_colours": "pool"}, "simpson.test_colours: .*independent, pooled .*did you mean 'pooled'"),
-        ({"samples_per_client": 100}, "simpson.samples_per_client: .*need 275 training images of digit 1"),
+        ({"samples_per_client": 100}, "simpson.samples_per_client: .*need 285 training images of digit 1"),
     ],
 )
 def test_invalid_parameters_are_config_errors(
@@ -329,11 +332,11 @@ def test_invalid_parameters_are_config_errors(
 
 
 def test_too_few_sevens_is_a_config_error() -> None:
-    # Prepare: 100 sevens, while 5 x 40 samples and 50 pretraining samples need 125
+    # Prepare: 100 sevens, while 5 x 40 samples, 50 pretraining and 20 validation samples need 135
     mnist = fake_mnist(train_sevens=100)
 
     # Execute / Assert
-    with pytest.raises(ConfigError, match="need 125 training images of digit 7 but 'fake-mnist' has 100"):
+    with pytest.raises(ConfigError, match="need 135 training images of digit 7 but 'fake-mnist' has 100"):
         simpson_mnist(mnist, seed=0, **SMALL)
 
 
@@ -447,7 +450,7 @@ def test_conflicting_pooled_correlation_of_the_population(clients: int, expected
 def test_conflicting_refuses_fewer_than_three_clients(mnist: DatasetSplits) -> None:
     # Execute / Assert
     with pytest.raises(ConfigError, match="simpson.num_clients: must be >= 3 for the 'conflicting' design"):
-        simpson_mnist(mnist, seed=0, num_clients=2, samples_per_client=10, pretrain_samples=0)
+        simpson_mnist(mnist, seed=0, num_clients=2, samples_per_client=10, pretrain_samples=0, validation_samples=0)
 
 
 def test_an_unknown_design_is_a_config_error(mnist: DatasetSplits) -> None:

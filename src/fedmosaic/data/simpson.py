@@ -46,6 +46,10 @@ Common to both:
   shades are independent of the label (uniform on ``[0, 1)``) in the
   ``conflicting`` design, so the initial model learns the digits, not a
   colour rule; in the ``bands`` design group ``k`` is shaded as client ``k``.
+* **Validation set** (``validation_samples``): half 1s, half 7s, from
+  MNIST's training rows that neither the clients nor the pretraining sample
+  hold, shaded and colour-swapped as the test set; hyper-parameters are
+  chosen on it, never on the test set.
 * **Test set**: every 1 and 7 of MNIST's test split. ``test_colours``:
   ``"independent"`` (the default of the ``conflicting`` design) draws each
   shade uniformly on ``[0, 1)`` whatever the label; ``"pooled"`` (the default
@@ -131,6 +135,12 @@ class SimpsonSplits:
         The test-split row of each test sample.
     colour_swap : ColourSwap
         The test digits at a shade of their own class and of the other class.
+    validation : ArrayDataset
+        Training digits no client holds, shaded as the test set.
+    validation_swap : ColourSwap
+        The validation digits at a shade of their own class and of the other class.
+    validation_sources : np.ndarray
+        The training row of each validation sample.
 
     Examples
     --------
@@ -138,7 +148,7 @@ class SimpsonSplits:
     >>> images = np.random.default_rng(0).random((120, 1, 4, 4), dtype=np.float32)
     >>> digits = ArrayDataset(images, np.tile([1, 7, 0], 40), num_classes=10)
     >>> splits = simpson_mnist(DatasetSplits(digits, digits, "toy"), seed=0, num_clients=3,
-    ...                        samples_per_client=10, pretrain_samples=4)
+    ...                        samples_per_client=10, pretrain_samples=4, validation_samples=0)
     >>> [len(client) for client in splits.clients], splits.test.x.shape
     ([10, 10, 10], (80, 3, 4, 4))
     """
@@ -153,6 +163,9 @@ class SimpsonSplits:
     pretrain_sources: np.ndarray
     test_sources: np.ndarray
     colour_swap: ColourSwap
+    validation: ArrayDataset
+    validation_swap: ColourSwap
+    validation_sources: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,6 +212,7 @@ def simpson_mnist(
     design: str = "conflicting",
     test_colours: str | None = None,
     pretrain_samples: int = 1000,
+    validation_samples: int = 1000,
     resolution: int | None = None,
 ) -> SimpsonSplits:
     """Build Simpson-MNIST from MNIST, as the module docstring describes.
@@ -224,6 +238,8 @@ def simpson_mnist(
         for ``bands``.
     pretrain_samples : int, optional
         Size of the pretraining sample, >= 0. Default 1000.
+    validation_samples : int, optional
+        Size of the validation set, >= 0. Default 1000.
     resolution : int or None, optional
         Side, in pixels, the digits are averaged down to before being scaled
         back up (see :func:`coarsened`); from 1 to the image side. Default
@@ -239,6 +255,7 @@ def simpson_mnist(
     ConfigError
         If a parameter is out of range (fields ``simpson.num_clients``,
         ``simpson.samples_per_client``, ``simpson.pretrain_samples``,
+        ``simpson.validation_samples``,
         ``simpson.design``, ``simpson.test_colours``, ``simpson.resolution``)
         or MNIST's training split holds too few 1s or 7s for the request
         (field ``simpson.samples_per_client``).
@@ -252,7 +269,7 @@ def simpson_mnist(
     >>> images = np.random.default_rng(0).random((200, 1, 4, 4), dtype=np.float32)
     >>> digits = ArrayDataset(images, np.tile([1, 7], 100), num_classes=10)
     >>> splits = simpson_mnist(DatasetSplits(digits, digits, "toy"), seed=0, num_clients=3,
-    ...                        samples_per_client=20, pretrain_samples=0)
+    ...                        samples_per_client=20, pretrain_samples=0, validation_samples=0)
     >>> all(s[c.y == 0].max() < s[c.y == 1].min() for s, c in zip(splits.shades, splits.clients))
     True
     >>> shade_label_correlation(np.concatenate(splits.shades),
@@ -260,6 +277,8 @@ def simpson_mnist(
     True
     """
     _check_parameters(num_clients, samples_per_client, pretrain_samples, design, test_colours)
+    if validation_samples < 0:
+        raise ConfigError("simpson.validation_samples", f"must be >= 0 (got {validation_samples})")
     _check_images(mnist)
     _check_resolution(resolution, mnist.train.x.shape[-2:])
     test_colours = DEFAULT_TEST_COLOURS[design] if test_colours is None else test_colours
@@ -268,7 +287,12 @@ def simpson_mnist(
     quotient, remainder = divmod(pretrain_samples, num_clients)
     pretrain_sizes = quotient + (np.arange(num_clients) < remainder)
     pretrain_counts = _class_counts(pretrain_sizes, shares)
-    parts = _deal_rows(mnist.train.y, np.concatenate([client_counts, pretrain_counts]), seed, mnist.name)
+    validation_counts = np.array([[validation_samples // 2, validation_samples - validation_samples // 2]])
+    parts = _deal_rows(
+        mnist.train.y, np.concatenate([client_counts, pretrain_counts, validation_counts]), seed, mnist.name
+    )
+    validation = _shuffled(parts[-1], derive_rng(seed, "simpson", "validation"))
+    parts = parts[:-1]
     clients = [_shuffled(parts[k], derive_rng(seed, "simpson", "client", k)) for k in range(num_clients)]
     pretrain = _shuffled(_merge(parts[num_clients:]), derive_rng(seed, "simpson", "pretrain"))
     client_shades = [
@@ -282,7 +306,9 @@ def simpson_mnist(
         pretrain_shades = rule_shades(pretrain.bands, pretrain.labels, num_clients, design, pretrain_rng.random(len(pretrain.labels)))
     test_rows, test_labels = _digit_rows(mnist.test.y)
     test_shades = _test_shades(test_labels, shares, design, test_colours, derive_rng(seed, "simpson", "test"))
-    swap_shades = _swap_shades(test_labels, num_clients, design, derive_rng(seed, "simpson", "colour-swap"))
+    validation_shades = _test_shades(
+        validation.labels, shares, design, test_colours, derive_rng(seed, "simpson", "validation-shades")
+    )
     return SimpsonSplits(
         clients=[
             _coloured(mnist.train, part.rows, part.labels, shades, resolution)
@@ -296,12 +322,20 @@ def simpson_mnist(
         sources=[part.rows for part in clients],
         pretrain_sources=pretrain.rows,
         test_sources=test_rows,
-        colour_swap=ColourSwap(
-            own=_coloured(mnist.test, test_rows, test_labels, swap_shades[0], resolution),
-            swapped=_coloured(mnist.test, test_rows, test_labels, swap_shades[1], resolution),
-            own_shades=swap_shades[0],
-            swapped_shades=swap_shades[1],
+        colour_swap=_colour_swap(
+            mnist.test, test_rows, test_labels, num_clients, design, resolution, derive_rng(seed, "simpson", "colour-swap")
         ),
+        validation=_coloured(mnist.train, validation.rows, validation.labels, validation_shades, resolution),
+        validation_swap=_colour_swap(
+            mnist.train,
+            validation.rows,
+            validation.labels,
+            num_clients,
+            design,
+            resolution,
+            derive_rng(seed, "simpson", "validation-swap"),
+        ),
+        validation_sources=validation.rows,
     )
 
 
@@ -487,7 +521,7 @@ def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
     >>> images = np.random.default_rng(0).random((60, 1, 4, 4), dtype=np.float32)
     >>> digits = ArrayDataset(images, np.tile([1, 7], 30), num_classes=10)
     >>> splits = simpson_mnist(DatasetSplits(digits, digits, "toy"), seed=0, num_clients=3,
-    ...                        samples_per_client=10, pretrain_samples=0)
+    ...                        samples_per_client=10, pretrain_samples=0, validation_samples=0)
     >>> sample_grid_png(splits, per_client=3)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
@@ -580,7 +614,8 @@ def _digit_rows(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _deal_rows(digits: np.ndarray, counts: np.ndarray, seed: int, name: str) -> list[_Part]:
     """Deal shuffled training rows of each digit into groups of the given class counts.
 
-    Group ``g`` gets band ``g % K`` where ``K = len(counts) // 2``.
+    Group ``g`` gets band ``g % K`` where ``K = len(counts) // 2`` (the band
+    of a last odd group, the validation set, is never read).
     """
     rng = derive_rng(seed, "simpson", "rows")
     pieces = []
@@ -591,7 +626,7 @@ def _deal_rows(digits: np.ndarray, counts: np.ndarray, seed: int, name: str) -> 
             raise ConfigError(
                 "simpson.samples_per_client",
                 f"the clients and the pretraining sample need {needed} training images of digit {digit} "
-                f"but {name!r} has {len(pool)}; lower samples_per_client or pretrain_samples",
+                f"but {name!r} has {len(pool)}; lower samples_per_client, pretrain_samples or validation_samples",
             )
         pieces.append(np.split(pool[:needed], np.cumsum(counts[:, label])[:-1]))
     num_bands = len(counts) // 2
@@ -634,14 +669,26 @@ def _test_shades(
     return rule_shades(clients, labels, len(shares), design, rng.random(len(labels)))
 
 
-def _swap_shades(
-    labels: np.ndarray, num_clients: int, design: str, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Own-class and other-class shades of the test digits under one uniformly drawn client's rule."""
+def _colour_swap(
+    source: ArrayDataset,
+    rows: np.ndarray,
+    labels: np.ndarray,
+    num_clients: int,
+    design: str,
+    resolution: int | None,
+    rng: np.random.Generator,
+) -> ColourSwap:
+    """The digits at ``rows`` at their own class's and the other class's shade, under one uniformly drawn client's rule."""
     clients = rng.integers(num_clients, size=len(labels))
     uniform = rng.random(len(labels))
     own = rule_shades(clients, labels, num_clients, design, uniform)
-    return own, rule_shades(clients, 1 - labels, num_clients, design, uniform)
+    swapped = rule_shades(clients, 1 - labels, num_clients, design, uniform)
+    return ColourSwap(
+        own=_coloured(source, rows, labels, own, resolution),
+        swapped=_coloured(source, rows, labels, swapped, resolution),
+        own_shades=own,
+        swapped_shades=swapped,
+    )
 
 
 def _coloured(

@@ -83,8 +83,15 @@ class DataSection(Section):
         independently of the label; unset: ``independent`` for the
         ``conflicting`` design, ``pooled`` for ``bands``.
     pretrain_samples : int, default 1000
-        ``simpson-mnist`` only: size of the pooled sample the initial model
-        is pre-trained on (``train.pretrain_epochs``).
+        ``simpson-mnist`` only: size of the sample the initial model is
+        pre-trained on (``train.pretrain_epochs``); its shades are
+        independent of the label in the ``conflicting`` design.
+    validation_samples : int, default 1000
+        ``simpson-mnist`` only: size of the validation set, training digits
+        no client holds, shaded as the test set.
+    evaluate_on : {"test", "validation"}, default "test"
+        ``simpson-mnist`` only: evaluate (accuracy and colour reliance) on
+        the test set, or on the validation set to choose hyper-parameters.
     resolution : int or None, default None
         ``simpson-mnist`` only: side in pixels the digits are averaged down
         to (then scaled back up) before being tinted; coarser digits make the
@@ -103,6 +110,8 @@ class DataSection(Section):
     simpson_design: Literal["conflicting", "bands"] = "conflicting"
     test_colours: Literal["pooled", "independent"] | None = None
     pretrain_samples: NonNegativeInt = 1000
+    validation_samples: NonNegativeInt = 1000
+    evaluate_on: Literal["test", "validation"] = "test"
     resolution: PositiveInt | None = None
 
 

@@ -201,15 +201,20 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
         design=config.data.simpson_design,
         test_colours=config.data.test_colours,
         pretrain_samples=config.data.pretrain_samples,
+        validation_samples=config.data.validation_samples,
         resolution=config.data.resolution,
     )
-    picture = ("simpson_samples", "samples of each client (rows), darker to lighter shade bands", sample_grid_png(splits))
+    on_validation = config.data.evaluate_on == "validation"
+    if on_validation and not len(splits.validation):
+        raise ConfigError("data.validation_samples", "must be > 0 to evaluate on the validation set (data.evaluate_on)")
+    test, swap = (splits.validation, splits.validation_swap) if on_validation else (splits.test, splits.colour_swap)
+    picture = ("simpson_samples", "samples of each client (rows), with the digit and its shade", sample_grid_png(splits))
     return ClassificationWorkload(
         clients=splits.clients,
-        test=splits.test,
+        test=test,
         pretrain=splits.pretrain if len(splits.pretrain) else None,
         figures=(picture,),
-        probes=(ColourSwapProbe(splits.colour_swap.own, splits.colour_swap.swapped),),
+        probes=(ColourSwapProbe(swap.own, swap.swapped),),
     )
 
 
