@@ -14,7 +14,7 @@ from torch import Tensor
 VARIANCE_EPS = 1e-4
 
 
-def factor_decorrelation(z: Tensor) -> Tensor:
+def factor_decorrelation(z: Tensor, floor: float = VARIANCE_EPS) -> Tensor:
     """Mean absolute Pearson correlation over all pairs of factors, across the batch.
 
     Parameters
@@ -22,13 +22,15 @@ def factor_decorrelation(z: Tensor) -> Tensor:
     z : Tensor
         Factors, ``(B, F)``, or ``(B, F, *spatial)`` feature maps, whose
         channels are first averaged over space.
+    floor : float, default VARIANCE_EPS
+        Added to each factor's variance.
 
     Returns
     -------
     Tensor
         A scalar in ``[0, 1]``: the mean of ``|corr(z_i, z_j)|`` over the
         ``F (F - 1) / 2`` pairs ``i < j``, with each factor's variance taken
-        over the batch (plus :data:`VARIANCE_EPS`); 0 when ``F < 2``.
+        over the batch (plus ``floor``); 0 when ``F < 2``.
         Differentiable with respect to ``z``.
 
     Examples
@@ -44,7 +46,7 @@ def factor_decorrelation(z: Tensor) -> Tensor:
         return factors.new_zeros(())
     centred = factors - factors.mean(dim=0, keepdim=True)
     covariance = centred.T @ centred / len(factors)
-    std = torch.sqrt(covariance.diagonal() + VARIANCE_EPS)
+    std = torch.sqrt(covariance.diagonal() + floor)
     correlation = covariance / (std[:, None] * std[None, :])
     off_diagonal = correlation.abs().sum() - correlation.diagonal().abs().sum()
     return off_diagonal / (num_factors * (num_factors - 1))

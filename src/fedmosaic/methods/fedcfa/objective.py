@@ -70,7 +70,7 @@ class CounterfactualObjective:
         z = encoder(x)
         loss = self.params.ce_weight * F.cross_entropy(decoder(z), y)
         if self.params.fdc_weight > 0:
-            loss = loss + self.params.fdc_weight * factor_decorrelation(z)
+            loss = loss + self.params.fdc_weight * factor_decorrelation(z, self.params.fdc_variance_floor)
         return loss + self.counterfactual_loss(encoder, decoder, z.detach(), y)
 
     def counterfactual_loss(self, encoder: nn.Module, decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:

@@ -52,6 +52,10 @@ class FedCFAParams(MethodParams):
     fdc_weight : float, default 0.1
         Weight of the factor decorrelation loss (mean absolute Pearson
         correlation between pairs of factors over the batch); 0 disables it.
+    fdc_variance_floor : float, default 1e-4
+        Added to each factor's variance in the FDC loss (> 0), so that a
+        nearly dead unit's correlations and their gradients stay bounded
+        (the first versions used 1e-8).
     ce_weight : float, default 1.0
         Weight of the cross-entropy on the real samples.
     positive_weight : float, default 5.0
@@ -77,6 +81,7 @@ class FedCFAParams(MethodParams):
     num_chunks: PositiveInt | None = None
     average_dataset: Literal["cached", "previous", "fixed"] = "cached"
     fdc_weight: float = Field(default=0.1, ge=0)
+    fdc_variance_floor: float = Field(default=1e-4, gt=0)
     ce_weight: float = Field(default=1.0, ge=0)
     positive_weight: float = Field(default=5.0, ge=0)
     negative_weight: float = Field(default=5.0, ge=0)
