@@ -14,6 +14,7 @@ from fedmosaic.data.simpson import (
     SimpsonSplits,
     coarsened,
     one_shares,
+    rule_shades,
     sample_grid_png,
     shade_colour,
     shade_label_correlation,
@@ -23,7 +24,8 @@ from fedmosaic.errors import ConfigError, FedmosaicError
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SMALL = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50}
+SMALL = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50, "validation_samples": 20, "design": "bands"}
+CONFLICTING = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50, "validation_samples": 20}
 
 
 def fake_digits(counts: dict[int, int], rng: np.random.Generator) -> ArrayDataset:
@@ -220,21 +222,23 @@ def test_independent_test_colours_do_not_depend_on_the_label(mnist: DatasetSplit
     assert counts.min() > 0.7 * len(splits.test_shades) / 5
 
 
-def test_pretraining_rows_are_disjoint_from_client_rows(splits: SimpsonSplits) -> None:
-    # Prepare: splits of 5 x 40 client samples and 50 pretraining samples
+def test_pretraining_and_validation_rows_are_disjoint_from_client_rows(splits: SimpsonSplits) -> None:
+    # Prepare: splits of 5 x 40 client samples, 50 pretraining and 20 validation samples
 
     # Execute
-    rows = np.concatenate([*splits.sources, splits.pretrain_sources])
+    rows = np.concatenate([*splits.sources, splits.pretrain_sources, splits.validation_sources])
 
-    # Assert: 250 distinct training rows
-    assert len(np.unique(rows)) == len(rows) == 250
+    # Assert: 270 distinct training rows; the validation set is half 1s, with its own colour swap
+    assert len(np.unique(rows)) == len(rows) == 270
+    assert np.mean(splits.validation.y == 0) == 0.5
+    np.testing.assert_array_equal(splits.validation_swap.own.y, splits.validation.y)
 
 
 def test_no_pretraining_sample_is_allowed(mnist: DatasetSplits) -> None:
     # Prepare: nothing
 
     # Execute
-    splits = simpson_mnist(mnist, seed=0, num_clients=2, samples_per_client=10, pretrain_samples=0)
+    splits = simpson_mnist(mnist, seed=0, num_clients=3, samples_per_client=10, pretrain_samples=0, validation_samples=0)
 
     # Assert
     assert splits.pretrain.x.shape == (0, 3, 28, 28)
@@ -309,10 +313,11 @@ def test_the_sample_grid_rejects_an_impossible_row_length(splits: SimpsonSplits,
         ({"num_clients": 1}, "simpson.num_clients: must be >= 2"),
         ({"samples_per_client": 9}, "simpson.samples_per_client: must be >= 10"),
         ({"pretrain_samples": -1}, "simpson.pretrain_samples: must be >= 0"),
+        ({"validation_samples": -1}, "simpson.validation_samples: must be >= 0"),
         ({"resolution": 0}, "simpson.resolution: must be from 1 to the image side 28"),
         ({"resolution": 29}, "simpson.resolution: must be from 1 to the image side 28"),
         ({"test_colours": "pool"}, "simpson.test_colours: .*independent, pooled .*did you mean 'pooled'"),
-        ({"samples_per_client": 100}, "simpson.samples_per_client: .*need 275 training images of digit 1"),
+        ({"samples_per_client": 100}, "simpson.samples_per_client: .*need 285 training images of digit 1"),
     ],
 )
 def test_invalid_parameters_are_config_errors(
@@ -327,11 +332,11 @@ def test_invalid_parameters_are_config_errors(
 
 
 def test_too_few_sevens_is_a_config_error() -> None:
-    # Prepare: 100 sevens, while 5 x 40 samples and 50 pretraining samples need 125
+    # Prepare: 100 sevens, while 5 x 40 samples, 50 pretraining and 20 validation samples need 135
     mnist = fake_mnist(train_sevens=100)
 
     # Execute / Assert
-    with pytest.raises(ConfigError, match="need 125 training images of digit 7 but 'fake-mnist' has 100"):
+    with pytest.raises(ConfigError, match="need 135 training images of digit 7 but 'fake-mnist' has 100"):
         simpson_mnist(mnist, seed=0, **SMALL)
 
 
@@ -359,7 +364,7 @@ def test_on_real_mnist_every_client_shows_the_local_trend_and_the_pool_the_rever
     mnist = load_dataset("mnist", data_dir=SHARED_DATA)
 
     # Execute
-    splits = simpson_mnist(mnist, seed=0)
+    splits = simpson_mnist(mnist, seed=0, design="bands")
 
     # Assert: the defaults, 5 x 1000 client samples, 1000 pretraining, all 2163 test 1s and 7s
     assert [len(client) for client in splits.clients] == [1000] * 5
@@ -371,3 +376,139 @@ def test_on_real_mnist_every_client_shows_the_local_trend_and_the_pool_the_rever
     assert min(within) > 0.6
     assert shade_label_correlation(*pooled(splits)) < -0.35
     assert shade_label_correlation(splits.test_shades, splits.test.y) < -0.35
+
+
+# The conflicting design (the default): a colour rule per client, neighbours disagree, pooled reversed.
+
+D = 1 / 6
+"""Shade step of the conflicting design for 5 clients: 1 / (K + 1)."""
+
+
+@pytest.fixture(scope="module")
+def conflicting(mnist: DatasetSplits) -> SimpsonSplits:
+    return simpson_mnist(mnist, seed=0, **CONFLICTING)
+
+
+def test_conflicting_within_every_client_colour_separates_the_digits(conflicting: SimpsonSplits) -> None:
+    # Prepare: 5 clients of 40 samples, d = 1/6
+
+    # Execute
+    ones = [shades[client.y == 0] for shades, client in zip(conflicting.shades, conflicting.clients, strict=True)]
+    sevens = [shades[client.y == 1] for shades, client in zip(conflicting.shades, conflicting.clients, strict=True)]
+
+    # Assert: client k's 1s in [k/6, (k+1)/6), its 7s in [(k+1)/6, (k+2)/6): threshold (k+1)/6 is perfect
+    for k in range(5):
+        assert k * D <= ones[k].min() and ones[k].max() < (k + 1) * D
+        assert (k + 1) * D <= sevens[k].min() and sevens[k].max() < (k + 2) * D
+    assert [len(o) for o in ones] == [4, 12, 20, 28, 36]
+
+
+def test_conflicting_neighbouring_clients_read_the_same_shades_the_other_way(conflicting: SimpsonSplits) -> None:
+    # Prepare
+    labels = [client.y for client in conflicting.clients]
+
+    # Execute: for each shade interval [(k+1)/6, (k+2)/6), the labels client k and client k+1 give it
+    shared = []
+    for k in range(4):
+        low, high = (k + 1) * D, (k + 2) * D
+        inside = [(shades >= low) & (shades < high) for shades in conflicting.shades[k : k + 2]]
+        shared.append((set(labels[k][inside[0]].tolist()), set(labels[k + 1][inside[1]].tolist())))
+
+    # Assert: in client k that interval holds only 7s, in client k+1 only 1s
+    assert shared == [({1}, {0})] * 4
+
+
+def test_conflicting_pooled_the_trend_is_reversed(conflicting: SimpsonSplits) -> None:
+    # Prepare
+    shades, labels = pooled(conflicting)
+
+    # Execute
+    correlation = shade_label_correlation(shades, labels)
+    within = [shade_label_correlation(s, c.y) for s, c in zip(conflicting.shades, conflicting.clients, strict=True)]
+
+    # Assert: about -0.24 pooled (the population value for 5 equal clients is -0.242), positive within
+    assert -0.32 < correlation < -0.16
+    assert shades[labels == 0].mean() > shades[labels == 1].mean()
+    assert min(within) > 0.6
+
+
+@pytest.mark.parametrize(("clients", "expected"), [(2, 0.233), (3, -0.049), (5, -0.242)])
+def test_conflicting_pooled_correlation_of_the_population(clients: int, expected: float) -> None:
+    # Prepare: a large population, shares exact, so the correlation is the design's own
+    n = 200_000
+    rng = np.random.default_rng(0)
+    client = np.repeat(np.arange(clients), n)
+    labels = np.concatenate([(np.arange(n) >= round(share * n)).astype(np.int64) for share in one_shares(clients)])
+
+    # Execute
+    shades = rule_shades(client, labels, clients, "conflicting", rng.random(len(labels)))
+
+    # Assert: at 2 clients the pooled trend is not reversed, from 3 on it is
+    assert shade_label_correlation(shades, labels) == pytest.approx(expected, abs=0.005)
+
+
+def test_conflicting_refuses_fewer_than_three_clients(mnist: DatasetSplits) -> None:
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="simpson.num_clients: must be >= 3 for the 'conflicting' design"):
+        simpson_mnist(mnist, seed=0, num_clients=2, samples_per_client=10, pretrain_samples=0, validation_samples=0)
+
+
+def test_an_unknown_design_is_a_config_error(mnist: DatasetSplits) -> None:
+    # Execute / Assert
+    with pytest.raises(ConfigError, match="simpson.design: .*did you mean 'bands'"):
+        simpson_mnist(mnist, seed=0, design="band", **CONFLICTING)
+
+
+def test_conflicting_test_and_pretraining_shades_do_not_depend_on_the_label(conflicting: SimpsonSplits) -> None:
+    # Execute
+    test = shade_label_correlation(conflicting.test_shades, conflicting.test.y)
+    pretrain = shade_label_correlation(conflicting.pretrain_shades, conflicting.pretrain.y)
+
+    # Assert: independent shades by default, uniform on [0, 1)
+    assert abs(test) < 0.1 and abs(pretrain) < 0.3
+    for shades in (conflicting.test_shades, conflicting.pretrain_shades):
+        assert shades.min() >= 0.0 and shades.max() < 1.0
+
+
+def test_conflicting_pooled_test_colours_follow_the_pooled_law(mnist: DatasetSplits) -> None:
+    # Execute
+    splits = simpson_mnist(mnist, seed=0, test_colours="pooled", **CONFLICTING)
+
+    # Assert
+    assert shade_label_correlation(splits.test_shades, splits.test.y) < -0.15
+
+
+@pytest.mark.parametrize("options", [CONFLICTING, SMALL])
+def test_the_colour_swap_keeps_the_digits_and_swaps_only_the_shades(mnist: DatasetSplits, options: dict) -> None:
+    # Prepare
+    splits = simpson_mnist(mnist, seed=0, **options)
+    swap = splits.colour_swap
+    step = D if options is CONFLICTING else 1 / 10
+
+    # Execute
+    grey = mnist.test.x[splits.test_sources]
+
+    # Assert: the same digits and labels, tinted at the own class's shade, then the other class's
+    np.testing.assert_array_equal(swap.own.y, splits.test.y)
+    np.testing.assert_array_equal(swap.swapped.y, splits.test.y)
+    np.testing.assert_array_equal(swap.own.x, grey * shade_colour(swap.own_shades)[:, :, None, None])
+    np.testing.assert_array_equal(swap.swapped.x, grey * shade_colour(swap.swapped_shades)[:, :, None, None])
+    moved = swap.swapped_shades - swap.own_shades
+    np.testing.assert_allclose(moved[splits.test.y == 0], step)
+    np.testing.assert_allclose(moved[splits.test.y == 1], -step)
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "mnist").is_dir(), reason="MNIST is not in the shared data folder")
+def test_on_real_mnist_the_conflicting_design_shows_its_three_facts() -> None:
+    # Prepare
+    mnist = load_dataset("mnist", data_dir=SHARED_DATA)
+
+    # Execute
+    splits = simpson_mnist(mnist, seed=0)
+    shades, labels = pooled(splits)
+
+    # Assert: perfect separation within, reversal pooled (-0.246 on seed 0), independent test shades
+    for k, (s, client) in enumerate(zip(splits.shades, splits.clients, strict=True)):
+        assert s[client.y == 0].max() < (k + 1) * D <= s[client.y == 1].min()
+    assert shade_label_correlation(shades, labels) == pytest.approx(-0.246, abs=0.01)
+    assert abs(shade_label_correlation(splits.test_shades, splits.test.y)) < 0.05

@@ -30,6 +30,34 @@ def test_simpson_mnist_gives_one_client_per_shade_band_a_pretraining_sample_and_
     assert task.pretrain is workload.pretrain
 
 
+@pytest.mark.skipif(not (SHARED_DATA / "mnist").exists(), reason="MNIST files are not available")
+@pytest.mark.parametrize(("evaluate_on", "size"), [("test", 2163), ("validation", 60)])
+def test_simpson_mnist_probes_colour_reliance_on_the_set_it_evaluates_on(evaluate_on: str, size: int) -> None:
+    # Prepare
+    config = load_config(
+        {
+            "name": "simpson",
+            "data": {
+                "dataset": "simpson-mnist",
+                "data_dir": str(SHARED_DATA),
+                "samples_per_client": 50,
+                "pretrain_samples": 40,
+                "validation_samples": 60,
+                "evaluate_on": evaluate_on,
+            },
+            "partition": {"num_clients": 5},
+            "runs": [{"name": "FedAvg", "method": "fedavg"}],
+        }
+    )
+    # Execute
+    workload = prepare_workload(config)
+    task = workload.jobs("centralized", config)[0].task
+    # Assert: the colour-swap probe holds the same digits as the evaluation set, in every setting
+    (probe,) = task.probes
+    assert len(workload.test) == len(probe.own) == len(probe.swapped) == size
+    assert (probe.own.y == workload.test.y).all()
+
+
 def test_concept_workloads_lay_out_clients_with_their_arrival_rounds() -> None:
     config = load_config(
         {

@@ -78,12 +78,26 @@ class DataSection(Section):
         concepts are predicted almost perfectly and interventions gain little.
     samples_per_client : int, default 1000
         ``simpson-mnist`` only: training digits per client.
-    test_colours : {"pooled", "independent"}, default "pooled"
+    simpson_design : {"conflicting", "bands"}, default "conflicting"
+        ``simpson-mnist`` only: ``conflicting`` gives each client a colour
+        rule ("darker is 1" within shades that neighbouring clients read the
+        other way; pooled, lighter is 1; at least 3 clients); ``bands`` is
+        the first design, disjoint shade bands where one colour rule is right
+        everywhere (kept to reproduce its results).
+    test_colours : {"pooled", "independent"} or None, default None
         ``simpson-mnist`` only: test shades drawn like the pooled data, or
-        independently of the label.
+        independently of the label; unset: ``independent`` for the
+        ``conflicting`` design, ``pooled`` for ``bands``.
     pretrain_samples : int, default 1000
-        ``simpson-mnist`` only: size of the pooled sample the initial model
-        is pre-trained on (``train.pretrain_epochs``).
+        ``simpson-mnist`` only: size of the sample the initial model is
+        pre-trained on (``train.pretrain_epochs``); its shades are
+        independent of the label in the ``conflicting`` design.
+    validation_samples : int, default 1000
+        ``simpson-mnist`` only: size of the validation set, training digits
+        no client holds, shaded as the test set.
+    evaluate_on : {"test", "validation"}, default "test"
+        ``simpson-mnist`` only: evaluate (accuracy and colour reliance) on
+        the test set, or on the validation set to choose hyper-parameters.
     resolution : int or None, default None
         ``simpson-mnist`` only: side in pixels the digits are averaged down
         to (then scaled back up) before being tinted; coarser digits make the
@@ -100,8 +114,11 @@ class DataSection(Section):
     latent_dim: PositiveInt | None = None
     noise_share: float | None = Field(default=None, ge=0, lt=1)
     samples_per_client: PositiveInt = 1000
-    test_colours: Literal["pooled", "independent"] = "pooled"
+    simpson_design: Literal["conflicting", "bands"] = "conflicting"
+    test_colours: Literal["pooled", "independent"] | None = None
     pretrain_samples: NonNegativeInt = 1000
+    validation_samples: NonNegativeInt = 1000
+    evaluate_on: Literal["test", "validation"] = "test"
     resolution: PositiveInt | None = None
 
 

@@ -34,6 +34,7 @@ from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
+from fedmosaic.methods.probes import ColourSwapProbe, Probe
 from fedmosaic.methods.registry import HorizontalTask
 
 FEW_ADDITIONAL_SUBSETS = ("asia", "hailfinder")
@@ -76,16 +77,19 @@ class ClassificationWorkload:
         A pooled sample for central pretraining of the initial model.
     figures : tuple of (name, caption, PNG bytes), default ()
         Pictures of the data for the report.
+    probes : tuple of Probe, default ()
+        Further measurements of the global model at every evaluation.
     """
 
     clients: list[ArrayDataset]
     test: ArrayDataset
     pretrain: ArrayDataset | None = None
     figures: tuple[tuple[str, str, bytes], ...] = ()
+    probes: tuple[Probe, ...] = ()
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """The federations that make up a run in ``setting``."""
-        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train, self.pretrain)
+        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train, self.pretrain, self.probes)
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(self.clients))
             return [Job("federated", task(self.clients), schedule)]
@@ -196,23 +200,30 @@ def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | N
 
 
 def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
-    """Simpson-MNIST: one shade band per client, the pooled trend reversed."""
+    """Simpson-MNIST: a colour rule per client, the pooled trend reversed; colour reliance probed every evaluation."""
     mnist = load_dataset("mnist", data_dir=data_dir if data_dir is not None else config.data.data_dir)
     splits = simpson_mnist(
         mnist,
         seed=config.seed,
         num_clients=config.partition.num_clients,
         samples_per_client=config.data.samples_per_client,
+        design=config.data.simpson_design,
         test_colours=config.data.test_colours,
         pretrain_samples=config.data.pretrain_samples,
+        validation_samples=config.data.validation_samples,
         resolution=config.data.resolution,
     )
-    picture = ("simpson_samples", "samples of each client (rows), darker to lighter shade bands", sample_grid_png(splits))
+    on_validation = config.data.evaluate_on == "validation"
+    if on_validation and not len(splits.validation):
+        raise ConfigError("data.validation_samples", "must be > 0 to evaluate on the validation set (data.evaluate_on)")
+    test, swap = (splits.validation, splits.validation_swap) if on_validation else (splits.test, splits.colour_swap)
+    picture = ("simpson_samples", "samples of each client (rows), with the digit and its shade", sample_grid_png(splits))
     return ClassificationWorkload(
         clients=splits.clients,
-        test=splits.test,
+        test=test,
         pretrain=splits.pretrain if len(splits.pretrain) else None,
         figures=(picture,),
+        probes=(ColourSwapProbe(swap.own, swap.swapped),),
     )
 
 

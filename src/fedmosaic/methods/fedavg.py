@@ -9,6 +9,7 @@ each client's loss.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
@@ -31,6 +32,7 @@ from fedmosaic.federation import (
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.models import Classifier
+from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.training import (
     LossFn,
     TrainParams,
@@ -42,6 +44,8 @@ from fedmosaic.methods.training import (
 from fedmosaic.models.export import ModelExport
 
 ModelFactory = Callable[[], nn.Module]
+PRETRAINED = "pretrained_"
+"""Prefix of the metrics of the pre-trained initial model, repeated in every evaluation."""
 DP_SGD_EPSILON = "dp_sgd_epsilon"
 """Metric of a client training with local DP-SGD: the epsilon it has spent so far."""
 
@@ -72,13 +76,24 @@ class FedAvgServer(ServerLogic):
     test : ArrayDataset
         The global test set the server evaluates on.
     pretraining : Pretraining or None, default None
-        Train the initial model centrally first (from derived randomness).
+        Train the initial model centrally first (from derived randomness);
+        every evaluation then also reports the pre-trained model's metrics,
+        prefixed ``pretrained_`` (the start the federation should not fall
+        below).
+    probes : sequence of Probe, default ()
+        Further measurements added to every evaluation (e.g. colour reliance).
     """
 
     def __init__(
-        self, model_factory: ModelFactory, test: ArrayDataset, pretraining: Pretraining | None = None
+        self,
+        model_factory: ModelFactory,
+        test: ArrayDataset,
+        pretraining: Pretraining | None = None,
+        probes: Sequence[Probe] = (),
     ) -> None:
         self._pretraining = pretraining
+        self._probes = tuple(probes)
+        self._start: dict[str, float] = {}
         self._model_factory = model_factory
         self._model: nn.Module | None = None
         self._test_x = torch.from_numpy(test.x)
@@ -98,6 +113,9 @@ class FedAvgServer(ServerLogic):
                 generator=torch.Generator().manual_seed(derive_seed(seed, "pretrain")),
             )
         self.params = model_to_arrays(self._model)
+        self._start = {}
+        if self._pretraining is not None:
+            self._start = {f"{PRETRAINED}{name}": value for name, value in self.evaluate(0).items()}
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays=self.params, config={"round": ctx.round})
@@ -124,7 +142,10 @@ class FedAvgServer(ServerLogic):
     def evaluate(self, rnd: int) -> dict[str, float]:
         model = self._require_model()
         load_arrays(model, self.params)
-        return evaluate_classifier(model, self._test_x, self._test_y)
+        metrics = evaluate_classifier(model, self._test_x, self._test_y)
+        for probe in self._probes:
+            metrics.update(probe(model))
+        return {**metrics, **self._start}
 
     def exported_model(self) -> ModelExport | None:
         """The global model (the one :meth:`evaluate` tests); None when built from a bare factory."""
@@ -133,11 +154,12 @@ class FedAvgServer(ServerLogic):
         return ModelExport("classifier", self._model_factory.to_json(), dict(self.params))
 
     def state_dict(self) -> ClientState:
-        return ClientState(arrays=dict(self.params))
+        return ClientState(arrays=dict(self.params), config=dict(self._start))
 
     def load_state_dict(self, state: ClientState) -> None:
         self._require_model()
         self.params = dict(state.arrays)
+        self._start = {k: float(v) for k, v in state.config.items() if k.startswith(PRETRAINED)}  # type: ignore[arg-type]
 
     def _require_model(self) -> nn.Module:
         if self._model is None:

@@ -57,6 +57,7 @@ from fedmosaic.federation.message import ConfigValue
 from fedmosaic.federation.robust import Contribution
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, Pretraining
+from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.training import LossFn, TrainParams
 
 if TYPE_CHECKING:
@@ -479,6 +480,8 @@ class FedMixServer(FedAvgServer):
     mean_batch : int or None, default None
         The clients' ``mean_batch``: a reply may hold at most
         ``max(1, num_examples // mean_batch)`` means (one without it).
+    probes : sequence of Probe, default ()
+        Further measurements added to every evaluation.
 
     Examples
     --------
@@ -491,8 +494,9 @@ class FedMixServer(FedAvgServer):
         test: ArrayDataset,
         pretraining: Pretraining | None = None,
         mean_batch: int | None = None,
+        probes: Sequence[Probe] = (),
     ) -> None:
-        super().__init__(model_factory, test, pretraining)
+        super().__init__(model_factory, test, pretraining, probes)
         self._mean_batch = mean_batch
         self.relay = MeanRelay()
 
@@ -540,5 +544,5 @@ def build_fedmix(task: HorizontalTask, params: MethodParams) -> Built:
     if not isinstance(params, FedMixParams):
         raise TypeError(f"build_fedmix needs FedMixParams, got {type(params).__name__}")
     factory = task.model_factory()
-    server = FedMixServer(factory, task.test, task.pretraining(), params.mean_batch)
+    server = FedMixServer(factory, task.test, task.pretraining(), params.mean_batch, task.probes)
     return server, lambda client: FedMixClient(factory, task.clients[client], task.train, params)

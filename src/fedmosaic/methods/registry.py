@@ -14,10 +14,13 @@ from fedmosaic.methods.concepts.client import FCMClient
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.concepts.task import ConceptTask
+from fedmosaic.methods.decoder_matched import DecoderMatchedParams, build_decoder_matched
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
 from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.models import Classifier, ModelParams
+from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
@@ -56,6 +59,9 @@ class HorizontalTask:
     pretrain : ArrayDataset or None, default None
         A pooled sample the server trains the initial model on for
         ``train.pretrain_epochs`` epochs before round 1.
+    probes : tuple of Probe, default ()
+        Further measurements of the global model at every evaluation
+        (Simpson-MNIST's colour reliance).
     """
 
     clients: list[ArrayDataset]
@@ -63,6 +69,7 @@ class HorizontalTask:
     model: ModelParams
     train: TrainParams
     pretrain: ArrayDataset | None = None
+    probes: tuple[Probe, ...] = ()
 
     def pretraining(self) -> Pretraining | None:
         """The central pretraining of the initial model, if any."""
@@ -78,7 +85,7 @@ class HorizontalTask:
 def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:
     factory = task.model_factory()
     mu = params.mu if isinstance(params, FedProxParams) else 0.0
-    server = FedAvgServer(factory, task.test, task.pretraining())
+    server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)
     return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)
 
 
@@ -105,6 +112,20 @@ METHODS: dict[str, Method] = {
             "classification",
             FedProxParams,
             _build_fedavg,
+        ),
+        Method(
+            "fedavg-decoder-matched",
+            "FedAvg with the decoder's step raised to FedCFA's (decoder gradient x 11): the step-size control for FedCFA",
+            "classification",
+            DecoderMatchedParams,
+            build_decoder_matched,
+        ),
+        Method(
+            "scaffold",
+            "SCAFFOLD: local steps corrected by server and client control variates",
+            "classification",
+            ScaffoldParams,
+            build_scaffold,
         ),
         Method(
             "fedcfa",

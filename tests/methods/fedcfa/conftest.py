@@ -23,7 +23,7 @@ CENTRES = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 2.0]])
 #: Client sizes of the 3-client federation: 40 // 16, 37 // 16 and 21 // 16 chunks.
 CLIENT_SIZES = (40, 37, 21)
 TRAIN = TrainParams(epochs=1, batch_size=8, lr=0.1)
-PARAMS = FedCFAParams(k=2, chunk_size=16)
+PARAMS = FedCFAParams(k=2, chunk_size=16, average_dataset="previous")
 
 
 def _blobs(n: int, seed: int) -> ArrayDataset:
@@ -52,5 +52,5 @@ def make_task() -> Callable[..., HorizontalTask]:
 
 @pytest.fixture
 def params() -> FedCFAParams:
-    """FedCFA parameters for 8 factors and tiny clients: k = 2, chunks of 16."""
+    """FedCFA parameters for 8 factors and tiny clients: k = 2, chunks of 16, last round's means."""
     return PARAMS

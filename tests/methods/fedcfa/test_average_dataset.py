@@ -55,23 +55,23 @@ def test_num_chunks_cuts_every_sample_into_b_nearly_equal_chunks() -> None:
     assert len(few["chunk_x"]) == 3, "at most one chunk per sample"
 
 
-def test_previous_mode_broadcasts_every_chunk_mean_in_client_order() -> None:
+def test_without_a_size_every_chunk_mean_is_broadcast_in_client_order() -> None:
     # Prepare
     uploads = [chunk_means(*_data(n, seed=n), 4, np.random.default_rng(n), chunk_size=8) for n in (24, 17, 9)]
     # Execute
-    average = global_average_dataset(uploads, "previous", np.random.default_rng(0))
+    average = global_average_dataset(uploads, np.random.default_rng(0))
     # Assert
     assert average["avg_x"].shape == (3 + 2 + 1, 2, 3)
     np.testing.assert_array_equal(average["avg_x"], np.concatenate([u["chunk_x"] for u in uploads]))
     np.testing.assert_array_equal(average["avg_y"], np.concatenate([u["chunk_y"] for u in uploads]))
 
 
-def test_fixed_mode_broadcasts_b_unweighted_means_of_shuffled_groups_of_chunk_means() -> None:
+def test_a_size_b_broadcasts_b_unweighted_means_of_shuffled_groups_of_chunk_means() -> None:
     # Prepare: 7 chunk means with distinct one-hot-like labels
     upload = {"chunk_x": np.arange(7, dtype=np.float32)[:, None], "chunk_y": np.eye(7, dtype=np.float32)}
     groups = np.array_split(np.random.default_rng(5).permutation(7), 3)
     # Execute
-    average = global_average_dataset([upload], "fixed", np.random.default_rng(5), size=3)
+    average = global_average_dataset([upload], np.random.default_rng(5), size=3)
     # Assert
     assert average["avg_x"].shape == (3, 1)
     for row, group in enumerate(groups):
@@ -79,11 +79,11 @@ def test_fixed_mode_broadcasts_b_unweighted_means_of_shuffled_groups_of_chunk_me
         np.testing.assert_allclose(average["avg_y"][row], np.isin(np.arange(7), group) / len(group))
 
 
-def test_fixed_mode_with_fewer_means_than_b_keeps_each_mean() -> None:
+def test_fewer_means_than_b_keeps_each_mean() -> None:
     # Prepare
     upload = {"chunk_x": np.ones((2, 1), np.float32), "chunk_y": np.eye(2, dtype=np.float32)}
     # Execute
-    average = global_average_dataset([upload], "fixed", np.random.default_rng(0), size=5)
+    average = global_average_dataset([upload], np.random.default_rng(0), size=5)
     # Assert
     assert average["avg_x"].shape == (2, 1)
 
@@ -92,5 +92,5 @@ def test_no_chunk_mean_gives_no_average_dataset() -> None:
     # Prepare
     empty = {"chunk_x": np.zeros((0, 2), np.float32), "chunk_y": np.zeros((0, 3), np.float32)}
     # Execute / Assert
-    assert global_average_dataset([], "previous", np.random.default_rng(0)) == {}
-    assert global_average_dataset([empty], "previous", np.random.default_rng(0)) == {}
+    assert global_average_dataset([], np.random.default_rng(0)) == {}
+    assert global_average_dataset([empty], np.random.default_rng(0)) == {}

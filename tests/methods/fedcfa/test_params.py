@@ -11,10 +11,19 @@ def test_defaults_follow_the_reference() -> None:
     # Execute
     params = FedCFAParams()
     # Assert
-    assert (params.k, params.chunk_size, params.split, params.num_chunks) == (24, 128, None, None)
+    assert (params.k, params.k_share, params.chunk_size, params.split, params.num_chunks) == (None, 0.375, 128, None, None)
     weights = (params.ce_weight, params.positive_weight, params.negative_weight, params.fdc_weight)
     assert weights == (1.0, 5.0, 5.0, 0.1)
-    assert params.average_dataset == "previous"
+    assert (params.average_dataset, params.scoring) == ("cached", "signed")
+
+
+def test_k_is_a_share_of_the_factors_unless_an_absolute_k_is_given() -> None:
+    # Execute / Assert: 0.375 of 64 is the reference's 24; an absolute k is clipped to half the factors
+    assert FedCFAParams().replaced(64) == 24
+    assert FedCFAParams(k_share=0.125).replaced(16) == 2
+    assert FedCFAParams(k_share=0.01).replaced(16) == 1
+    assert FedCFAParams(k=24).replaced(64) == 24
+    assert FedCFAParams(k=24).replaced(16) == 8
 
 
 def test_every_field_is_documented_and_describable() -> None:
@@ -35,7 +44,7 @@ def test_fixed_average_dataset_needs_num_chunks() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"k": 0}, {"chunk_size": 0}, {"fdc_weight": -0.1}, {"average_dataset": "all"}, {"topk": 3}]
+    "bad", [{"k": 0}, {"k_share": 0.6}, {"k_share": 0.0}, {"scoring": "abs"}, {"chunk_size": 0}, {"fdc_weight": -0.1}, {"average_dataset": "all"}, {"topk": 3}]
 )
 def test_invalid_values_are_rejected(bad: dict) -> None:
     # Execute / Assert

@@ -44,8 +44,8 @@ def _server(blobs, **params) -> FedCFAServer:
 
 
 def test_round_one_sends_no_average_dataset_and_the_next_round_sends_the_chunk_means(blobs) -> None:
-    # Prepare
-    server = _server(blobs)
+    # Prepare: the previous round's means only
+    server = _server(blobs, average_dataset="previous")
     first = ScriptedRound(1, {0: _reply(server, 0.0, 10.0, means=2), 2: _reply(server, 1.0, 30.0, means=3)})
     # Execute
     metrics = server.run_round(first)  # type: ignore[arg-type]
@@ -87,6 +87,23 @@ def test_fixed_mode_broadcasts_num_chunks_means(blobs) -> None:
     np.testing.assert_allclose(server.average["avg_y"].sum(axis=1), 1.0, rtol=1e-6)
 
 
+def test_the_cache_keeps_every_clients_latest_means_so_a_client_not_sampled_last_round_contributes(blobs) -> None:
+    # Prepare: round 1 clients 0 (2 means of class 0) and 2 (3 means of class 1); round 2 client 1 (1 mean of class 2)
+    server = _server(blobs)
+    server.run_round(ScriptedRound(1, {0: _reply(server, 0.0, 10.0, means=2), 2: _reply(server, 1.0, 30.0, means=3)}))
+    server.run_round(ScriptedRound(2, {1: _reply(server, 2.0, 5.0, means=1)}))  # type: ignore[arg-type]
+    after_two = server.average
+    # Execute: round 3, client 0 again, now with 1 mean of class 2 replacing its 2 older ones
+    server.run_round(ScriptedRound(3, {0: _reply(server, 5.0, 10.0, means=1)}))  # type: ignore[arg-type]
+    # Assert: B = 3 (the most means of one client) unweighted means of 2 cached means each, over all 3 clients
+    assert after_two["avg_x"].shape == (3, 2)
+    np.testing.assert_allclose(after_two["avg_y"].mean(axis=0), [2 / 6, 3 / 6, 1 / 6], atol=1e-6)
+    np.testing.assert_allclose(after_two["avg_x"].mean(), (0.0 * 2 + 1.0 * 3 + 2.0 * 1) / 6, atol=1e-6)
+    assert sorted(server.cache) == [0, 1, 2] and len(server.cache[0]["chunk_x"]) == 1
+    assert server.average["avg_x"].shape == (3, 2)
+    assert (server.average["avg_y"][:, 0] == 0).all(), "client 0's class-0 means were replaced"
+
+
 def test_state_dict_holds_the_average_dataset_and_restores_it(blobs) -> None:
     # Prepare
     server = _server(blobs)
@@ -98,7 +115,7 @@ def test_state_dict_holds_the_average_dataset_and_restores_it(blobs) -> None:
     scripted = ScriptedRound(2, {0: _reply(restored, 1.0, 10.0, means=2)})
     restored.run_round(scripted)  # type: ignore[arg-type]
     # Assert
-    assert {"avg_x", "avg_y"} <= set(state.arrays)
+    assert {"avg_x", "avg_y", "cache/0/chunk_x", "cache/0/chunk_y"} <= set(state.arrays)
     assert set(restored.params) == set(server.params)
     np.testing.assert_array_equal(scripted.sent[0].arrays["avg_x"], server.average["avg_x"])
 

@@ -19,14 +19,15 @@ def test_default_split_of_an_mlp_is_after_the_first_hidden_activation() -> None:
     assert encoder(torch.zeros(6, 2, 3)).shape == (6, 5)
 
 
-def test_default_split_of_a_cnn_is_before_the_flatten_and_factors_are_channels() -> None:
-    # Prepare
+def test_default_split_of_a_cnn_is_after_the_first_block_and_factors_are_its_channels() -> None:
+    # Prepare: blocks conv-relu-pool (3 channels) and conv-relu-pool (6 channels), then the classifier
     model = build_model(ModelParams(kind="cnn", channels=[3, 6]), (1, 8, 8), 4)
     # Execute
     encoder, decoder = split_model(model)
-    # Assert
-    assert isinstance(decoder[0], nn.Flatten)
-    assert encoder(torch.zeros(2, 1, 8, 8)).shape == (2, 6, 2, 2)
+    # Assert: the decoder is the second block and the classifier, more than one linear layer
+    assert [type(m) for m in encoder] == [nn.Conv2d, nn.ReLU, nn.MaxPool2d]
+    assert isinstance(decoder[0], nn.Conv2d) and isinstance(decoder[-1], nn.Linear)
+    assert encoder(torch.zeros(2, 1, 8, 8)).shape == (2, 3, 4, 4)
 
 
 def test_split_shares_modules_so_the_parts_compose_to_the_model() -> None:

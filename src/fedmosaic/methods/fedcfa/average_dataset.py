@@ -5,15 +5,14 @@ population mean and reveals little about any one sample; FedCFA shares such
 means instead of data. A client shuffles its data, cuts it into chunks and
 uploads each chunk's mean input (array ``chunk_x``, shape
 ``(m, *input_shape)``) and mean one-hot label (``chunk_y``, ``(m, C)``). The
-server turns the means of one round's clients into the global average dataset
-and broadcasts it with the next round's model as ``avg_x`` and ``avg_y``.
+server keeps every client's latest means, turns them into the global average
+dataset and broadcasts it with the next round's model as ``avg_x`` and
+``avg_y``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
-
 import numpy as np
 
 CHUNK_X = "chunk_x"
@@ -22,6 +21,8 @@ AVERAGE_X = "avg_x"
 AVERAGE_Y = "avg_y"
 #: Array names reserved for the means in messages and in the server state.
 MEAN_NAMES = frozenset({CHUNK_X, CHUNK_Y, AVERAGE_X, AVERAGE_Y})
+#: Prefix of the server's cache of each client's latest chunk means in its state.
+CACHE_PREFIX = "cache/"
 
 
 def chunk_indices(
@@ -122,28 +123,25 @@ def _stacked_means(values: np.ndarray, chunks: Sequence[np.ndarray], shape: tupl
 
 def global_average_dataset(
     uploads: Sequence[Mapping[str, np.ndarray]],
-    mode: Literal["previous", "fixed"],
     rng: np.random.Generator,
     *,
     size: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """The server's global average dataset from one round's uploads.
+    """The server's global average dataset from clients' chunk means.
 
     Parameters
     ----------
     uploads : sequence of mapping of str to numpy.ndarray
-        The clients' replies (in client order), each holding ``chunk_x`` and
-        ``chunk_y``.
-    mode : {"previous", "fixed"}
-        ``previous``: every uploaded chunk mean, concatenated in client order.
-        ``fixed``: the pooled chunk means are shuffled with ``rng`` and cut
-        into ``min(size, m)`` consecutive groups of nearly equal size; each
-        global mean is the unweighted mean of its group's chunk means (inputs
-        and labels alike, so labels stay probability vectors).
+        Chunk means (``chunk_x`` and ``chunk_y``), one mapping per client,
+        in client order.
     rng : numpy.random.Generator
-        Source of the ``fixed`` shuffle (unused by ``previous``).
+        Source of the shuffle (unused when ``size`` is None).
     size : int or None, default None
-        Number B of global means in ``fixed`` mode.
+        None: every chunk mean, concatenated in client order. Otherwise the
+        pooled chunk means are shuffled with ``rng`` and cut into
+        ``min(size, m)`` consecutive groups of nearly equal size; each global
+        mean is the unweighted mean of its group's chunk means (inputs and
+        labels alike, so labels stay probability vectors).
 
     Returns
     -------
@@ -155,7 +153,7 @@ def global_average_dataset(
     --------
     >>> import numpy as np
     >>> up = {"chunk_x": np.ones((3, 2), np.float32), "chunk_y": np.eye(3, dtype=np.float32)}
-    >>> out = global_average_dataset([up, up], "fixed", np.random.default_rng(0), size=2)
+    >>> out = global_average_dataset([up, up], np.random.default_rng(0), size=2)
     >>> out["avg_x"].shape, out["avg_y"].sum(axis=1).tolist()
     ((2, 2), [1.0, 1.0])
     """
@@ -165,9 +163,7 @@ def global_average_dataset(
     means_y = np.concatenate([u[CHUNK_Y] for u in uploads])
     if len(means_x) == 0:
         return {}
-    if mode == "fixed":
-        if size is None:
-            raise ValueError('average_dataset "fixed" needs a size (num_chunks)')
+    if size is not None:
         groups = np.array_split(rng.permutation(len(means_x)), min(size, len(means_x)))
         means_x = _stacked_means(means_x, groups, means_x.shape[1:])
         means_y = _stacked_means(means_y, groups, means_y.shape[1:])
@@ -175,6 +171,29 @@ def global_average_dataset(
 
 
 def without_means(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``arrays`` less the reserved mean arrays: the model's tensors."""
-    return {name: a for name, a in arrays.items() if name not in MEAN_NAMES}
+    """``arrays`` less the reserved mean arrays and the cached means: the model's tensors."""
+    return {name: a for name, a in arrays.items() if name not in MEAN_NAMES and not name.startswith(CACHE_PREFIX)}
+
+
+def cache_to_arrays(cache: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The cache of chunk means as named arrays, ``cache/<client>/chunk_x`` and ``.../chunk_y``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cache = {3: {"chunk_x": np.zeros((1, 2)), "chunk_y": np.ones((1, 2))}}
+    >>> sorted(cache_to_arrays(cache)), sorted(cache_from_arrays(cache_to_arrays(cache)))
+    (['cache/3/chunk_x', 'cache/3/chunk_y'], [3])
+    """
+    return {f"{CACHE_PREFIX}{client}/{name}": means[name] for client, means in cache.items() for name in (CHUNK_X, CHUNK_Y)}
+
+
+def cache_from_arrays(arrays: Mapping[str, np.ndarray]) -> dict[int, dict[str, np.ndarray]]:
+    """The cache :func:`cache_to_arrays` wrote, by client id."""
+    cache: dict[int, dict[str, np.ndarray]] = {}
+    for key, array in arrays.items():
+        if key.startswith(CACHE_PREFIX):
+            client, name = key[len(CACHE_PREFIX) :].split("/")
+            cache.setdefault(int(client), {})[name] = array
+    return cache
 

@@ -8,7 +8,6 @@ import torch
 
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.fedcfa.client import FedCFAClient
-from fedmosaic.methods.fedcfa.counterfactual import clip_k
 from fedmosaic.methods.fedcfa.params import FedCFAParams
 from fedmosaic.methods.fedcfa.server import FedCFAServer
 from fedmosaic.methods.fedcfa.split import default_split, split_model
@@ -63,6 +62,6 @@ def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
     encoder, _ = split_model(model, split)
     with torch.no_grad():
         factors = encoder(torch.zeros(1, *task.test.x.shape[1:])).shape[1]
-    clip_k(params.k, factors)
-    server = FedCFAServer(factory, task.test, params, task.pretraining())
+    params.replaced(factors)
+    server = FedCFAServer(factory, task.test, params, task.pretraining(), task.probes)
     return server, lambda client: FedCFAClient(factory, task.clients[client], task.train, params, split)

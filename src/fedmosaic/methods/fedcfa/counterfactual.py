@@ -53,8 +53,8 @@ def clip_k(k: int, num_factors: int) -> int:
     return min(k, num_factors // 2)
 
 
-def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
-    """Signed score of each factor of each sample: d(sum of true-class logits)/dz.
+def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor, scoring: str = "signed") -> Tensor:
+    """Score of each factor of each sample: d(sum of true-class logits)/dz, signed or its magnitude.
 
     Parameters
     ----------
@@ -65,14 +65,16 @@ def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
         gradient flows back into it.
     y : Tensor
         Integer labels, ``(B,)``.
+    scoring : {"signed", "magnitude"}, default "signed"
+        The signed gradient (the reference), or its absolute value.
 
     Returns
     -------
     Tensor
         ``(B, F)``: the gradient of ``sum_i decoder(z)[i, y_i]`` with respect
-        to ``z``, averaged over the spatial dimensions of feature maps. As
-        sample ``i``'s logits depend only on ``z_i``, row ``i`` is the
-        gradient of its own true-class logit.
+        to ``z``, averaged over the spatial dimensions of feature maps (then
+        made absolute for ``magnitude``). As sample ``i``'s logits depend only
+        on ``z_i``, row ``i`` is the gradient of its own true-class logit.
 
     Examples
     --------
@@ -82,12 +84,15 @@ def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
     ...     _ = decoder.weight.copy_(torch.tensor([[1.0, -2.0], [3.0, 4.0]]))
     >>> factor_scores(decoder, torch.zeros(2, 2), torch.tensor([0, 1])).tolist()
     [[1.0, -2.0], [3.0, 4.0]]
+    >>> factor_scores(decoder, torch.zeros(2, 2), torch.tensor([0, 1]), "magnitude").tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
     """
     probe = z.detach().requires_grad_(True)
     with torch.enable_grad():
         true_logits = decoder(probe).gather(1, y[:, None]).sum()
         (gradient,) = torch.autograd.grad(true_logits, probe)
-    return gradient.flatten(2).mean(dim=2) if gradient.dim() > 2 else gradient
+    scores = gradient.flatten(2).mean(dim=2) if gradient.dim() > 2 else gradient
+    return scores.abs() if scoring == "magnitude" else scores
 
 
 def extreme_factors(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:

@@ -52,7 +52,7 @@ class CounterfactualObjective:
     average_y : Tensor
         Their mean one-hot labels, ``(M, C)``.
     params : FedCFAParams
-        ``k`` and the loss weights.
+        How many factors to replace, how to score them, and the loss weights.
     generator : torch.Generator
         Draws the global mean of each sample (derive it from the client context).
     """
@@ -70,15 +70,16 @@ class CounterfactualObjective:
         z = encoder(x)
         loss = self.params.ce_weight * F.cross_entropy(decoder(z), y)
         if self.params.fdc_weight > 0:
-            loss = loss + self.params.fdc_weight * factor_decorrelation(z)
+            loss = loss + self.params.fdc_weight * factor_decorrelation(z, self.params.fdc_variance_floor)
         return loss + self.counterfactual_loss(encoder, decoder, z.detach(), y)
 
     def counterfactual_loss(self, encoder: nn.Module, decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
         """``w_pos CE(positive) + w_neg softCE(negative)`` for detached factors ``z``."""
         drawn = torch.randint(len(self.average_x), (len(y),), generator=self.generator)
-        scores = factor_scores(self.reference_decoder, z, y)
+        scores = factor_scores(self.reference_decoder, z, y, self.params.scoring)
         donor_z = self.encode_means(encoder, drawn)
-        samples = counterfactuals(z, y, donor_z, self.average_y[drawn], scores, self.params.k)
+        k = self.params.replaced(z.shape[1])
+        samples = counterfactuals(z, y, donor_z, self.average_y[drawn], scores, k)
         logits = decoder(torch.cat([samples.positive, samples.negative]))
         positive_logits, negative_logits = logits.split(len(y))
         positive = F.cross_entropy(positive_logits, y)

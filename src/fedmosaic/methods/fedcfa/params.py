@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, PositiveInt, model_validator
 
 from fedmosaic.methods.base import MethodParams
+from fedmosaic.methods.fedcfa.counterfactual import clip_k
 
 
 class FedCFAParams(MethodParams):
@@ -14,16 +15,23 @@ class FedCFAParams(MethodParams):
 
     Parameters
     ----------
-    k : int, default 24
-        Factors replaced per sample in each counterfactual sample (the
-        reference replaces 24 of 64 channels). Clipped to half the number of
-        factors where the encoder has fewer than ``2 * k``, so that the
+    k_share : float, default 0.375
+        Share of the factors replaced per sample in each counterfactual
+        sample, in ``(0, 0.5]``: ``max(1, round(k_share * F))`` of ``F``
+        factors (the reference replaces 24 of 64 channels, 0.375).
+    k : int or None, default None
+        Replace exactly this many factors instead (the reference's absolute
+        ``k = 24``); clipped to half the number of factors, so that the
         replaced low- and high-score factors never overlap.
     split : int or None, default None
         Where the model (an ``nn.Sequential``) is cut: the encoder is
         ``model[:split]``, the decoder ``model[split:]``. Unset: just after the
-        first hidden layer's activation of an MLP, or just before the
-        ``Flatten`` that follows the convolution blocks of a CNN.
+        first hidden layer's activation of an MLP, or just after the first
+        convolution block of a CNN (as the reference cuts ResNet-18 after
+        ``layer1``).
+    scoring : {"signed", "magnitude"}, default "signed"
+        How a factor's relevance is scored: the signed gradient of the
+        true-class logit (the reference), or its absolute value.
     chunk_size : int, default 128
         Samples per chunk whose mean a client uploads; the last partial chunk
         is dropped unless it is the only one. Ignored when ``num_chunks`` is
@@ -33,15 +41,21 @@ class FedCFAParams(MethodParams):
         instead (at most one per sample). Required by
         ``average_dataset = "fixed"``, where it is also the size of the
         global average dataset.
-    average_dataset : {"previous", "fixed"}, default "previous"
-        ``previous``: the global average dataset is every chunk mean uploaded
-        by the previous round's clients. ``fixed``: the server shuffles those
-        chunk means, deals them into ``num_chunks`` groups of nearly equal
-        size and broadcasts each group's unweighted mean, so the broadcast
-        never exceeds ``num_chunks`` means.
+    average_dataset : {"cached", "previous", "fixed"}, default "cached"
+        ``cached`` (the paper's global average dataset): the server keeps
+        every client's latest chunk means, shuffles them, deals them into B
+        groups of nearly equal size and broadcasts each group's unweighted
+        mean; B is ``num_chunks`` if set, else the most chunk means one
+        client uploaded. ``previous``: every chunk mean uploaded by the
+        previous round's clients. ``fixed``: the previous round's chunk means
+        grouped as ``cached`` does, into ``num_chunks`` means.
     fdc_weight : float, default 0.1
         Weight of the factor decorrelation loss (mean absolute Pearson
         correlation between pairs of factors over the batch); 0 disables it.
+    fdc_variance_floor : float, default 1e-4
+        Added to each factor's variance in the FDC loss (> 0), so that a
+        nearly dead unit's correlations and their gradients stay bounded
+        (the first versions used 1e-8).
     ce_weight : float, default 1.0
         Weight of the cross-entropy on the real samples.
     positive_weight : float, default 5.0
@@ -53,16 +67,21 @@ class FedCFAParams(MethodParams):
     Examples
     --------
     >>> params = FedCFAParams(k=8, fdc_weight=0.0)
-    >>> params.positive_weight, params.average_dataset
-    (5.0, 'previous')
+    >>> params.positive_weight, params.average_dataset, params.replaced(64)
+    (5.0, 'cached', 8)
+    >>> FedCFAParams().replaced(64), FedCFAParams(k_share=0.25).replaced(10)
+    (24, 2)
     """
 
-    k: PositiveInt = 24
+    k_share: float = Field(default=0.375, gt=0, le=0.5)
+    k: PositiveInt | None = None
     split: PositiveInt | None = None
+    scoring: Literal["signed", "magnitude"] = "signed"
     chunk_size: PositiveInt = 128
     num_chunks: PositiveInt | None = None
-    average_dataset: Literal["previous", "fixed"] = "previous"
+    average_dataset: Literal["cached", "previous", "fixed"] = "cached"
     fdc_weight: float = Field(default=0.1, ge=0)
+    fdc_variance_floor: float = Field(default=1e-4, gt=0)
     ce_weight: float = Field(default=1.0, ge=0)
     positive_weight: float = Field(default=5.0, ge=0)
     negative_weight: float = Field(default=5.0, ge=0)
@@ -72,3 +91,8 @@ class FedCFAParams(MethodParams):
         if self.average_dataset == "fixed" and self.num_chunks is None:
             raise ValueError('average_dataset "fixed" needs num_chunks (the number B of global means)')
         return self
+
+    def replaced(self, num_factors: int) -> int:
+        """Factors replaced per counterfactual sample among ``num_factors``: ``k``, or the share, at most half."""
+        wanted = self.k if self.k is not None else max(1, round(self.k_share * num_factors))
+        return clip_k(wanted, num_factors)

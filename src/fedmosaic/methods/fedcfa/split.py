@@ -14,15 +14,20 @@ ACTIVATIONS: tuple[type[nn.Module], ...] = (
     nn.Tanh,
     nn.Sigmoid,
 )
+#: Modules that end a convolution block.
+POOLING: tuple[type[nn.Module], ...] = (nn.MaxPool2d, nn.AvgPool2d)
 
 
 def default_split(model: nn.Sequential) -> int:
     """The default cut of ``model``.
 
     A convolutional model (layers before its first ``Flatten``) is cut just
-    before that ``Flatten``: the factors are the channels of the last feature
-    map. Otherwise (an MLP, ``Flatten`` first or absent) it is cut just after
-    the first activation: the factors are the first hidden layer's units.
+    after its first convolution block (the convolution, its activation and
+    a pooling layer that follows), as the reference cuts ResNet-18 after
+    ``layer1``: the factors are the channels of that block's feature map and
+    the decoder keeps the other blocks and the classifier. Otherwise (an
+    MLP, ``Flatten`` first or absent) it is cut just after the first
+    activation: the factors are the first hidden layer's units.
 
     Raises
     ------
@@ -36,11 +41,14 @@ def default_split(model: nn.Sequential) -> int:
     3
     >>> default_split(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8, 2)))
     2
+    >>> default_split(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2),
+    ...                             nn.Conv2d(2, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 2)))
+    3
     """
     layers = list(model)
     flatten = next((i for i, m in enumerate(layers) if isinstance(m, nn.Flatten)), None)
     if flatten is not None and flatten > 0:
-        return flatten
+        return _after_first_block(layers[:flatten])
     activation = next((i for i, m in enumerate(layers) if isinstance(m, ACTIVATIONS)), None)
     if activation is None or activation + 1 >= len(layers):
         raise ValueError(
@@ -48,6 +56,14 @@ def default_split(model: nn.Sequential) -> int:
             "and no hidden layer; set split"
         )
     return activation + 1
+
+
+def _after_first_block(features: list[nn.Module]) -> int:
+    """Index just after the first activation of ``features`` and the pooling layers that follow it."""
+    cut = next((i + 1 for i, m in enumerate(features) if isinstance(m, ACTIVATIONS)), len(features))
+    while cut < len(features) and isinstance(features[cut], POOLING):
+        cut += 1
+    return cut
 
 
 def split_model(model: nn.Module, split: int | None = None) -> tuple[nn.Sequential, nn.Sequential]:
