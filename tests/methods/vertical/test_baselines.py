@@ -18,13 +18,19 @@ from fedmosaic.methods.vertical.baselines import (
 )
 from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.networks import mlp
-from fedmosaic.methods.vertical.params import FedHSSLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.task import VerticalTask
 
 from .recording import RecordingGrid
 
 PARAMS = SplitVFLParams(hidden=8, embedding=4, batch_size=8)
+PARAMS_OF = {build_plug: PlugVFLParams, build_laser: LaserVFLParams}
+
+
+def params_of(build, **changes):  # type: ignore[no-untyped-def]
+    """``PARAMS`` as the parameters of ``build``'s method, with ``changes``."""
+    return PARAMS_OF.get(build, SplitVFLParams)(**(PARAMS.model_dump() | changes))
 
 
 def test_laser_weights_count_the_subsets_of_each_size_containing_a_party() -> None:
@@ -155,8 +161,7 @@ def test_laser_accuracy_averages_over_the_present_heads() -> None:
 def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_data: VerticalData, build) -> None:  # type: ignore[no-untyped-def]
     # Prepare
     raw = np.concatenate([b[~np.isnan(b)] for split in tiny_data.splits.values() for b in split.blocks[1:]])
-    params = PlugVFLParams(**PARAMS.model_dump()) if build is build_plug else PARAMS
-    server, factory = build(VerticalTask(tiny_data, 3), params)
+    server, factory = build(VerticalTask(tiny_data, 3), params_of(build))
     grid = RecordingGrid(factory, 0)
     records = []
 
@@ -175,7 +180,7 @@ def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_d
 
 @pytest.mark.parametrize(
     ("build", "params"),
-    [(build_laser, PARAMS), (build_fedhssl, FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2))],
+    [(build_laser, params_of(build_laser)), (build_fedhssl, FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2))],
     ids=["laser", "fedhssl"],
 )
 def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path, build, params) -> None:  # type: ignore[no-untyped-def]
