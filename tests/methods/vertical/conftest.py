@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 
 from fedmosaic.data.missingness import Missingness
-from fedmosaic.data.vertical_data import VerticalData, hold_out_validation, vertical_split
+from fedmosaic.data.vertical_data import VerticalData, VerticalSplit, hold_out_validation, vertical_split
+from fedmosaic.federation import Federation, Schedule
+from fedmosaic.methods.vertical.task import VerticalTask
+
+from .recording import RecordingGrid
 
 COLUMNS = [np.array([0, 1, 2]), np.array([3, 4]), np.array([5, 6])]
 
@@ -20,6 +24,23 @@ def tiny_vertical_data(
     test = vertical_split(x[60:], y[60:], COLUMNS, Missingness("mcar", 0.3), rng)
     train, held_out = hold_out_validation(train, validation, rng)
     return VerticalData(train, {"MCAR 3": test}, 3, "gaussian", held_out)
+
+
+def with_shuffled_test_labels(data: VerticalData) -> VerticalData:
+    """``data`` whose test rows carry a permutation of their labels."""
+    tests = {
+        name: VerticalSplit(split.blocks, split.present, np.random.default_rng(9).permutation(split.y))
+        for name, split in data.tests.items()
+    }
+    return VerticalData(data.train, tests, data.num_classes, data.likelihood, data.validation)
+
+
+def train(data: VerticalData, build, params, rounds: int):  # type: ignore[no-untyped-def]
+    """Run ``build``'s method ``rounds`` rounds (evaluating every round): the server, its round records and the recording grid."""
+    server, factory = build(VerticalTask(data, rounds), params)
+    grid = RecordingGrid(factory, 0)
+    records = Federation(server, grid, Schedule(num_clients=data.num_parties - 1), seed=0, rounds=rounds).run()
+    return server, records, grid
 
 
 @pytest.fixture

@@ -181,7 +181,7 @@ class FalseVFLServer(ServerLogic):
         ess: dict[str, float] = {}
 
         def accuracy(name: str, split: VerticalSplit) -> float:
-            generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "predict", name))
+            generator = torch.Generator().manual_seed(derive_seed(self._seed, "predict", name))
             value, ess[test_metric(name, "snis_ess")] = self._predict(ctx, name, split, classifier, generator)
             return value
 
