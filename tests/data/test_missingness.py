@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmosaic.data.missingness import MAR_RATES, Missingness, draw_mask, missing_probabilities, parse_missingness
+from fedmosaic.data.missingness import MAR_RATES, Missingness, draw_mask, fit_mechanism, missing_probabilities, parse_missingness
 from fedmosaic.errors import ConfigError
 
 
@@ -147,3 +147,40 @@ def test_keep_gives_every_row_exactly_k_parties_each_equally_often_whatever_the_
 def test_keep_cannot_exceed_the_parties() -> None:
     with pytest.raises(ValueError, match="cannot keep 3 of 2 parties"):
         draw_mask(gaussian_blocks(10, [2, 2]), Missingness("keep", 3), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("mechanism", "values"), [("mar", (1, 2)), ("mnar", (0.7, 0.9))])
+def test_a_fitted_mechanism_is_one_model_for_reference_and_new_rows(mechanism: str, values: tuple[float, float]) -> None:
+    # Prepare: reference rows, and new rows whose first half repeats them
+    reference = gaussian_blocks(3000, [3, 2, 4])
+    new = [np.concatenate([block[:500], block[500:1000] + 1.0]) for block in reference]
+
+    # Execute: generators in the same state, two strengths
+    weak = fit_mechanism(reference, Missingness(mechanism, values[0]), np.random.default_rng(8))  # type: ignore[arg-type]
+    strong = fit_mechanism(reference, Missingness(mechanism, values[1]), np.random.default_rng(8))  # type: ignore[arg-type]
+
+    # Assert: the same directions and standardization for both strengths; a repeated row gets its reference probability
+    for party in range(3):
+        assert (weak.directions[party] is None) == (strong.directions[party] is None)
+        if weak.directions[party] is not None:
+            np.testing.assert_array_equal(weak.directions[party], strong.directions[party])
+            assert (weak.centers[party], weak.scales[party]) == (strong.centers[party], strong.scales[party])
+    np.testing.assert_allclose(strong.probabilities(new)[:500], strong.probabilities(reference)[:500])
+    assert not np.allclose(strong.probabilities(new)[500:], strong.probabilities(reference)[500:1000])
+    rate = MAR_RATES[int(values[1])] if mechanism == "mar" else values[1]
+    assert strong.probabilities(reference)[:, 1].mean() == pytest.approx(rate, abs=1e-6)
+
+
+def test_a_mask_drawn_from_a_fitted_mechanism_follows_its_probabilities() -> None:
+    # Prepare
+    reference = gaussian_blocks(2000, [3, 3])
+    model = fit_mechanism(reference, Missingness("mnar", 0.5), np.random.default_rng(1))
+    rows = gaussian_blocks(4000, [3, 3])
+
+    # Execute
+    present = draw_mask(rows, Missingness("mnar", 0.5), np.random.default_rng(2), model)
+
+    # Assert
+    probabilities = model.probabilities(rows)
+    for party in range(2):
+        assert np.corrcoef(probabilities[:, party], ~present[:, party])[0, 1] > 0.4

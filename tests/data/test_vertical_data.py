@@ -4,7 +4,7 @@ import numpy as np
 
 from fedmosaic.data.missingness import Missingness
 from fedmosaic.data.vertical import even_column_blocks
-from fedmosaic.data.vertical_data import UNLABELED, vertical_split
+from fedmosaic.data.vertical_data import UNLABELED, hold_out_validation, vertical_split
 
 
 def test_blocks_hold_only_the_rows_their_party_has_and_labels_respect_the_budget() -> None:
@@ -42,3 +42,22 @@ def test_without_a_budget_every_row_keeps_its_label() -> None:
     y = rng.integers(0, 5, size=50)
     split = vertical_split(x, y, even_column_blocks(4, 2), Missingness("mcar", 0.3), rng)
     np.testing.assert_array_equal(split.y, y)
+
+
+def test_validation_is_held_out_of_the_labeled_rows_and_keeps_their_labels() -> None:
+    # Prepare
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(200, 4)).astype(np.float32), rng.integers(0, 3, 200)
+    split = vertical_split(x, y, even_column_blocks(4, 2), Missingness("mcar", 0.3), rng, 50)
+
+    # Execute
+    kept, validation = hold_out_validation(split, 0.2, np.random.default_rng(4))
+    unchanged, none = hold_out_validation(split, 0.0, np.random.default_rng(4))
+
+    # Assert: 10 of the 50 labeled rows move to validation; their features stay in training, unlabeled
+    assert validation is not None and len(validation) == 10 and len(kept.labeled) == 40
+    moved = np.setdiff1d(split.labeled, kept.labeled)
+    np.testing.assert_array_equal(validation.y, y[moved])
+    np.testing.assert_array_equal(validation.blocks[1], split.blocks[1][moved])
+    assert (kept.y[moved] == UNLABELED).all() and kept.blocks is split.blocks
+    assert none is None and unchanged is split

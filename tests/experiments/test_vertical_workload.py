@@ -5,8 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fedmosaic.data.missingness import Missingness
+
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.vertical_workload import shared_mechanism
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.methods.vertical.task import VerticalTask
 
@@ -33,7 +36,9 @@ def test_digits_are_cut_into_patches_with_bernoulli_pixels_and_a_budget_of_label
     # Assert
     data = workload.data
     assert data.likelihood == "bernoulli" and data.widths == [16, 16, 16, 16]
-    assert len(data.train.labeled) == 100 and data.train.present[data.train.labeled, 0].all()
+    # a fifth of the labels is held out for validation (rows still in the training split, unlabeled there)
+    assert len(data.train.labeled) == 80 and data.train.present[data.train.labeled, 0].all()
+    assert data.validation is not None and len(data.validation) == 20 and (data.validation.y >= 0).all()
     (label, test), = data.tests.items()
     assert label == "MAR 1" and test.present[:, 0].all() and not test.present.all()
     (job,) = workload.jobs("federated", config)
@@ -52,7 +57,7 @@ def test_isolet_is_standardised_and_split_evenly_with_gaussian_features() -> Non
     config = load_config(vertical(num_parties=8) | {"data": {"dataset": "isolet", "data_dir": str(SHARED_DATA)}})
     data = prepare_workload(config).data
     assert data.likelihood == "gaussian" and sum(data.widths) == 617 and len(data.widths) == 8
-    assert len(data.train.labeled) == 500
+    assert len(data.train.labeled) + len(data.validation) == 500
     assert abs(np.nanmean(data.train.blocks[0])) < 0.1
 
 
@@ -112,3 +117,39 @@ def test_several_test_settings_are_drawn_independently_and_reported_by_name() ->
 def test_test_settings_must_be_distinct() -> None:
     with pytest.raises(ConfigError, match="vertical.test_missing: needs distinct settings"):
         load_config(vertical(test_missing=["mcar:0.2", "mcar:0.20"]))
+
+
+def test_validation_rows_are_labeled_training_rows_whose_labels_training_no_longer_sees() -> None:
+    # Prepare
+    config = load_config(vertical(label_budget=50, validation_fraction=0.2))
+    without = prepare_workload(load_config(vertical(label_budget=50, validation_fraction=0.0))).data
+
+    # Execute
+    data = prepare_workload(config).data
+
+    # Assert: the same 50 labeled rows, 10 of them moved to the validation split
+    assert without.validation is None and len(without.train.labeled) == 50
+    assert data.validation is not None and len(data.validation) == 10
+    held_out = np.setdiff1d(without.train.labeled, data.train.labeled)
+    assert len(held_out) == 10 and set(data.train.labeled) < set(without.train.labeled)
+    np.testing.assert_array_equal(data.validation.y, without.train.y[held_out])
+    np.testing.assert_array_equal(data.validation.present, data.train.present[held_out])
+    assert "validation" in data.splits
+
+
+def test_training_and_test_rows_are_masked_by_one_mar_mechanism() -> None:
+    # Prepare: MAR reads the active block, which every row holds
+    config = load_config(vertical(train_missing="mar:2", test_missing=["mar:2", "mar:1"]))
+    data = prepare_workload(config).data
+    parties = data.num_parties
+
+    # Execute: the mechanism refitted on the training rows gives the probabilities of both splits' masks
+    model = shared_mechanism([data.train.blocks[0]] * parties, Missingness("mar", 2), config.seed)
+    weaker = shared_mechanism([data.train.blocks[0]] * parties, Missingness("mar", 1), config.seed)
+
+    # Assert: one set of directions for every MAR setting, and a block goes missing where its probability is high in both splits
+    for party in range(1, parties):
+        np.testing.assert_array_equal(model.directions[party], weaker.directions[party])
+        for split in (data.train, data.tests["MAR 2"]):
+            probability = model.probabilities([split.blocks[0]] * parties)[:, party]
+            assert np.corrcoef(probability, ~split.present[:, party])[0, 1] > 0.3

@@ -90,7 +90,93 @@ def parse_missingness(text: str, field: str) -> Missingness:
     return Missingness(mechanism, value)  # type: ignore[arg-type]
 
 
-def draw_mask(blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator) -> np.ndarray:
+@dataclass(frozen=True, eq=False)
+class MaskModel:
+    """A MAR, MNAR or MCAR mechanism fitted once, to be applied to any rows of the same blocks.
+
+    Fitting draws the random score directions and fixes the score's
+    standardization and the calibrated offsets on the reference rows (the
+    training rows), so the training and test masks of one mechanism come
+    from one model: the same directions, centers, scales and offsets.
+
+    Parameters
+    ----------
+    missingness : Missingness
+        The mechanism (not KEEP).
+    sources : tuple of int or None
+        For each party, the block its score reads (MAR: the active block 0;
+        MNAR: its own), or None where its probability is constant.
+    directions, centers, scales, offsets : tuple
+        Per party: the unit direction, the reference score's mean and standard
+        deviation, and the offset ``b_k`` (MCAR: ``offsets`` hold the probability).
+    """
+
+    missingness: Missingness
+    sources: tuple[int | None, ...]
+    directions: tuple[np.ndarray | None, ...]
+    centers: tuple[float, ...]
+    scales: tuple[float, ...]
+    offsets: tuple[float, ...]
+
+    def probabilities(self, blocks: list[np.ndarray]) -> np.ndarray:
+        """The probability that each block of each row of ``blocks`` is missing, float64 ``(n, K)``."""
+        probabilities = np.zeros((len(blocks[0]), len(self.sources)))
+        for party, source in enumerate(self.sources):
+            direction = self.directions[party]
+            if source is None or direction is None:
+                probabilities[:, party] = self.offsets[party]
+                continue
+            score = (blocks[source].astype(np.float64) @ direction - self.centers[party]) / self.scales[party]
+            probabilities[:, party] = _sigmoid(self.offsets[party] + DEPENDENCE * score)
+        return probabilities
+
+
+def fit_mechanism(blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator) -> MaskModel:
+    """Fit MCAR, MAR or MNAR on the reference ``blocks`` (see :func:`missing_probabilities`).
+
+    Parameters
+    ----------
+    blocks : list of numpy.ndarray
+        Each party's complete block of the reference rows.
+    missingness : Missingness
+        The mechanism and its strength (not KEEP).
+    rng : numpy.random.Generator
+        Source of the score directions: two fits with generators in the same
+        state share their directions (MNAR 7 and MNAR 9 differ only in offsets).
+
+    Returns
+    -------
+    MaskModel
+    """
+    if missingness.mechanism == "keep":
+        raise ValueError("KEEP(k) fixes the number of parties per row, not a probability per block")
+    num_parties = len(blocks)
+    if missingness.mechanism == "mcar":
+        none = (None,) * num_parties
+        return MaskModel(missingness, none, none, (0.0,) * num_parties, (1.0,) * num_parties, (missingness.value,) * num_parties)
+    if missingness.mechanism == "mar":
+        sources: list[int | None] = [None] + [0] * (num_parties - 1)
+        rate = MAR_RATES[int(missingness.value)]
+    else:
+        sources, rate = list(range(num_parties)), missingness.value
+    directions: list[np.ndarray | None] = []
+    centers, scales, offsets = [0.0] * num_parties, [1.0] * num_parties, [0.0] * num_parties
+    for party, source in enumerate(sources):
+        if source is None:
+            directions.append(None)
+            continue
+        direction = rng.normal(size=blocks[source].shape[1])
+        directions.append(direction / np.linalg.norm(direction))
+        score = blocks[source].astype(np.float64) @ directions[-1]
+        spread = float(score.std())
+        centers[party], scales[party] = float(score.mean()), spread if spread > 0 else 1.0
+        offsets[party] = _calibrated_offset((score - centers[party]) / scales[party], rate)
+    return MaskModel(missingness, tuple(sources), tuple(directions), tuple(centers), tuple(scales), tuple(offsets))
+
+
+def draw_mask(
+    blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator, mechanism: MaskModel | None = None
+) -> np.ndarray:
     """Draw which parties hold each row under ``missingness``.
 
     Parameters
@@ -100,7 +186,11 @@ def draw_mask(blocks: list[np.ndarray], missingness: Missingness, rng: np.random
     missingness : Missingness
         The mechanism.
     rng : numpy.random.Generator
-        Source of randomness (also of the MAR and MNAR score directions).
+        Source of randomness (also of the MAR and MNAR score directions when
+        ``mechanism`` is None).
+    mechanism : MaskModel or None, default None
+        A mechanism fitted on reference rows (:func:`fit_mechanism`), used
+        instead of fitting one on ``blocks``; ignored for KEEP.
 
     Returns
     -------
@@ -121,7 +211,8 @@ def draw_mask(blocks: list[np.ndarray], missingness: Missingness, rng: np.random
     """
     if missingness.mechanism == "keep":
         return _keep(len(blocks[0]), len(blocks), int(missingness.value), rng)
-    return _at_least_one(missing_probabilities(blocks, missingness, rng), rng)
+    model = mechanism if mechanism is not None else fit_mechanism(blocks, missingness, rng)
+    return _at_least_one(model.probabilities(blocks), rng)
 
 
 def missing_probabilities(
@@ -139,37 +230,18 @@ def missing_probabilities(
       is block ``k``'s own values projected on a random unit direction and
       standardized, and ``b_k`` makes the average ``rate``.
 
+    The mechanism is fitted on ``blocks`` themselves (:func:`fit_mechanism`).
+
     Returns
     -------
     numpy.ndarray
         float64 of shape ``(n, K)``.
     """
-    if missingness.mechanism == "keep":
-        raise ValueError("KEEP(k) fixes the number of parties per row, not a probability per block")
-    n, num_parties = len(blocks[0]), len(blocks)
-    if missingness.mechanism == "mcar":
-        return np.full((n, num_parties), missingness.value)
-    probabilities = np.zeros((n, num_parties))
-    if missingness.mechanism == "mar":
-        for party in range(1, num_parties):
-            score = _standardized_projection(blocks[0], rng)
-            probabilities[:, party] = _calibrated_sigmoid(score, MAR_RATES[int(missingness.value)])
-        return probabilities
-    for party, block in enumerate(blocks):
-        score = _standardized_projection(block, rng)
-        probabilities[:, party] = _calibrated_sigmoid(score, missingness.value)
-    return probabilities
+    return fit_mechanism(blocks, missingness, rng).probabilities(blocks)
 
 
-def _standardized_projection(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    direction = rng.normal(size=block.shape[1])
-    score = block.astype(np.float64) @ (direction / np.linalg.norm(direction))
-    spread = score.std()
-    return (score - score.mean()) / (spread if spread > 0 else 1.0)
-
-
-def _calibrated_sigmoid(score: np.ndarray, rate: float) -> np.ndarray:
-    """``sigmoid(b + DEPENDENCE * score)`` with ``b`` found by bisection so the mean is ``rate``."""
+def _calibrated_offset(score: np.ndarray, rate: float) -> float:
+    """The ``b`` found by bisection for which ``sigmoid(b + DEPENDENCE * score)`` averages ``rate``."""
     low, high = -50.0, 50.0
     for _ in range(100):
         middle = (low + high) / 2
@@ -177,7 +249,7 @@ def _calibrated_sigmoid(score: np.ndarray, rate: float) -> np.ndarray:
             low = middle
         else:
             high = middle
-    return _sigmoid((low + high) / 2 + DEPENDENCE * score)
+    return (low + high) / 2
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

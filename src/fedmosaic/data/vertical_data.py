@@ -11,11 +11,13 @@ from typing import Literal
 
 import numpy as np
 
-from fedmosaic.data.missingness import Missingness, draw_mask
+from fedmosaic.data.missingness import MaskModel, Missingness, draw_mask
 from fedmosaic.errors import FedmosaicError
 
 Likelihood = Literal["gaussian", "bernoulli"]
 UNLABELED = -1
+VALIDATION = "validation"
+"""The name messages use for the validation split."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,17 +74,22 @@ class VerticalData:
         Number of classes.
     likelihood : {"gaussian", "bernoulli"}
         How features are modelled: real values or pixels in [0, 1].
+    validation : VerticalSplit or None, default None
+        Labeled training rows held out for model selection and early stopping
+        (:func:`hold_out_validation`); their labels are not in ``train``.
     """
 
     train: VerticalSplit
     tests: dict[str, VerticalSplit]
     num_classes: int
     likelihood: Likelihood
+    validation: VerticalSplit | None = None
 
     @property
     def splits(self) -> dict[str, VerticalSplit]:
-        """Every split by the name messages use: ``train`` and the test labels."""
-        return {"train": self.train, **self.tests}
+        """Every split by the name messages use: ``train``, ``validation`` if any, and the test labels."""
+        held_out = {VALIDATION: self.validation} if self.validation is not None else {}
+        return {"train": self.train, **held_out, **self.tests}
 
     @property
     def num_parties(self) -> int:
@@ -113,6 +120,7 @@ def vertical_split(
     missingness: Missingness,
     rng: np.random.Generator,
     label_budget: int | None = None,
+    mechanism: MaskModel | None = None,
 ) -> VerticalSplit:
     """Cut ``x`` into party blocks, draw who holds which row, and keep a budget of labels.
 
@@ -132,13 +140,16 @@ def vertical_split(
         Keep labels for this many rows, drawn uniformly among the rows the
         active party holds (all of them when fewer); ``None`` keeps every
         label (test splits).
+    mechanism : MaskModel or None, default None
+        The fitted MCAR, MAR or MNAR mechanism to draw the mask from (the one
+        shared by training and test rows); None fits it on ``x`` itself.
 
     Returns
     -------
     VerticalSplit
     """
-    complete = [np.ascontiguousarray(x[:, cols], dtype=np.float32) for cols in columns]
-    present = draw_mask(complete, missingness, rng)
+    complete = column_blocks(x, columns)
+    present = draw_mask(complete, missingness, rng, mechanism)
     blocks = [np.where(present[:, [k]], block, np.float32(np.nan)) for k, block in enumerate(complete)]
     labels = y.astype(np.int64).copy()
     if label_budget is not None:
@@ -147,3 +158,48 @@ def vertical_split(
         labels = np.full(len(y), UNLABELED, dtype=np.int64)
         labels[keep] = y[keep]
     return VerticalSplit(blocks=blocks, present=present, y=labels)
+
+
+def column_blocks(x: np.ndarray, columns: list[np.ndarray]) -> list[np.ndarray]:
+    """The complete float32 block of each party."""
+    return [np.ascontiguousarray(x[:, cols], dtype=np.float32) for cols in columns]
+
+
+def hold_out_validation(train: VerticalSplit, fraction: float, rng: np.random.Generator) -> tuple[VerticalSplit, VerticalSplit | None]:
+    """Hold out ``fraction`` of the labeled rows (rounded, at least one when any) for validation.
+
+    The held-out rows stay in the training split, unlabeled (their features
+    are training data any method may use without labels); the validation
+    split holds those rows with their labels.
+
+    Parameters
+    ----------
+    train : VerticalSplit
+        The training split.
+    fraction : float
+        Share of the labeled rows held out, in [0, 1); 0 holds out none.
+    rng : numpy.random.Generator
+        Source of the choice of rows.
+
+    Returns
+    -------
+    (VerticalSplit, VerticalSplit or None)
+        The training split without the held-out labels, and the validation split
+        (None when nothing is held out).
+
+    Examples
+    --------
+    >>> split = VerticalSplit([np.zeros((4, 1), np.float32)], np.ones((4, 1), bool), np.array([0, 1, 0, -1]))
+    >>> kept, validation = hold_out_validation(split, 0.5, np.random.default_rng(0))
+    >>> len(kept.labeled), len(validation)
+    (1, 2)
+    """
+    labeled = train.labeled
+    count = min(len(labeled), max(1, round(fraction * len(labeled)))) if fraction > 0 and len(labeled) else 0
+    if count == 0:
+        return train, None
+    rows = np.sort(rng.choice(labeled, size=count, replace=False))
+    y = train.y.copy()
+    y[rows] = UNLABELED
+    validation = VerticalSplit([block[rows] for block in train.blocks], train.present[rows], train.y[rows])
+    return VerticalSplit(train.blocks, train.present, y), validation

@@ -198,7 +198,9 @@ class VerticalSection(Section):
         ``mnar:<rate>``, or ``keep:<k>`` (exactly k parties per row)
         (docs/methods/vertical.md).
     test_missing : str or list of str, default "mcar:0.0"
-        Missingness of the test rows, drawn independently; with a list, the
+        Missingness of the test rows, drawn independently from the same
+        mechanism as the training rows (one MAR and one MNAR model: the same
+        score directions, standardization and calibration); with a list, the
         trained models are evaluated under each (metrics ``accuracy_mcar0``,
         ``accuracy_mnar9``...; ``accuracy`` is the first).
     label_budget : int or None, default None
@@ -208,6 +210,9 @@ class VerticalSection(Section):
         Use a seeded random subset of this many training rows (default: all).
     test_rows : int or None, default None
         Use a seeded random subset of this many test rows (default: all).
+    validation_fraction : float, default 0.2
+        Share of the labeled rows held out (the same rows for every run) to
+        select each method's round and stop it early; 0 selects the last round.
     """
 
     num_parties: int | None = Field(default=None, ge=2)
@@ -218,6 +223,7 @@ class VerticalSection(Section):
     label_budget: PositiveInt | None = None
     train_rows: PositiveInt | None = None
     test_rows: PositiveInt | None = None
+    validation_fraction: float = Field(default=0.2, ge=0, lt=1)
 
     def parties(self, dataset: str) -> int:
         """K for ``dataset``: ``num_parties``, else 4 for images and 8 for tabular data."""

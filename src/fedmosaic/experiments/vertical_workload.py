@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from fedmosaic.data.catalog import load_dataset
-from fedmosaic.data.missingness import parse_missingness
+from fedmosaic.data.missingness import MaskModel, Missingness, fit_mechanism, parse_missingness
 from fedmosaic.data.vertical import dirichlet_column_blocks, even_column_blocks, image_patch_blocks
-from fedmosaic.data.vertical_data import VerticalData, vertical_split
+from fedmosaic.data.vertical_data import VerticalData, column_blocks, hold_out_validation, vertical_split
 from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
 from fedmosaic.experiments.workloads import Job
 from fedmosaic.federation import Schedule, derive_rng
@@ -65,21 +65,39 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
         mean, spread = train_x.mean(axis=0), train_x.std(axis=0)
         spread[spread == 0] = 1.0
         train_x, test_x = (train_x - mean) / spread, (test_x - mean) / spread
+    reference = column_blocks(train_x.astype(np.float32), columns)
+    missingness = parse_missingness(section.train_missing, "vertical.train_missing")
     train = vertical_split(
         train_x.astype(np.float32),
         train_y,
         columns,
-        parse_missingness(section.train_missing, "vertical.train_missing"),
+        missingness,
         derive_rng(config.seed, "vertical", "train"),
         section.label_budget or (IMAGE_LABEL_BUDGET if image else TABULAR_LABEL_BUDGET),
+        shared_mechanism(reference, missingness, config.seed),
     )
+    train, validation = hold_out_validation(train, section.validation_fraction, derive_rng(config.seed, "vertical", "validation"))
     tests = {}
     for text in section.test_settings():
         missingness = parse_missingness(text, "vertical.test_missing")
         rng = derive_rng(config.seed, "vertical", "test", missingness.label)
-        tests[missingness.label] = vertical_split(test_x.astype(np.float32), test_y, columns, missingness, rng)
+        mechanism = shared_mechanism(reference, missingness, config.seed)
+        tests[missingness.label] = vertical_split(test_x.astype(np.float32), test_y, columns, missingness, rng, mechanism=mechanism)
     likelihood = "bernoulli" if image else "gaussian"
-    return VerticalWorkload(VerticalData(train, tests, splits.train.num_classes, likelihood))
+    return VerticalWorkload(VerticalData(train, tests, splits.train.num_classes, likelihood, validation))
+
+
+def shared_mechanism(reference: list[np.ndarray], missingness: Missingness, seed: int) -> MaskModel | None:
+    """The one model of a mechanism for training and test rows, fitted on the training rows.
+
+    Its score directions come from a generator keyed by the seed and the
+    mechanism only, so every MAR (or MNAR) setting of a run shares them, and
+    training and test rows of one setting share directions, standardization
+    and offsets. None for KEEP, which has no model.
+    """
+    if missingness.mechanism == "keep":
+        return None
+    return fit_mechanism(reference, missingness, derive_rng(seed, "vertical-mechanism", missingness.mechanism))
 
 
 def party_columns(

@@ -23,7 +23,7 @@ from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_local, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 
 
 class FedAvgParams(MethodParams):
@@ -174,7 +174,7 @@ METHODS: dict[str, Method] = {
         ),
         Method(
             "plug-vfl",
-            "PlugVFL: split network with party-wise dropout, absent parties as zero embeddings",
+            "PlugVFL: split network on every labeled row, party-wise dropout, absent parties as zero embeddings",
             "vertical",
             PlugVFLParams,
             build_plug,
@@ -183,7 +183,7 @@ METHODS: dict[str, Method] = {
             "laser-vfl",
             "LASER-VFL: a head per party over mean embeddings of sampled party subsets",
             "vertical",
-            SplitVFLParams,
+            LaserVFLParams,
             build_laser,
         ),
         Method(

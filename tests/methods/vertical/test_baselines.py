@@ -1,11 +1,13 @@
 """Specification of the split-network baselines: rows, masks, zero-filling, LASER-VFL's subsets."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
 import torch
 
+from fedmosaic.data.missingness import Missingness
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import ClientContext, ClientState, Federation, Message, Schedule
 from fedmosaic.methods.vertical.baselines import (
@@ -18,13 +20,20 @@ from fedmosaic.methods.vertical.baselines import (
 )
 from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.networks import mlp
-from fedmosaic.methods.vertical.params import FedHSSLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.task import VerticalTask
 
+from .conftest import tiny_vertical_data, train, with_shuffled_test_labels
 from .recording import RecordingGrid
 
 PARAMS = SplitVFLParams(hidden=8, embedding=4, batch_size=8)
+PARAMS_OF = {build_plug: PlugVFLParams, build_laser: LaserVFLParams}
+
+
+def params_of(build, **changes):  # type: ignore[no-untyped-def]
+    """``PARAMS`` as the parameters of ``build``'s method, with ``changes``."""
+    return PARAMS_OF.get(build, SplitVFLParams)(**(PARAMS.model_dump() | changes))
 
 
 def test_laser_weights_count_the_subsets_of_each_size_containing_a_party() -> None:
@@ -75,12 +84,13 @@ def test_the_weighted_sampled_subsets_are_unbiased_for_the_sum_over_all_subsets(
     assert estimate == pytest.approx(exact, rel=0.01)
 
 
-def test_vanilla_and_plug_train_on_fully_aligned_labeled_rows_only(tiny_data: VerticalData) -> None:
+def test_vanilla_trains_on_fully_aligned_labeled_rows_plug_and_laser_on_every_labeled_row(tiny_data: VerticalData) -> None:
     rows = fully_aligned_labeled_rows(tiny_data.train)
     assert len(rows) > 0
     assert tiny_data.train.present[rows].all() and (tiny_data.train.y[rows] >= 0).all()
     assert set(rows) < set(tiny_data.train.labeled)
     np.testing.assert_array_equal(Concatenation().train_rows(tiny_data.train), rows)
+    np.testing.assert_array_equal(Concatenation(aligned_only=False).train_rows(tiny_data.train), tiny_data.train.labeled)
     np.testing.assert_array_equal(LaserVFL().train_rows(tiny_data.train), tiny_data.train.labeled)
 
 
@@ -155,8 +165,7 @@ def test_laser_accuracy_averages_over_the_present_heads() -> None:
 def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_data: VerticalData, build) -> None:  # type: ignore[no-untyped-def]
     # Prepare
     raw = np.concatenate([b[~np.isnan(b)] for split in tiny_data.splits.values() for b in split.blocks[1:]])
-    params = PlugVFLParams(**PARAMS.model_dump()) if build is build_plug else PARAMS
-    server, factory = build(VerticalTask(tiny_data, 3), params)
+    server, factory = build(VerticalTask(tiny_data, 3), params_of(build))
     grid = RecordingGrid(factory, 0)
     records = []
 
@@ -175,7 +184,7 @@ def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_d
 
 @pytest.mark.parametrize(
     ("build", "params"),
-    [(build_laser, PARAMS), (build_fedhssl, FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2))],
+    [(build_laser, params_of(build_laser)), (build_fedhssl, FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2))],
     ids=["laser", "fedhssl"],
 )
 def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path, build, params) -> None:  # type: ignore[no-untyped-def]
@@ -188,3 +197,105 @@ def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: Vertica
     federation(2).run()
     resumed = [r.metrics for r in federation(4).run(resume=True)]
     assert resumed == whole
+
+
+@pytest.mark.parametrize(
+    "missingness",
+    [Missingness("mcar", 0.5), Missingness("mar", 2), Missingness("mnar", 0.9), Missingness("keep", 1)],
+    ids=["mcar5", "mar2", "mnar9", "keep1"],
+)
+def test_plug_trains_on_every_labeled_row_in_every_training_setting(missingness: Missingness) -> None:
+    # Prepare
+    data = tiny_vertical_data(missingness=missingness)
+    labeled = data.train.labeled
+
+    # Execute
+    plug, _, _ = train(data, build_plug, params_of(build_plug), rounds=1)
+    vanilla, _, _ = train(data, build_vanilla, params_of(build_vanilla), rounds=1)
+
+    # Assert: PlugVFL steps over all labeled rows (batches of 8), Vanilla VFL over the fully aligned ones only
+    assert plug.artifacts()["training_rows"] == len(labeled) > 0
+    assert plug.artifacts()["optimizer_steps"] == math.ceil(len(labeled) / 8)
+    assert vanilla.artifacts()["training_rows"] == len(fully_aligned_labeled_rows(data.train))
+    if missingness.mechanism == "keep":
+        assert vanilla.artifacts()["training_rows"] == vanilla.artifacts()["optimizer_steps"] == 0
+
+
+def test_plug_sees_absent_passive_parties_as_zero_embeddings() -> None:
+    # Prepare: a head that records its input; party 2 absent from the second row
+    seen = []
+    head = lambda flat: seen.append(flat) or torch.zeros(len(flat), 2, requires_grad=True)  # noqa: E731
+    present = torch.tensor([[True, True, True], [True, True, False]])
+    embeddings = torch.ones(2, 3, 2) * present[..., None]
+
+    # Execute
+    Concatenation(dropout=0.0, aligned_only=False).loss(head, embeddings, present, torch.zeros(2, dtype=torch.long), torch.Generator())  # type: ignore[arg-type]
+
+    # Assert
+    assert seen[0].tolist() == [[1.0] * 6, [1.0] * 4 + [0.0] * 2]
+
+
+@pytest.mark.parametrize("build", [build_local, build_vanilla, build_plug, build_laser, build_fedhssl])
+def test_every_baseline_records_its_validation_split_selected_round_and_steps(validated_data: VerticalData, build) -> None:  # type: ignore[no-untyped-def]
+    # Prepare
+    pretrain = 2 if build is build_fedhssl else 0
+    params = FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2) if build is build_fedhssl else params_of(build, passes=2)
+
+    # Execute
+    server, records, _ = train(validated_data, build, params, rounds=pretrain + 4)
+
+    # Assert: the selected round is the first with the best validation accuracy
+    artifacts = server.artifacts()
+    validated = {r.round: r.metrics["validation_accuracy"] for r in records if "validation_accuracy" in r.metrics}
+    assert artifacts["validation_rows"] == len(validated_data.validation) == 5
+    assert sorted(validated) == list(range(pretrain + 1, pretrain + 5))
+    assert artifacts["selected_round"] == max(validated, key=lambda r: (validated[r], -r))
+    assert artifacts["validation_accuracy"] == max(validated.values())
+    batches = math.ceil(artifacts["training_rows"] / 8)
+    assert artifacts["optimizer_steps"] == 4 * params.passes * batches
+
+
+@pytest.mark.parametrize("build", [build_plug, build_laser])
+def test_baselines_are_selected_on_validation_never_on_test_rows(validated_data: VerticalData, build) -> None:  # type: ignore[no-untyped-def]
+    # Prepare
+    params = params_of(build)
+
+    # Execute
+    server, records, _ = train(validated_data, build, params, rounds=5)
+    shuffled, shuffled_records, _ = train(with_shuffled_test_labels(validated_data), build, params, rounds=5)
+    selected = server.artifacts()["selected_round"]
+    stopped_there, prefix, _ = train(validated_data, build, params, rounds=selected)
+
+    # Assert: test labels change nothing in the selection; the tested model is the selected round's
+    assert [r.metrics["validation_accuracy"] for r in records] == [r.metrics["validation_accuracy"] for r in shuffled_records]
+    assert shuffled.artifacts()["selected_round"] == selected
+    assert records[-1].metrics["accuracy"] == prefix[-1].metrics["accuracy"]
+
+
+def test_training_stops_after_patience_rounds_without_a_better_validation_accuracy(validated_data: VerticalData) -> None:
+    # Prepare: a learning rate too small to change any prediction
+    params = params_of(build_laser, patience=2, lr=1e-12)
+
+    # Execute
+    server, records, grid = train(validated_data, build_laser, params, rounds=6)
+
+    # Assert: rounds 2 and 3 do not beat round 1, so rounds 4 to 6 neither train nor validate
+    artifacts = server.artifacts()
+    assert artifacts["selected_round"] == 1 and artifacts["stopped_early"]
+    assert artifacts["optimizer_steps"] == 3 * math.ceil(artifacts["training_rows"] / 8)
+    assert [("validation_accuracy" in r.metrics) for r in records] == [True] * 3 + [False] * 3
+    assert all(0.0 <= r.metrics["accuracy"] <= 1.0 for r in records)
+
+
+def test_batch_shared_masks_give_rows_with_the_same_parties_the_same_uniform_subset() -> None:
+    # Prepare: two rows with the same present parties, one with others
+    present = torch.tensor([[True, True, False, True, True], [True, True, False, True, True], [True, True, True, False, False]])
+    generator = torch.Generator().manual_seed(0)
+
+    # Execute
+    draws = torch.stack([sample_subsets(present, 1, 2, generator, shared=True) for _ in range(3000)])
+
+    # Assert
+    assert torch.equal(draws[:, 0], draws[:, 1])
+    torch.testing.assert_close(draws[:, 0, [0, 3, 4]].float().mean(0), torch.full((3,), 1 / 3), atol=0.03, rtol=0)
+    torch.testing.assert_close(draws[:, 2, [0, 2]].float().mean(0), torch.full((2,), 1 / 2), atol=0.03, rtol=0)

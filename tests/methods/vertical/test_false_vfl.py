@@ -11,9 +11,11 @@ from fedmosaic.federation import Federation, Message, RoundContext, Schedule
 from fedmosaic.methods.vertical.bounds import iwae_bound
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.build import build_false_vfl
+from fedmosaic.methods.vertical.false_vfl import random_subsets
 from fedmosaic.methods.vertical.params import FalseVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
+from .conftest import train, with_shuffled_test_labels
 from .recording import RecordingGrid
 
 PARAMS = FalseVFLParams(latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2)
@@ -171,3 +173,75 @@ def joint_gradients(active, parties, split, rows, generator):  # type: ignore[no
     loglik = sum(model.log_likelihood(blocks[k], present[:, k], h) for k, model in enumerate(models))
     loss = -iwae_bound(active.log_weights(h, q_mean, q_logvar, loglik, generator)).mean()
     return {c: torch.autograd.grad(loss, list(parties[c].parameters()), retain_graph=True) for c in sorted(parties)}
+
+
+def test_stage_two_is_selected_on_validation_never_on_test_rows(validated_data: VerticalData) -> None:
+    # Prepare
+    shuffled = with_shuffled_test_labels(validated_data)
+
+    # Execute
+    server, records, _ = train(validated_data, build_false_vfl, PARAMS, rounds=6)
+    again, shuffled_records, _ = train(shuffled, build_false_vfl, PARAMS, rounds=6)
+    selected = server.artifacts()["selected_round"]
+    _, prefix, _ = train(validated_data, build_false_vfl, PARAMS, rounds=selected)
+
+    # Assert: validated in every stage-2 round, the first best round selected whatever the test labels, and tested
+    validated = {r.round: r.metrics["validation_accuracy"] for r in records if "validation_accuracy" in r.metrics}
+    assert sorted(validated) == [3, 4, 5, 6]
+    assert selected == max(validated, key=lambda r: (validated[r], -r)) == again.artifacts()["selected_round"]
+    assert [r.metrics.get("validation_accuracy") for r in records] == [r.metrics.get("validation_accuracy") for r in shuffled_records]
+    assert records[-1].metrics["accuracy"] == prefix[-1].metrics["accuracy"]
+
+
+def test_runs_record_validation_rows_selected_round_and_optimizer_steps_of_both_stages(validated_data: VerticalData) -> None:
+    # Execute
+    server, _, _ = train(validated_data, build_false_vfl, PARAMS, rounds=5)
+
+    # Assert: 60 rows in batches of 16 -> 4 steps per stage-1 round; 15 labeled rows -> 1 batch x 2 passes per stage-2 round
+    artifacts = server.artifacts()
+    assert artifacts["validation_rows"] == 5 and artifacts["selected_round"] in (3, 4, 5)
+    assert (artifacts["stage1_steps"], artifacts["classifier_steps"]) == (2 * 4, 3 * 2)
+    assert artifacts["optimizer_steps"] == 8 + 6
+
+
+def test_the_effective_sample_size_of_the_prediction_weights_is_reported_per_test_setting(tiny_data: VerticalData) -> None:
+    # Execute
+    _, records, _ = train(tiny_data, build_false_vfl, PARAMS, rounds=3)
+
+    # Assert
+    assert 1.0 <= records[-1].metrics["snis_ess_mcar3"] <= PARAMS.predict_samples
+    assert "snis_ess_mcar3" not in records[0].metrics
+
+
+def test_random_subsets_stay_within_the_present_parties_and_keep_at_least_one() -> None:
+    # Prepare
+    present = torch.rand(5000, 4, generator=torch.Generator().manual_seed(1)) < 0.7
+    present[:, 0] |= ~present.any(1)
+
+    # Execute
+    subsets = random_subsets(present, 0.5, torch.Generator().manual_seed(2))
+
+    # Assert: a full row of four keeps each party with probability 1/2 (a little more: at least one is kept)
+    assert (subsets <= present).all() and subsets.any(1).all()
+    full = present.all(1)
+    assert 0.5 < subsets[full].float().mean() < 0.56
+
+
+def test_party_subsets_add_a_subset_bound_in_stage_one_and_subset_rows_in_stage_two(tiny_data: VerticalData) -> None:
+    # Prepare: every labeled row trained on a subset of its parties in stage 2
+    params = PARAMS.model_copy(update={"party_subsets": True, "subset_rate": 1.0})
+
+    # Execute
+    server, records, grid = train(tiny_data, build_false_vfl, params, rounds=3)
+    _, plain_records, plain_grid = train(tiny_data, build_false_vfl, PARAMS, rounds=3)
+
+    # Assert: stage 1 sends the samples of both bounds together (2 kappa); stage 2 asks for fewer log-likelihoods
+    def loglik_requests(grid: RecordingGrid, kind: str) -> list[Message]:
+        return [m for d, _, m in grid.transfers if d == "down" and m.config.get("action") == "loglik" and m.kind == kind]
+
+    assert {m.arrays["h"].shape[0] for m in loglik_requests(grid, "train")} == {2 * PARAMS.kappa}
+    stage2 = [m for m in loglik_requests(grid, "evaluate") if m.config["split"] == "train"]
+    plain_stage2 = [m for m in loglik_requests(plain_grid, "evaluate") if m.config["split"] == "train"]
+    assert sum(len(m.arrays["rows"]) for m in stage2) < sum(len(m.arrays["rows"]) for m in plain_stage2)
+    assert np.isfinite(records[0].metrics["iwae_bound"]) and 0.0 <= records[-1].metrics["accuracy"] <= 1.0
+    assert server.artifacts()["party_subsets"] is True

@@ -133,9 +133,9 @@ def test_test_rows_are_zero_filled_and_embedded_by_every_party(tiny_data: Vertic
     assert all(r.arrays["embedding"].shape == (test_rows, 4) for r in replies)
 
 
-def test_each_fine_tuning_round_makes_finetune_passes_epochs(tiny_data: VerticalData) -> None:
+def test_each_fine_tuning_round_makes_passes_epochs(tiny_data: VerticalData) -> None:
     def training_batches(passes: int) -> int:
-        _, grid = run(tiny_data, 3, PARAMS.model_copy(update={"finetune_passes": passes}))
+        _, grid = run(tiny_data, 3, PARAMS.model_copy(update={"passes": passes}))
         return sum(1 for c, m in sent(grid, "embed") if c == 0 and m.config["train"])
 
     assert training_batches(3) == 3 * training_batches(1) > 0

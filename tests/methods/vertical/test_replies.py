@@ -13,7 +13,7 @@ from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, InProcessGrid, Message, Schedule
 from fedmosaic.federation.federation import RoundRecord
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
 FALSE_VFL = FalseVFLParams(latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2)
@@ -61,7 +61,7 @@ BUILDS = {
     "false-vfl-II": (build_false_vfl, FALSE_VFL.model_copy(update={"variant": "II"})),
     "vanilla": (build_vanilla, SPLIT),
     "plug": (build_plug, PlugVFLParams(**SPLIT.model_dump())),
-    "laser": (build_laser, SPLIT),
+    "laser": (build_laser, LaserVFLParams(**SPLIT.model_dump())),
     "fedhssl": (build_fedhssl, FedHSSLParams(**SPLIT.model_dump(), pretrain_rounds=2)),
 }
 
@@ -165,7 +165,8 @@ def test_a_row_whose_only_posterior_was_dropped_gets_the_standard_normal(tiny_da
 
     # Execute
     with torch.no_grad():
-        mean, logvar = server._fuse(split, rows, present, {1: party_2})
+        local = server._local_posteriors(split, rows, present, {1: party_2})
+        mean, logvar = server._fuse(local, local.heard)
 
     # Assert
     assert torch.equal(mean, torch.zeros(len(rows), 4)) and torch.equal(logvar, torch.zeros(len(rows), 4))

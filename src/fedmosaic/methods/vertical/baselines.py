@@ -16,6 +16,7 @@ from torch.nn import functional as F
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.methods.vertical.networks import mlp
+from fedmosaic.methods.vertical.params import SplitVFLParams
 
 
 def fully_aligned_labeled_rows(split: VerticalSplit) -> np.ndarray:
@@ -36,8 +37,8 @@ class Local:
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
         return split.labeled
 
-    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
-        return mlp(embedding, hidden, num_classes)
+    def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
+        return mlp(params.embedding, params.hidden, num_classes, params.layers)
 
     def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
         return F.cross_entropy(head(embeddings[:, 0]), y)
@@ -49,27 +50,36 @@ class Local:
 
 @dataclass(frozen=True)
 class Concatenation:
-    """A split network over the concatenated embeddings, trained on fully aligned labeled rows.
+    """A split network over the concatenated embeddings.
+
+    Vanilla VFL trains on the fully aligned labeled rows. PlugVFL, as in the
+    LASER-VFL reference code, trains on every labeled row (every row the
+    active party holds has its label): absent passive parties are zero
+    embeddings, present ones are zeroed with probability ``dropout``.
 
     Parameters
     ----------
     dropout : float, default 0.0
-        PlugVFL: probability that a passive party's embedding is zeroed in a
-        training row; 0 gives Vanilla VFL.
+        PlugVFL: probability that a present passive party's embedding is
+        zeroed in a training row; 0 gives Vanilla VFL.
     zero_fill_at_test : bool, default True
         Vanilla VFL: absent blocks are zero-filled and embedded at test time.
         PlugVFL (False): absent parties' embeddings are zeros.
+    aligned_only : bool, default True
+        Vanilla VFL: train on the fully aligned labeled rows only; PlugVFL
+        (False): on every labeled row.
     """
 
     dropout: float = 0.0
     zero_fill_at_test: bool = True
+    aligned_only: bool = True
     uses_passive_parties = True
 
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
-        return fully_aligned_labeled_rows(split)
+        return fully_aligned_labeled_rows(split) if self.aligned_only else split.labeled
 
-    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
-        return mlp(num_parties * embedding, hidden, num_classes)
+    def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
+        return mlp(num_parties * params.embedding, params.hidden, num_classes, params.layers)
 
     def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
         kept = torch.rand(present.shape, generator=generator) >= self.dropout
@@ -80,6 +90,7 @@ class Concatenation:
         return float((head(embeddings.flatten(1)).argmax(-1) == y).float().mean())
 
 
+@dataclass(frozen=True)
 class LaserVFL:
     """LASER-VFL: a head per party over the mean embedding of a subset of the present parties.
 
@@ -92,16 +103,25 @@ class LaserVFL:
     accuracy is averaged over the present heads of each row, then over rows
     (a row with no block left, all lost to rejected replies, gets the
     majority training class).
+
+    Parameters
+    ----------
+    shared_masks : bool, default True
+        Draw the subsets of a step from one random ranking of the parties per
+        batch, as the reference code does (rows with the same present parties
+        share their subsets); False draws one per row. Each row's subset is
+        uniform either way.
     """
 
+    shared_masks: bool = True
     uses_passive_parties = True
     zero_fill_at_test = False
 
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
         return split.labeled
 
-    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
-        return nn.ModuleList([mlp(embedding, hidden, num_classes) for _ in range(num_parties)])
+    def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
+        return nn.ModuleList([mlp(params.embedding, params.hidden, num_classes, params.layers) for _ in range(num_parties)])
 
     def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
         assert isinstance(head, nn.ModuleList)
@@ -112,7 +132,7 @@ class LaserVFL:
                 rows = present[:, party] & (sizes >= size)
                 if not rows.any():
                     continue
-                subset = sample_subsets(present[rows], party, size, generator)
+                subset = sample_subsets(present[rows], party, size, generator, shared=self.shared_masks)
                 mean = (embeddings[rows] * subset[..., None]).sum(1) / size
                 weight = laser_weight(sizes[rows], size)
                 total = total + (weight * F.cross_entropy(head[party](mean), y[rows], reduction="none")).sum()
@@ -140,8 +160,13 @@ def laser_weight(observed: Tensor, size: int) -> Tensor:
     return torch.tensor([math.comb(int(o) - 1, size - 1) / size for o in observed], dtype=torch.float32)
 
 
-def sample_subsets(present: Tensor, party: int, size: int, generator: torch.Generator) -> Tensor:
+def sample_subsets(present: Tensor, party: int, size: int, generator: torch.Generator, *, shared: bool = False) -> Tensor:
     """For each row, a uniform subset of its present parties of ``size`` that contains ``party``.
+
+    The subset is ``party`` and the ``size - 1`` other present parties with
+    the smallest random keys; with ``shared`` every row uses the same keys
+    (one ranking of the parties per call), so rows with the same present
+    parties get the same subset.
 
     Parameters
     ----------
@@ -153,13 +178,21 @@ def sample_subsets(present: Tensor, party: int, size: int, generator: torch.Gene
         Subset size.
     generator : torch.Generator
         Source of randomness.
+    shared : bool, default False
+        One ranking for every row.
 
     Returns
     -------
     Tensor
         bool ``(n, K)``.
+
+    Examples
+    --------
+    >>> subsets = sample_subsets(torch.ones(3, 4, dtype=torch.bool), 0, 2, torch.Generator().manual_seed(0), shared=True)
+    >>> bool((subsets == subsets[0]).all()), subsets.sum(1).tolist()
+    (True, [2, 2, 2])
     """
-    keys = torch.rand(present.shape, generator=generator)
+    keys = torch.rand((1, present.shape[1]) if shared else present.shape, generator=generator).expand(present.shape)
     candidates = present.clone()
     candidates[:, party] = False
     keys = torch.where(candidates, keys, torch.tensor(math.inf))

@@ -38,3 +38,16 @@ def snis_weights(log_weights: Tensor) -> Tensor:
     [0.25, 0.75]
     """
     return torch.softmax(log_weights, dim=0)
+
+
+def effective_sample_size(log_weights: Tensor) -> Tensor:
+    """Kish's effective sample size ``1 / sum_l w_l^2`` of the self-normalised weights of each row.
+
+    It runs from 1 (one sample carries all the weight) to the number of samples (equal weights).
+
+    Examples
+    --------
+    >>> effective_sample_size(torch.zeros(4, 1)).tolist(), effective_sample_size(torch.tensor([[0.0], [-1e9]])).tolist()
+    ([4.0], [1.0])
+    """
+    return 1 / (snis_weights(log_weights) ** 2).sum(0)

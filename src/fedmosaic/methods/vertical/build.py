@@ -13,7 +13,7 @@ from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
 from fedmosaic.methods.vertical.fedhssl import FedHSSLServer
 from fedmosaic.methods.vertical.fedhssl_client import FedHSSLClient
 from fedmosaic.methods.vertical.networks import PartyModel, mlp
-from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.split_server import Baseline, SplitServer
 from fedmosaic.methods.vertical.task import VerticalTask
@@ -49,7 +49,9 @@ def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[Ver
 
         def party(client: int) -> SplitClient:
             width = data.widths[client + 1]
-            return SplitClient(client + 1, data.splits, lambda: mlp(width, params.hidden, params.embedding), params.lr)
+            return SplitClient(
+                client + 1, data.splits, lambda: mlp(width, params.hidden, params.embedding, params.layers), params.lr
+            )
 
         return SplitServer(task, params, baseline(params)), party
 
@@ -58,12 +60,17 @@ def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[Ver
 
 build_local = split_builder(lambda params: Local())
 build_vanilla = split_builder(lambda params: Concatenation())
-build_laser = split_builder(lambda params: LaserVFL())
 
 
 def _plug(params: MethodParams) -> Baseline:
     assert isinstance(params, PlugVFLParams)
-    return Concatenation(dropout=params.dropout, zero_fill_at_test=False)
+    return Concatenation(dropout=params.dropout, zero_fill_at_test=False, aligned_only=False)
+
+
+def _laser(params: MethodParams) -> Baseline:
+    assert isinstance(params, LaserVFLParams)
+    return LaserVFL(shared_masks=params.masks == "batch")
 
 
 build_plug = split_builder(_plug)
+build_laser = split_builder(_laser)

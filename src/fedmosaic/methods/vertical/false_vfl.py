@@ -19,9 +19,21 @@ Each round is one epoch:
   are frozen, so the local posteriors of the labeled rows are fetched once;
   each epoch draws fresh samples and fetches their log-likelihoods in one
   exchange, then trains ``phi`` alone on the bound of ``log p(y, x_obs)``.
+- **Selection**: with a validation split, every stage-2 round predicts the
+  validation rows (the same samples every round); the classifier of the
+  round with the best accuracy is kept and tested, and stage 2 stops after
+  ``patience`` rounds without a better one (the generative parameters, the
+  only ones the passive parties hold, are frozen in stage 2).
 - **Prediction** (in evaluation rounds of stage 2): posteriors and
   log-likelihoods of the test rows, then
-  ``p(y | x_obs) = sum_l w_l p_phi(y | h_l)`` with self-normalised weights.
+  ``p(y | x_obs) = sum_l w_l p_phi(y | h_l)`` with self-normalised weights;
+  the mean effective sample size of the weights is reported per test setting.
+- **Party subsets** (``party_subsets``, beyond the paper): each stage-1 step
+  also maximises the bound of ``log p(x_S)`` for a random subset ``S`` of
+  each row's present parties (the model defines every subset's marginal, so
+  the term is a valid bound; both use one exchange, the samples of both
+  sent together), and each stage-2 round trains on a random subset of a
+  labeled row's parties with probability ``subset_rate``.
 
 Every reply is checked against :mod:`fedmosaic.methods.vertical.replies`; a
 party whose reply is rejected is absent for that exchange: its posterior is
@@ -32,20 +44,21 @@ bounds valid; see docs/methods/vertical.md).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from fedmosaic.data.vertical_data import VerticalSplit
+from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
-from fedmosaic.methods.vertical.bounds import iwae_bound, snis_weights
+from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound, snis_weights
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import FalseVFLParams
+from fedmosaic.methods.vertical.selection import Selection
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
@@ -85,6 +98,14 @@ class ActiveModel(nn.Module):
         )
 
 
+class Posteriors(NamedTuple):
+    """The local posteriors of some rows: ``mean``, ``logvar`` ``(n, K, d)`` and which parties were heard, ``(n, K)``."""
+
+    mean: Tensor
+    logvar: Tensor
+    heard: Tensor
+
+
 class FalseVFLServer(ServerLogic):
     """The active party of FALSE-VFL (see the module docstring for the protocol).
 
@@ -103,30 +124,69 @@ class FalseVFLServer(ServerLogic):
         self._model: ActiveModel = self._build()
         self._reset_optimizers()
         self._seed = 0
-        self._labeled_posterior: tuple[np.ndarray, np.ndarray] | None = None
-        self._last_evaluation: dict[str, float] = {}
+        self._reset_progress()
 
     def initialize(self, seed: int) -> None:
         self._seed = seed
         self._model = seeded(derive_seed(seed, "active-party"), self._build)
         self._reset_optimizers()
-        self._labeled_posterior = None
-        self._last_evaluation = {}
+        self._reset_progress()
+
+    def _reset_progress(self) -> None:
+        self._labeled: Posteriors | None = None
+        self._last_evaluation: dict[str, float] = {}
+        self._selection = Selection(self._params.patience)
+        self._best_classifier: dict[str, np.ndarray] = {}
+        self._steps = {"stage1": 0, "classifier": 0}
+        self._trained_round = 0
 
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         if ctx.round <= self._params.stage1_rounds:
-            metrics = self._pretrain_epoch(ctx)
-        else:
+            return self._pretrain_epoch(ctx)
+        metrics: dict[str, float] = {}
+        validation = self._task.data.validation
+        if not self._selection.stopped:
             metrics = self._classifier_epoch(ctx)
-            if self._task.evaluates(ctx.round):
-                self._last_evaluation = self._task.test_accuracies(lambda name, split: self._predict(ctx, name, split))
+            self._trained_round = ctx.round
+            if validation is not None:
+                generator = torch.Generator().manual_seed(derive_seed(self._seed, "predict", VALIDATION))
+                metrics["validation_accuracy"], _ = self._predict(ctx, VALIDATION, validation, self._model.classifier, generator)
+                if self._selection.offer(ctx.round, metrics["validation_accuracy"]):
+                    self._best_classifier = model_to_arrays(self._model.classifier)
+        if self._task.evaluates(ctx.round):
+            self._last_evaluation = self._evaluate_tests(ctx)
         return metrics
 
     def evaluate(self, rnd: int) -> dict[str, float]:
         return dict(self._last_evaluation) if rnd > self._params.stage1_rounds else {}
 
     def artifacts(self) -> dict[str, Any]:
-        return {"stage1_rounds": self._params.stage1_rounds, "fusion": self._params.fusion, "variant": self._params.variant}
+        validation = self._task.data.validation
+        record = self._selection.record(0 if validation is None else len(validation), sum(self._steps.values()), self._trained_round)
+        return {
+            "stage1_rounds": self._params.stage1_rounds,
+            "fusion": self._params.fusion,
+            "variant": self._params.variant,
+            "party_subsets": self._params.party_subsets,
+            **record,
+            "stage1_steps": self._steps["stage1"],
+            "classifier_steps": self._steps["classifier"],
+        }
+
+    def _evaluate_tests(self, ctx: RoundContext) -> dict[str, float]:
+        """Test accuracy of the selected classifier (the current one without validation) and the mean SNIS ESS, per test setting."""
+        classifier = self._model.classifier
+        if self._best_classifier:
+            classifier = mlp(self._params.latent, self._params.hidden, self._task.data.num_classes)
+            load_arrays(classifier, self._best_classifier)
+        ess: dict[str, float] = {}
+
+        def accuracy(name: str, split: VerticalSplit) -> float:
+            generator = torch.Generator().manual_seed(derive_seed(self._seed, "predict", name))
+            value, ess[test_metric(name, "snis_ess")] = self._predict(ctx, name, split, classifier, generator)
+            return value
+
+        return self._task.test_accuracies(accuracy) | ess
 
     def exported_model(self) -> ModelExport:
         """The final model: the active party's networks here, each passive party's in its own part.
@@ -186,8 +246,17 @@ class FalseVFLServer(ServerLogic):
         remote = {
             c: (leaf(reply.arrays["mean"]), leaf(reply.arrays["logvar"])) for c, reply in replies.items()
         }
-        q_mean, q_logvar, h = self._sample(split, rows, present, remote, generator, self._params.kappa)
-        loglik_rows = self._loglik_rows(rows, present)
+        local = self._local_posteriors(split, rows, present, remote)
+        kappa = self._params.kappa
+        masks = [local.heard]
+        if self._params.party_subsets:
+            masks.append(random_subsets(local.heard, 0.5, generator))
+        posteriors = [self._fuse(local, mask) for mask in masks]
+        h = torch.cat([sample(mean, logvar, kappa, generator) for mean, logvar in posteriors])
+        scope = self._scope(present)
+        # the terms of the full bound count where the party is in scope, those of a subset bound where it is in the subset
+        weights = torch.cat([(scope if i == 0 else mask).float().expand(kappa, -1, -1) for i, mask in enumerate(masks)])
+        loglik_rows = self._loglik_rows(scope)
         replies = ctx.exchange(
             {
                 c: Message(
@@ -199,17 +268,20 @@ class FalseVFLServer(ServerLogic):
             expect=self._loglik_specs(ctx, h, loglik_rows, "train", jacobian=True),
         )
         remote_loglik = {c: leaf(reply.arrays["loglik"]) for c, reply in replies.items()}
-        loglik = self._own_loglik(split, rows, present, h)
+        surrogates = {}
         for c, value in remote_loglik.items():
             part = h[:, loglik_rows[c]]
             jacobian = torch.from_numpy(np.array(replies[c].arrays["dloglik_dh"]))
-            surrogate = value + ((part - part.detach()) * jacobian).sum(-1)
-            loglik = loglik.index_add(1, torch.from_numpy(loglik_rows[c]), surrogate)
-        log_weights = self._model.log_weights(h, q_mean, q_logvar, loglik, generator)
-        bound = iwae_bound(log_weights).mean()
+            surrogates[c] = value + ((part - part.detach()) * jacobian).sum(-1)
+        loglik = self._total_loglik(split, rows, present, h, surrogates, loglik_rows, weights)
+        bounds = [
+            iwae_bound(self._model.log_weights(h[i * kappa : (i + 1) * kappa], mean, logvar, loglik[i * kappa : (i + 1) * kappa], generator)).mean()
+            for i, (mean, logvar) in enumerate(posteriors)
+        ]
         self._generative_optimizer.zero_grad()
-        (-bound).backward()
+        (-sum(bounds)).backward()
         self._generative_optimizer.step()
+        self._steps["stage1"] += 1
         # A party missing either reply of this step gets no gradients: its networks skip the step.
         outgoing = {
             c: {
@@ -219,7 +291,7 @@ class FalseVFLServer(ServerLogic):
             }
             for c in sorted(remote.keys() & remote_loglik.keys())
         }
-        return float(bound.detach()), outgoing
+        return float(bounds[0].detach()), outgoing
 
     # ----------------------------------------------------------------- stage 2
     def _classifier_epoch(self, ctx: RoundContext) -> dict[str, float]:
@@ -227,13 +299,19 @@ class FalseVFLServer(ServerLogic):
         labeled = split.labeled
         if len(labeled) == 0:
             return {}
-        if self._labeled_posterior is None:
+        if self._labeled is None:
             with torch.no_grad():
-                mean, logvar = self._posterior(ctx, "train", split, labeled)
-            self._labeled_posterior = (mean.numpy(), logvar.numpy())
+                self._labeled = self._posterior(ctx, "train", split, labeled)
         generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "stage2"))
+        mask, scope = self._labeled.heard, self._scope(torch.from_numpy(split.present[labeled]))
+        if self._params.party_subsets:
+            chosen = (torch.rand(len(labeled), generator=generator) < self._params.subset_rate)[:, None]
+            subset = random_subsets(mask, 0.5, generator)
+            mask, scope = torch.where(chosen, subset, mask), torch.where(chosen, subset, scope)
         with torch.no_grad():
-            h, log_weights = self._weighted_samples(ctx, "train", split, labeled, self._labeled_posterior, generator, self._params.kappa)
+            h, log_weights = self._weighted_samples(
+                ctx, "train", split, labeled, self._fuse(self._labeled, mask), generator, self._params.kappa, scope
+            )
         y = torch.from_numpy(split.y[labeled])
         losses = []
         batches = [
@@ -249,30 +327,35 @@ class FalseVFLServer(ServerLogic):
             self._classifier_optimizer.zero_grad()
             loss.backward()
             self._classifier_optimizer.step()
+            self._steps["classifier"] += 1
             losses.append(float(loss.detach()) * len(batch))
         return {"joint_bound": -sum(losses) / (len(labeled) * self._params.classifier_passes)}
 
     # ---------------------------------------------------------------- predict
-    def _predict(self, ctx: RoundContext, name: str, split: VerticalSplit) -> float:
+    def _predict(
+        self, ctx: RoundContext, name: str, split: VerticalSplit, classifier: nn.Module, generator: torch.Generator
+    ) -> tuple[float, float]:
+        """Accuracy of ``classifier`` on ``split`` and the mean effective sample size of the weights."""
         rows = np.arange(len(split))
-        generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "predict", name))
         with torch.no_grad():
-            mean, logvar = self._posterior(ctx, name, split, rows)
+            local = self._posterior(ctx, name, split, rows)
+            scope = self._scope(torch.from_numpy(split.present))
             h, log_weights = self._weighted_samples(
-                ctx, name, split, rows, (mean.numpy(), logvar.numpy()), generator, self._params.predict_samples
+                ctx, name, split, rows, self._fuse(local, local.heard), generator, self._params.predict_samples, scope
             )
-            probabilities = predictive_probabilities(log_weights, torch.softmax(self._model.classifier(h), -1))
-        return float((probabilities.argmax(-1).numpy() == split.y).mean())
+            probabilities = predictive_probabilities(log_weights, torch.softmax(classifier(h), -1))
+            ess = float(effective_sample_size(log_weights).mean())
+        return float((probabilities.argmax(-1).numpy() == split.y).mean()), ess
 
     # ---------------------------------------------------------------- helpers
-    def _posterior(self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray) -> tuple[Tensor, Tensor]:
+    def _posterior(self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray) -> Posteriors:
         present = torch.from_numpy(split.present[rows])
         replies = ctx.exchange(
             {c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": name}, kind="evaluate") for c in ctx.clients},
             expect=self._posterior_specs(ctx, present, "evaluate"),
         )
         remote = {c: (tensor(r.arrays["mean"]), tensor(r.arrays["logvar"])) for c, r in replies.items()}
-        return self._fuse(split, rows, present, remote)
+        return self._local_posteriors(split, rows, present, remote)
 
     def _weighted_samples(
         self,
@@ -280,15 +363,16 @@ class FalseVFLServer(ServerLogic):
         name: str,
         split: VerticalSplit,
         rows: np.ndarray,
-        posterior: tuple[np.ndarray, np.ndarray],
+        posterior: tuple[Tensor, Tensor],
         generator: torch.Generator,
         samples: int,
+        scope: Tensor,
     ) -> tuple[Tensor, Tensor]:
-        """Samples of ``q(h | x_obs)`` and their log importance weights (no gradients)."""
-        q_mean, q_logvar = tensor(posterior[0]), tensor(posterior[1])
-        h = q_mean + torch.exp(0.5 * q_logvar) * torch.randn((samples, *q_mean.shape), generator=generator)
+        """Samples of ``q(h | x_obs)`` and their log importance weights (no gradients), over the parties in ``scope``."""
+        q_mean, q_logvar = posterior
+        h = sample(q_mean, q_logvar, samples, generator)
         present = torch.from_numpy(split.present[rows])
-        loglik_rows = self._loglik_rows(rows, present)
+        loglik_rows = self._loglik_rows(scope)
         replies = ctx.exchange(
             {
                 c: Message(
@@ -300,33 +384,15 @@ class FalseVFLServer(ServerLogic):
             },
             expect=self._loglik_specs(ctx, h, loglik_rows, "evaluate", jacobian=False),
         )
-        loglik = self._own_loglik(split, rows, present, h)
-        for c, reply in replies.items():
-            loglik = loglik.index_add(1, torch.from_numpy(loglik_rows[c]), tensor(reply.arrays["loglik"]))
+        remote = {c: tensor(reply.arrays["loglik"]) for c, reply in replies.items()}
+        weights = scope.float().expand(samples, -1, -1)
+        loglik = self._total_loglik(split, rows, present, h, remote, loglik_rows, weights)
         return h, self._model.log_weights(h, q_mean, q_logvar, loglik, generator)
 
-    def _sample(
-        self,
-        split: VerticalSplit,
-        rows: np.ndarray,
-        present: Tensor,
-        remote: dict[int, tuple[Tensor, Tensor]],
-        generator: torch.Generator,
-        samples: int,
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        q_mean, q_logvar = self._fuse(split, rows, present, remote)
-        noise = torch.randn((samples, *q_mean.shape), generator=generator)
-        return q_mean, q_logvar, q_mean + torch.exp(0.5 * q_logvar) * noise
-
-    def _fuse(
+    def _local_posteriors(
         self, split: VerticalSplit, rows: np.ndarray, present: Tensor, remote: dict[int, tuple[Tensor, Tensor]]
-    ) -> tuple[Tensor, Tensor]:
-        """``q(h | x_obs)`` of ``rows`` from the posteriors of the parties heard.
-
-        A passive party whose reply is missing counts as absent from the
-        fusion; a row left without any posterior gets ``N(0, I)`` (the zeros
-        in block 0's slot). Any proposal keeps the bounds valid.
-        """
+    ) -> Posteriors:
+        """The posteriors of ``rows`` of the active party and of the parties heard (a party whose reply is missing counts as absent)."""
         x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
         own_mean, own_logvar = self._model.party.encoder(x[present[:, 0]])
         none = (own_mean.new_zeros(0, own_mean.shape[-1]),) * 2
@@ -334,8 +400,39 @@ class FalseVFLServer(ServerLogic):
         fused = heard(present, remote)
         means = torch.stack([spread(m, fused[:, k]) for k, (m, _) in enumerate(posteriors)], dim=1)
         logvars = torch.stack([spread(lv, fused[:, k]) for k, (_, lv) in enumerate(posteriors)], dim=1)
-        fused[:, 0] |= ~fused.any(1)
-        return fuse_posteriors(means, logvars, fused, self._params.fusion)
+        return Posteriors(means, logvars, fused)
+
+    def _fuse(self, local: Posteriors, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """``q(h | x_S)`` from the local posteriors of the parties in ``mask`` (within ``local.heard``).
+
+        A row without any gets ``N(0, I)`` (the zeros in block 0's slot). Any
+        proposal keeps the bounds valid.
+        """
+        mask = mask.clone()
+        mask[:, 0] |= ~mask.any(1)
+        return fuse_posteriors(local.mean, local.logvar, mask, self._params.fusion)
+
+    def _scope(self, present: Tensor) -> Tensor:
+        """Whose term of ``log p(x_obs, m | h)`` counts in each row: the present parties (variant I) or every party (II)."""
+        return present.clone() if self._params.variant == "I" else torch.ones_like(present)
+
+    def _total_loglik(
+        self,
+        split: VerticalSplit,
+        rows: np.ndarray,
+        present: Tensor,
+        h: Tensor,
+        remote: dict[int, Tensor],
+        loglik_rows: dict[int, np.ndarray],
+        weights: Tensor,
+    ) -> Tensor:
+        """``sum_k weights[..., k] log p(x^k, m^k | h)`` ``(samples, n)`` over the active party and the parties heard."""
+        x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
+        total = self._model.party.log_likelihood(x, present[:, 0], h) * weights[..., 0]
+        for c, value in remote.items():
+            positions = torch.from_numpy(loglik_rows[c])
+            total = total.index_add(1, positions, value * weights[:, positions, c + 1])
+        return total
 
     def _posterior_specs(self, ctx: RoundContext, present: Tensor, kind: str) -> dict[int, ReplySpec]:
         """Each party's posterior reply: the requested rows it holds."""
@@ -349,16 +446,9 @@ class FalseVFLServer(ServerLogic):
             c: loglik_spec(h.shape[0], len(loglik_rows[c]), self._params.latent, kind, jacobian=jacobian) for c in ctx.clients
         }
 
-    def _loglik_rows(self, rows: np.ndarray, present: Tensor) -> dict[int, np.ndarray]:
-        """Positions (within ``rows``) each client computes log-likelihoods for."""
-        everyone = np.arange(len(rows))
-        if self._params.variant == "II":
-            return {c: everyone for c in range(len(self._task.data.widths) - 1)}
-        return {c: everyone[present[:, c + 1].numpy()] for c in range(len(self._task.data.widths) - 1)}
-
-    def _own_loglik(self, split: VerticalSplit, rows: np.ndarray, present: Tensor, h: Tensor) -> Tensor:
-        x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
-        return self._model.party.log_likelihood(x, present[:, 0], h)
+    def _loglik_rows(self, scope: Tensor) -> dict[int, np.ndarray]:
+        """Positions each client computes log-likelihoods for: where it is in ``scope``."""
+        return {c: np.flatnonzero(scope[:, c + 1].numpy()) for c in range(len(self._task.data.widths) - 1)}
 
     def _reset_optimizers(self) -> None:
         lr = self._params.lr
@@ -370,10 +460,12 @@ class FalseVFLServer(ServerLogic):
         arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()}
         arrays |= optimizer_to_arrays(self._generative_optimizer, "opt.generative.")
         arrays |= optimizer_to_arrays(self._classifier_optimizer, "opt.classifier.")
-        if self._labeled_posterior is not None:
-            arrays["labeled.mean"], arrays["labeled.logvar"] = self._labeled_posterior
-        config: dict[str, Any] = {"seed": self._seed}
-        config |= evaluation_config(self._last_evaluation)
+        arrays |= {f"best.{k}": v for k, v in self._best_classifier.items()}
+        if self._labeled is not None:
+            arrays |= {f"labeled.{k}": v.numpy() for k, v in self._labeled._asdict().items()}
+        config: dict[str, Any] = {"seed": self._seed, "trained_round": self._trained_round}
+        config |= {f"steps.{k}": v for k, v in self._steps.items()}
+        config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
 
     def load_state_dict(self, state: ClientState) -> None:
@@ -381,13 +473,54 @@ class FalseVFLServer(ServerLogic):
         self._reset_optimizers()
         load_optimizer_arrays(self._generative_optimizer, state.arrays, "opt.generative.")
         load_optimizer_arrays(self._classifier_optimizer, state.arrays, "opt.classifier.")
-        self._labeled_posterior = (
-            (np.array(state.arrays["labeled.mean"]), np.array(state.arrays["labeled.logvar"]))
+        self._best_classifier = {k[5:]: np.array(v) for k, v in state.arrays.items() if k.startswith("best.")}
+        self._labeled = (
+            Posteriors(*(tensor(state.arrays[f"labeled.{k}"]) for k in Posteriors._fields))
             if "labeled.mean" in state.arrays
             else None
         )
         self._seed = int(state.config["seed"])
+        self._trained_round = int(state.config["trained_round"])
+        self._steps = {k: int(state.config[f"steps.{k}"]) for k in self._steps}
         self._last_evaluation = evaluation_from_config(state.config)
+        self._selection.load(state.config)
+
+
+def sample(mean: Tensor, logvar: Tensor, samples: int, generator: torch.Generator) -> Tensor:
+    """``samples`` draws of the diagonal Gaussians ``(n, d)``: ``(samples, n, d)``."""
+    return mean + torch.exp(0.5 * logvar) * torch.randn((samples, *mean.shape), generator=generator)
+
+
+def random_subsets(present: Tensor, keep: float, generator: torch.Generator) -> Tensor:
+    """A random subset of each row's present parties: each kept with probability ``keep``, at least one.
+
+    A row that would keep none keeps one of its present parties, drawn uniformly.
+
+    Parameters
+    ----------
+    present : Tensor
+        bool ``(n, K)``.
+    keep : float
+        Probability that a present party is kept.
+    generator : torch.Generator
+        Source of randomness.
+
+    Returns
+    -------
+    Tensor
+        bool ``(n, K)`` within ``present``; non-empty where ``present`` is.
+
+    Examples
+    --------
+    >>> present = torch.tensor([[True, True, False], [False, False, True]])
+    >>> subsets = random_subsets(present, 0.0, torch.Generator().manual_seed(0))
+    >>> subsets.sum(1).tolist(), bool((subsets <= present).all())
+    ([1, 1], True)
+    """
+    kept = present & (torch.rand(present.shape, generator=generator) < keep)
+    keys = torch.rand(present.shape, generator=generator).masked_fill(~present, -1.0)
+    one = torch.zeros_like(present).scatter_(1, keys.argmax(1, keepdim=True), True) & present
+    return torch.where(kept.any(1, keepdim=True), kept, one)
 
 
 def predictive_probabilities(log_weights: Tensor, class_probabilities: Tensor) -> Tensor:

@@ -26,7 +26,7 @@ Each pre-training round (``1..pretrain_rounds``) is one epoch of:
    layers, whose widths differ by party, stay local.
 
 The remaining rounds fine-tune the encoders and a concatenation head on the
-fully aligned labeled rows (``finetune_passes`` epochs per round) exactly as Vanilla VFL
+fully aligned labeled rows (``passes`` epochs per round) exactly as Vanilla VFL
 (:class:`~fedmosaic.methods.vertical.split_server.SplitServer` with
 :class:`~fedmosaic.methods.vertical.baselines.Concatenation`), starting from
 the pre-trained encoders; missing blocks are zero-filled at test time.
@@ -76,10 +76,10 @@ class FedHSSLServer(ServerLogic):
 
     def __init__(self, task: VerticalTask, params: FedHSSLParams) -> None:
         self._task, self._params = task, params
-        self._build = lambda: SimSiamParty(task.data.widths[0], params.hidden, params.embedding)
+        self._build = lambda: SimSiamParty(task.data.widths[0], params.hidden, params.embedding, params.layers)
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
-        self._finetune = SplitServer(task, params, Concatenation(), passes=params.finetune_passes)
+        self._finetune = SplitServer(task, params, Concatenation())
         self._aligned = np.flatnonzero(task.data.train.present.all(axis=1))
         self._seed = 0
 

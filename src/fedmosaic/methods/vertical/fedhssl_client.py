@@ -53,7 +53,7 @@ class FedHSSLClient(SplitClient):
 
     def __init__(self, party: int, splits: Mapping[str, VerticalSplit], params: FedHSSLParams) -> None:
         width = splits["train"].blocks[party].shape[1]
-        super().__init__(party, splits, lambda: SimSiamParty(width, params.hidden, params.embedding), params.lr)
+        super().__init__(party, splits, lambda: SimSiamParty(width, params.hidden, params.embedding, params.layers), params.lr)
         self._params = params
 
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:

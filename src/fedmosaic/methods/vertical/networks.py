@@ -15,15 +15,21 @@ LOGVAR_RANGE = (-8.0, 6.0)
 """Log-variances are clamped to this range, which keeps importance weights finite."""
 
 
-def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
-    """A one-hidden-layer perceptron with ReLU.
+def mlp(inputs: int, hidden: int, outputs: int, layers: int = 1) -> nn.Sequential:
+    """A perceptron with ``layers`` hidden layers of ``hidden`` units and ReLU.
 
     Examples
     --------
     >>> mlp(3, 8, 2)(torch.zeros(5, 3)).shape
     torch.Size([5, 2])
+    >>> sum(isinstance(m, nn.Linear) for m in mlp(3, 8, 2, layers=3))
+    4
     """
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, outputs))
+    widths = [inputs] + [hidden] * layers
+    modules: list[nn.Module] = []
+    for width_in, width_out in zip(widths, widths[1:]):
+        modules += [nn.Linear(width_in, width_out), nn.ReLU()]
+    return nn.Sequential(*modules, nn.Linear(widths[-1], outputs))
 
 
 def gaussian_log_prob(x: Tensor, mean: Tensor, logvar: Tensor) -> Tensor:

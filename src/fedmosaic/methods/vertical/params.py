@@ -20,11 +20,16 @@ class VerticalParams(MethodParams):
         Rows per training step (one step is one or two exchanges with the parties).
     lr : float, default 0.001
         Adam learning rate of every party.
+    patience : int or None, default None
+        Stop training after this many validated rounds without a better
+        validation accuracy (the round selected on validation is tested
+        either way); None trains every round.
     """
 
     hidden: PositiveInt = 64
     batch_size: PositiveInt = 128
     lr: float = Field(default=1e-3, gt=0)
+    patience: PositiveInt | None = None
 
 
 class FalseVFLParams(VerticalParams):
@@ -50,6 +55,13 @@ class FalseVFLParams(VerticalParams):
         The paper's mean of means with summed precisions, or the product of experts.
     variant : {"I", "II"}, default "I"
         I ignores the mask (valid under MAR); II adds a mask model ``p(m | x)`` per party (MNAR).
+    party_subsets : bool, default False
+        Beyond the paper: stage 1 also maximises the bound of a random subset
+        of each row's present parties (each kept with probability 1/2, at
+        least one), and stage 2 replaces a labeled row by such a subset with
+        probability ``subset_rate`` in each round.
+    subset_rate : float, default 0.5
+        With ``party_subsets``: probability that a labeled row is trained on a random subset of its parties.
     """
 
     latent: PositiveInt = 16
@@ -60,6 +72,8 @@ class FalseVFLParams(VerticalParams):
     classifier_passes: PositiveInt = 10
     fusion: Literal["mean", "poe"] = "mean"
     variant: Literal["I", "II"] = "I"
+    party_subsets: bool = False
+    subset_rate: float = Field(default=0.5, ge=0, le=1)
 
 
 class SplitVFLParams(VerticalParams):
@@ -69,9 +83,16 @@ class SplitVFLParams(VerticalParams):
     ----------
     embedding : int, default 32
         Width of each party's embedding.
+    layers : int, default 1
+        Hidden layers of every encoder and head (LASER-VFL's reference: 2
+        hidden layers of 128 units and embeddings of 128).
+    passes : int, default 1
+        Epochs over the training rows per round (FedHSSL: per fine-tuning round).
     """
 
     embedding: PositiveInt = 32
+    layers: PositiveInt = 1
+    passes: PositiveInt = 1
 
 
 class PlugVFLParams(SplitVFLParams):
@@ -86,6 +107,20 @@ class PlugVFLParams(SplitVFLParams):
     dropout: float = Field(default=0.5, ge=0, lt=1)
 
 
+class LaserVFLParams(SplitVFLParams):
+    """LASER-VFL's parameters.
+
+    Parameters
+    ----------
+    masks : {"batch", "row"}, default "batch"
+        Draw the party subsets of a step with one random ranking of the
+        parties per batch (as the reference code: rows with the same present
+        parties share their subsets), or one per row.
+    """
+
+    masks: Literal["batch", "row"] = "batch"
+
+
 class FedHSSLParams(SplitVFLParams):
     """FedHSSL's parameters.
 
@@ -96,7 +131,7 @@ class FedHSSLParams(SplitVFLParams):
         SimSiam, then the average of the top layers); the federation's
         remaining rounds fine-tune the split network (Vanilla VFL); must be
         fewer than ``federation.rounds``.
-    finetune_passes : int, default 2
+    passes : int, default 2
         Epochs over the fully aligned labeled rows per fine-tuning round; 2
         gives 20 fine-tuning rounds the 40 epochs Vanilla VFL has in 40 rounds.
     noise_std : float, default 0.1
@@ -108,7 +143,7 @@ class FedHSSLParams(SplitVFLParams):
     """
 
     pretrain_rounds: PositiveInt = 20
-    finetune_passes: PositiveInt = 2
+    passes: PositiveInt = 2
     noise_std: float = Field(default=0.1, ge=0)
     mask_rate: float = Field(default=0.2, ge=0, lt=1)
     pull: float = Field(default=1.0, ge=0)

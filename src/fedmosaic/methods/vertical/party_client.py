@@ -3,7 +3,8 @@
 A passive party holds its column block of the train and test rows (NaN where
 it does not hold a row), a model and an Adam optimizer. Both live in the
 :class:`~fedmosaic.federation.ClientState` as named arrays (``model.*``,
-``opt.*``), so a party survives being rebuilt between messages. Rows travel as
+``opt.*``), so a party survives being rebuilt between messages; the model of
+the round selected on validation is kept beside it (``best.*``). Rows travel as
 int64 positions; features never leave the party.
 """
 
@@ -20,7 +21,7 @@ from fedmosaic.federation import ClientLogic, ClientState
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 
-MODEL, PENDING = "model.", "pending."
+MODEL, PENDING, BEST = "model.", "pending.", "best."
 
 
 class PartyClient(ClientLogic):
@@ -73,6 +74,20 @@ class PartyClient(ClientLogic):
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
         """The party's trained model, as kept in ``state`` (None before its first message)."""
         return {k[len(MODEL) :]: v for k, v in state.arrays.items() if k.startswith(MODEL)} or None
+
+    @staticmethod
+    def keep_best(state: ClientState) -> None:
+        """Keep the current model as the one selected on validation."""
+        state.arrays.update({BEST + k[len(MODEL) :]: v.copy() for k, v in state.arrays.items() if k.startswith(MODEL)})
+
+    def load_best(self, state: ClientState, seed: int) -> nn.Module:
+        """The model kept by :meth:`keep_best` (the current one if none was kept)."""
+        kept = {k[len(BEST) :]: v for k, v in state.arrays.items() if k.startswith(BEST)}
+        if not kept:
+            return self.load(state, seed)[0]
+        model = seeded(seed, self._build)
+        load_arrays(model, kept)
+        return model
 
     @staticmethod
     def save(state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:

@@ -50,6 +50,8 @@ class SimSiamParty(nn.Module):
         Hidden units of every MLP.
     embedding : int
         Width of the encoder's output, of the projection and of the prediction.
+    layers : int, default 1
+        Hidden layers of the encoder.
 
     Examples
     --------
@@ -58,9 +60,9 @@ class SimSiamParty(nn.Module):
     (torch.Size([2, 4]), torch.Size([2, 4]))
     """
 
-    def __init__(self, features: int, hidden: int, embedding: int) -> None:
+    def __init__(self, features: int, hidden: int, embedding: int, layers: int = 1) -> None:
         super().__init__()
-        self.encoder = mlp(features, hidden, embedding)
+        self.encoder = mlp(features, hidden, embedding, layers)
         self.projector = nn.Sequential(
             nn.Linear(embedding, hidden), batch_norm(hidden), nn.ReLU(), nn.Linear(hidden, embedding), batch_norm(embedding, affine=False)
         )

@@ -8,8 +8,11 @@ Actions (``message.config["action"]``):
     party holds, or, with ``zero_fill``, every row with zeros for the block
     of the rows it does not hold (Vanilla VFL at test time). With ``train``
     the rows are remembered for the coming gradient.
+    With ``best`` the model kept by ``keep`` embeds (the round selected on validation).
 ``update``
     Apply the previous step's gradient; reply with nothing.
+``keep``
+    Keep the current model as the one selected on validation; reply with nothing.
 """
 
 from __future__ import annotations
@@ -30,13 +33,16 @@ class SplitClient(PartyClient):
             x, present = self.features("train", self.pending(state, "rows"))
             gradient = torch.from_numpy(np.array(message.arrays["grad.embedding"]))
             self.step(state, model, optimizer, (model(x[present]) * gradient).sum())
-        if message.config["action"] == "update":
+        if message.config["action"] == "keep":
+            self.keep_best(state)
+        if message.config["action"] in ("update", "keep"):
             return Message(kind=message.kind)
         rows = message.arrays["rows"]
         x, present = self.features(str(message.config["split"]), rows)
         if message.config.get("train", False):
             self.remember(state, rows=rows)
         selected = x if message.config.get("zero_fill", False) else x[present]
+        embedder = self.load_best(state, context.seed) if message.config.get("best", False) else model
         with torch.no_grad():
-            embedding = model(selected)
+            embedding = embedder(selected)
         return Message(arrays={"embedding": embedding.numpy()}, kind=message.kind)

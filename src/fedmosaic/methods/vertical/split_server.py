@@ -4,8 +4,12 @@ Every party embeds its block with its own encoder; the active party combines
 the embeddings with a head that depends on the baseline
 (:mod:`fedmosaic.methods.vertical.baselines`). One exchange per mini-batch:
 rows down with the gradients of the previous batch's embeddings, embeddings
-up (one last ``update`` exchange ends the epoch). Evaluation rounds embed the
-test rows in one more exchange.
+up (one last ``update`` exchange ends the epoch). With a validation split,
+every round then embeds the validation rows (one exchange); when their
+accuracy is the best so far, every party keeps its model (one ``keep``
+exchange), and training stops after ``patience`` rounds without a better one.
+Evaluation rounds embed the test rows with the kept models (the round
+selected on validation; the current ones without a validation split).
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from fedmosaic.data.vertical_data import VerticalSplit
+from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import SplitVFLParams
+from fedmosaic.methods.vertical.selection import Selection
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, embedding_spec
 from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
@@ -39,8 +44,8 @@ class Baseline(Protocol):
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
         """Rows (labeled) the baseline trains on."""
 
-    def head(self, num_parties: int, embedding: int, hidden: int, num_classes: int) -> nn.Module:
-        """The active party's head over the embeddings."""
+    def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
+        """The active party's head over the embeddings (widths and depth from ``params``)."""
 
     def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
         """Training loss of a batch; ``embeddings`` ``(n, K, e)`` hold zeros for absent parties."""
@@ -60,24 +65,27 @@ class SplitServer(ServerLogic):
         Hyper-parameters.
     baseline : Baseline
         What differs between the baselines.
-    passes : int, default 1
-        Epochs over the training rows per round (each draws its batches from
-        the round's generator, so one pass is the plain epoch).
+
+    ``params.passes`` epochs run per round (each draws its batches from the
+    round's generator, so one pass is the plain epoch).
     """
 
-    def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline, passes: int = 1) -> None:
-        self._task, self._params, self._baseline, self._passes = task, params, baseline, passes
+    def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline) -> None:
+        self._task, self._params, self._baseline = task, params, baseline
         data = task.data
         self._build = lambda: nn.ModuleDict(
             {
-                "encoder": mlp(data.widths[0], params.hidden, params.embedding),
-                "head": baseline.head(data.num_parties, params.embedding, params.hidden, data.num_classes),
+                "encoder": mlp(data.widths[0], params.hidden, params.embedding, params.layers),
+                "head": baseline.head(data.num_parties, params, data.num_classes),
             }
         )
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
         self._seed = 0
         self._last_evaluation: dict[str, float] = {}
+        self._selection = Selection(params.patience)
+        self._best: dict[str, np.ndarray] = {}
+        self._steps = self._trained_round = 0
         labels = data.train.y[data.train.labeled]
         self._majority = int(np.bincount(labels, minlength=data.num_classes).argmax()) if len(labels) else 0
 
@@ -86,6 +94,9 @@ class SplitServer(ServerLogic):
         self._model = seeded(derive_seed(seed, "active-party"), self._build)
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         self._last_evaluation = {}
+        self._selection = Selection(self._params.patience)
+        self._best = {}
+        self._steps = self._trained_round = 0
 
     def load_encoder(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Start the active party's encoder from ``arrays`` (a pre-trained one); the optimizer starts afresh."""
@@ -95,17 +106,38 @@ class SplitServer(ServerLogic):
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "batches"))
         metrics: dict[str, float] = {}
-        for _ in range(self._passes):
-            metrics = self._train_epoch(ctx, generator)
+        validation = self._task.data.validation
+        if not self._selection.stopped:
+            for _ in range(self._params.passes):
+                metrics = self._train_epoch(ctx, generator)
+            self._trained_round = ctx.round
+            if validation is not None:
+                metrics["validation_accuracy"] = self._evaluate(ctx, VALIDATION, validation, best=False)
+                if self._selection.offer(ctx.round, metrics["validation_accuracy"]):
+                    self._keep(ctx)
         if self._task.evaluates(ctx.round):
-            self._last_evaluation = self._task.test_accuracies(lambda name, split: self._evaluate(ctx, name, split))
+            best = validation is not None
+            self._last_evaluation = self._task.test_accuracies(lambda name, split: self._evaluate(ctx, name, split, best=best))
         return metrics
 
     def evaluate(self, rnd: int) -> dict[str, float]:
         return dict(self._last_evaluation)
 
     def artifacts(self) -> dict[str, Any]:
-        return {"training_rows": int(len(self._baseline.train_rows(self._task.data.train)))}
+        validation = self._task.data.validation
+        return {
+            "training_rows": int(len(self._baseline.train_rows(self._task.data.train))),
+            **self._selection.record(0 if validation is None else len(validation), self._steps, self._trained_round),
+        }
+
+    def _keep(self, ctx: RoundContext) -> None:
+        """Every party keeps its current model as the one selected on validation."""
+        self._best = model_to_arrays(self._model)
+        if self._baseline.uses_passive_parties:
+            ctx.exchange(
+                {c: Message(config={"action": "keep"}, kind="evaluate") for c in ctx.clients},
+                expect=acknowledgement_spec("evaluate"),
+            )
 
     def _train_epoch(self, ctx: RoundContext, generator: torch.Generator) -> dict[str, float]:
         split = self._task.data.train
@@ -120,11 +152,12 @@ class SplitServer(ServerLogic):
             present = torch.from_numpy(split.present[batch])
             remote = {c: leaf(e) for c, e in self._embed(ctx, "train", batch, present, gradients, train=True).items()}
             present = heard(present, remote)
-            embeddings = self._embeddings(split, batch, present, remote)
+            embeddings = self._embeddings(self._model, split, batch, present, remote)
             loss = self._baseline.loss(self._model["head"], embeddings, present, torch.from_numpy(split.y[batch]), generator)
             self._optimizer.zero_grad()
             loss.backward()
             self._optimizer.step()
+            self._steps += 1
             gradients = {c: {"grad.embedding": gradient(value)} for c, value in remote.items()}
             losses.append(float(loss.detach()) * len(batch))
         if gradients:
@@ -134,15 +167,20 @@ class SplitServer(ServerLogic):
             )
         return {"train_loss": sum(losses) / len(rows)}
 
-    def _evaluate(self, ctx: RoundContext, name: str, split: VerticalSplit) -> float:
+    def _evaluate(self, ctx: RoundContext, name: str, split: VerticalSplit, *, best: bool) -> float:
+        """Accuracy on ``split``, of the kept models with ``best`` (each party's and the active party's)."""
         rows = np.arange(len(split))
         present = torch.from_numpy(split.present[rows])
+        model = self._model
+        if best and self._best:
+            model = self._build()
+            load_arrays(model, self._best)
         with torch.no_grad():
-            remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, present, {}, train=False).items()}
+            remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, present, {}, train=False, best=best).items()}
             filled = heard(torch.ones_like(present) if self._baseline.zero_fill_at_test else present, remote)
-            embeddings = self._embeddings(split, rows, filled, remote)
+            embeddings = self._embeddings(model, split, rows, filled, remote)
             return self._baseline.accuracy(
-                self._model["head"], embeddings, heard(present, remote), torch.from_numpy(split.y), self._majority
+                model["head"], embeddings, heard(present, remote), torch.from_numpy(split.y), self._majority
             )
 
     def _embed(
@@ -154,11 +192,13 @@ class SplitServer(ServerLogic):
         gradients: dict[int, dict[str, np.ndarray]],
         *,
         train: bool,
+        best: bool = False,
     ) -> dict[int, np.ndarray]:
-        """The valid embeddings of the passive parties; ``present`` ``(len(rows), K)`` sizes each reply."""
+        """The valid embeddings of the passive parties (of their kept models with ``best``); ``present`` ``(len(rows), K)`` sizes each reply."""
         if not self._baseline.uses_passive_parties:
             return {}
-        config = {"action": "embed", "split": name, "train": train, "zero_fill": self._baseline.zero_fill_at_test and not train}
+        zero_fill = self._baseline.zero_fill_at_test and not train
+        config = {"action": "embed", "split": name, "train": train, "zero_fill": zero_fill, "best": best}
         kind = "train" if train else "evaluate"
         sizes = {c: len(rows) if config["zero_fill"] else int(present[:, c + 1].sum()) for c in ctx.clients}
         replies = ctx.exchange(
@@ -167,10 +207,12 @@ class SplitServer(ServerLogic):
         )
         return {c: reply.arrays["embedding"] for c, reply in replies.items()}
 
-    def _embeddings(self, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]) -> Tensor:
+    def _embeddings(
+        self, model: nn.Module, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]
+    ) -> Tensor:
         """``(n, K, e)`` embeddings, zeros for parties absent from ``filled`` (or not taking part)."""
         x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
-        parts = [spread(self._model["encoder"](x[filled[:, 0]]), filled[:, 0])]
+        parts = [spread(model["encoder"](x[filled[:, 0]]), filled[:, 0])]
         for party in range(1, self._task.data.num_parties):
             if party - 1 in remote:
                 parts.append(spread(remote[party - 1], filled[:, party]))
@@ -180,12 +222,17 @@ class SplitServer(ServerLogic):
 
     def state_dict(self) -> ClientState:
         arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()} | optimizer_to_arrays(self._optimizer)
-        config: dict[str, Any] = {"seed": self._seed} | evaluation_config(self._last_evaluation)
+        arrays |= {f"best.{k}": v for k, v in self._best.items()}
+        config: dict[str, Any] = {"seed": self._seed, "steps": self._steps, "trained_round": self._trained_round}
+        config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
 
     def load_state_dict(self, state: ClientState) -> None:
         load_arrays(self._model, {k[6:]: v for k, v in state.arrays.items() if k.startswith("model.")})
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         load_optimizer_arrays(self._optimizer, state.arrays)
+        self._best = {k[5:]: np.array(v) for k, v in state.arrays.items() if k.startswith("best.")}
         self._seed = int(state.config["seed"])
+        self._steps, self._trained_round = int(state.config["steps"]), int(state.config["trained_round"])
         self._last_evaluation = evaluation_from_config(state.config)
+        self._selection.load(state.config)
