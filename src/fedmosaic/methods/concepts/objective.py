@@ -16,7 +16,9 @@ class Objective:
     """The loss a client minimises.
 
     ``gamma * sum of the cross-entropies of the concepts it labels
-    + (1 - gamma) * the task's cross-entropy`` (when it has task labels).
+    + (1 - gamma) * the task's cross-entropy`` (when it has task labels);
+    each cross-entropy is over the rows labeled for its node (a value of -1
+    is unlabeled).
     During training each labeled concept of each sample is intervened on
     (replaced by its true value downstream) with ``intervention_prob``.
 
@@ -47,8 +49,12 @@ class Objective:
         for node in self.labeled:
             column = self.graph.nodes.index(node)
             weight = (1.0 - self.gamma) if node == self.graph.task else self.gamma
-            if weight > 0:
-                total = total + weight * F.cross_entropy(logits[node], values[:, column])
+            node_logits, target = logits[node], values[:, column]
+            known = target >= 0
+            if not bool(known.all()):  # rows that do not label this node (-1) do not count
+                node_logits, target = node_logits[known], target[known]
+            if weight > 0 and len(target) > 0:
+                total = total + weight * F.cross_entropy(node_logits, target)
         return total
 
     def _interventions(self, values: Tensor, generator: torch.Generator) -> Tensor:
