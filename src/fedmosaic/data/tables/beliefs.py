@@ -48,7 +48,7 @@ def read_belief(path: str, names: tuple[str, ...], field: str) -> ConfidenceMatr
     table = read_table(path, field)
     table.require(BELIEF_COLUMNS)
     name = Path(path).name
-    confidences = table.numbers(["confidence"])[:, 0].astype(np.float64)
+    confidences = table.numbers(["confidence"], np.float64)[:, 0]
     position = {n: i for i, n in enumerate(names)}
     values = np.zeros((len(names), len(names)))
     seen: set[tuple[str, str]] = set()

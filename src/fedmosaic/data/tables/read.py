@@ -56,10 +56,10 @@ class Table:
         if missing:
             raise ConfigError(self.field, f"{Path(self.path).name} has no column {missing[0]!r} (columns: {', '.join(map(str, self.cells.columns))})")
 
-    def numbers(self, columns: list[str]) -> np.ndarray:
-        """The ``columns`` as float32 ``(n, len(columns))``; every cell must be a finite number."""
+    def numbers(self, columns: list[str], dtype: type = np.float32) -> np.ndarray:
+        """The ``columns`` as ``dtype`` (default float32) ``(n, len(columns))``; every cell must be a finite number."""
         self.require(columns)
-        out = np.empty((len(self), len(columns)), dtype=np.float32)
+        out = np.empty((len(self), len(columns)), dtype=dtype)
         for k, column in enumerate(columns):
             text = self.cells[column]
             values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
