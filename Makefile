@@ -12,6 +12,10 @@ JOBS ?= auto
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".[test]"
+	# openmined-psi (private row alignment of vertical tables) pins protobuf==6.30.2, which the
+	# gRPC health check Flower needs (>=6.33.5) rules out; it runs on 6.33 unchanged, so it is
+	# installed without its dependencies.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c requirements.lock openmined-psi
 	touch $(STAMP)
 
 demo: $(STAMP)

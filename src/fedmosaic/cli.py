@@ -163,6 +163,12 @@ def deploy(
     node_data_dir: Annotated[
         Optional[str], typer.Option(help="Each SuperNode's data folder; {node} stands for its index [default: --data-dir].")
     ] = None,
+    node_file: Annotated[
+        Optional[str], typer.Option(help="[tables] experiments: each SuperNode's own table, e.g. 'hospital-{node}.csv'.")
+    ] = None,
+    node_graph: Annotated[
+        Optional[str], typer.Option(help="[tables] experiments: the graph belief of each node whose site has one.")
+    ] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
 ) -> None:
@@ -173,7 +179,7 @@ def deploy(
     out_dir = out or Path("runs") / load_config(source).name
     results = deploy_experiment(
         source, out_dir, nodes=nodes, tls=tls, auth=auth, data_dir=data_dir, node_data_dir=node_data_dir,
-        resume=resume, overwrite=overwrite, write=lambda line: err_console.out(line, end="", highlight=False),
+        node_file=node_file, node_graph=node_graph, resume=resume, overwrite=overwrite, write=lambda line: err_console.out(line, end="", highlight=False),
     )
     _print_summary(results)
     out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}")
@@ -261,6 +267,17 @@ def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, o
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
     err_console.print(f"{len(table)} rows: {out}", highlight=False)
+
+
+@app.command()
+def examples(
+    dest: Annotated[Path, typer.Argument(help="Folder to copy the example tables into (created).")] = Path("."),
+) -> None:
+    """Copy the example tables (three hospitals on asia; a clinic and a lab) and their experiment files."""
+    from fedmosaic.examples import copy_examples
+
+    for folder in copy_examples(dest):
+        out_console.print(f"{folder}/", highlight=False)
 
 
 @app.command()

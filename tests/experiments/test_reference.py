@@ -48,12 +48,17 @@ def test_reference_covers_every_table() -> None:
         "[[federation.departures]]",
         "[[federation.failures]]",
         "[concepts]",
+        "[vertical]",
         "[model]",
         "[train]",
         "[[runs]]",
+        "[grid]",
         "[aggregation]",
         "[privacy]",
         "[attack]",
+        "[tables]",
+        "[[tables.sites]]",
+        "[[tables.parties]]",
     ]
 
 

@@ -10,8 +10,9 @@ from typing import Any, Callable
 from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.submit import submit
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.config import apply_overrides, load_config
+from fedmosaic.experiments.config import ExperimentConfig, apply_overrides, load_config
 from fedmosaic.experiments.outputs import prepare_out_dir
+from fedmosaic.experiments.table_workload import NODE_FILE, NODE_GRAPH
 from fedmosaic.experiments.workloads import prepare_workload
 
 
@@ -24,6 +25,8 @@ def deploy_experiment(
     auth: bool = False,
     data_dir: Path | None = None,
     node_data_dir: str | None = None,
+    node_file: str | None = None,
+    node_graph: str | None = None,
     resume: bool = False,
     overwrite: bool = False,
     write: Callable[[str], None] = lambda line: print(line, end="", flush=True),
@@ -47,6 +50,11 @@ def deploy_experiment(
     node_data_dir : str or None
         Each SuperNode's data folder; ``{node}`` stands for the node's index
         (e.g. ``sites/{node}``). Default: ``data_dir``.
+    node_file, node_graph : str or None
+        Experiments on sites' own tables: each SuperNode's own table and graph
+        belief (given to the nodes whose site declares one); ``{node}`` stands
+        for the node's index (e.g. ``hospital-{node}.csv``). Default: the
+        experiment's files of the node's site.
     resume, overwrite : bool
         As for ``fedmosaic run``.
     write : callable str -> None
@@ -69,11 +77,12 @@ def deploy_experiment(
     if nodes is not None and nodes != config.num_clients:
         raise ConfigError("--nodes", f"must equal the experiment's number of clients ({config.num_clients}), got {nodes}")
     prepare_workload(config, data_dir=data_dir)
+    files = node_files(config, node_file, node_graph)
     prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
 
     def node_config(index: int) -> dict[str, str]:
         folder = node_data_dir.replace("{node}", str(index)) if node_data_dir else data_dir
-        return {} if folder is None else {"data-dir": str(Path(folder).resolve())}
+        return {**({} if folder is None else {"data-dir": str(Path(folder).resolve())}), **files.get(index, {})}
 
     workdir = Path(tempfile.mkdtemp(prefix="fedmosaic-deploy-"))
     write(f"deployment files and logs: {workdir}\n")
@@ -87,3 +96,31 @@ def deploy_experiment(
         raise
     shutil.rmtree(workdir, ignore_errors=True)
     return results
+
+
+def node_files(config: ExperimentConfig, node_file: str | None, node_graph: str | None) -> dict[int, dict[str, str]]:
+    """Each node's own table (``data-file``) and graph belief (``graph-file``) node config.
+
+    Raises
+    ------
+    ConfigError
+        If the experiment has no site tables, or a node's file does not exist.
+    """
+    if node_file is None and node_graph is None:
+        return {}
+    tables = config.tables
+    if tables is None or tables.kind == "vertical":
+        raise ConfigError("--node-file", "gives each node its own table: needs a horizontal or concept [tables] experiment")
+    files: dict[int, dict[str, str]] = {}
+    for index, site in enumerate(tables.sites):
+        entry = {}
+        for option, key, pattern in (("--node-file", NODE_FILE, node_file), ("--node-graph", NODE_GRAPH, node_graph)):
+            if pattern is None or (key == NODE_GRAPH and site.graph is None):
+                continue
+            path = Path(pattern.replace("{node}", str(index))).resolve()
+            if not path.is_file():
+                raise ConfigError(option, f"node {index}: no such file: {path}")
+            entry[key] = str(path)
+        files[index] = entry
+    return files
+

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
 from fedmosaic.data.missingness import parse_missingness
+from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.validation import validate
 from fedmosaic.methods.models import ModelParams
@@ -509,6 +510,9 @@ class ExperimentConfig(Section):
         Client-level differential privacy (``[privacy]``).
     attack : table
         Simulated hostile clients (``[attack]``).
+    tables : table or None, default None
+        Sites' own tables and their shared schema (``[tables]``); replaces
+        ``[data]``, ``[partition]`` and ``[concepts]``.
     """
 
     name: str = Field(min_length=1)
@@ -526,11 +530,15 @@ class ExperimentConfig(Section):
     aggregation: AggregationSection = Field(default_factory=AggregationSection)
     privacy: PrivacySection = Field(default_factory=PrivacySection)
     attack: AttackSection = Field(default_factory=AttackSection)
+    tables: TablesSection | None = None
 
     @property
     def num_clients(self) -> int:
         """Number of clients: ``concepts.num_clients`` for concept data, passive parties
-        for vertical tasks, else ``partition.num_clients``."""
+        for vertical tasks, else ``partition.num_clients``; with ``[tables]``, its sites
+        or passive parties."""
+        if self.tables is not None:
+            return self.tables.num_clients
         if self.data.dataset == "bnlearn":
             return self.concepts.num_clients
         if self.vertical is not None:
@@ -539,7 +547,10 @@ class ExperimentConfig(Section):
 
     @property
     def task_kind(self) -> str:
-        """``"concepts"`` for concept data, ``"vertical"`` with a ``[vertical]`` section, ``"classification"`` otherwise."""
+        """``"concepts"`` for concept data, ``"vertical"`` with a ``[vertical]`` section, ``"classification"`` otherwise
+        (with ``[tables]``: its kind)."""
+        if self.tables is not None:
+            return self.tables.task_kind
         if self.data.dataset == "bnlearn":
             return "concepts"
         return "vertical" if self.vertical is not None else "classification"
@@ -557,6 +568,8 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
     assert isinstance(config, ExperimentConfig)
     if config.grid is not None:
         _check_grid(source, config.grid)
+    if config.tables is not None:
+        _check_tables(config)
     _check_federation(config)
     seen: set[str] = set()
     for index, run in enumerate(config.runs):
@@ -579,8 +592,10 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
             )
     if config.vertical is not None:
         _check_vertical(config)
+    if config.task_kind == "vertical":
+        _check_vertical_runs(config)
     concepts = config.concepts
-    if config.task_kind == "concepts" and concepts.initial_clients > concepts.num_clients:
+    if config.task_kind == "concepts" and config.tables is None and concepts.initial_clients > concepts.num_clients:
         raise ConfigError(
             "concepts.initial_clients",
             f"must be <= concepts.num_clients ({concepts.num_clients}), got {concepts.initial_clients}",
@@ -639,6 +654,7 @@ def method_params(config: ExperimentConfig, index: int) -> MethodParams:
 def _check_federation(config: ExperimentConfig) -> None:
     clients = config.num_clients
     source = "concepts.num_clients" if config.task_kind == "concepts" else "partition.num_clients"
+    source = "the sites of [tables]" if config.tables is not None else source
     federation = config.federation
     for key in ("arrivals", "departures", "failures"):
         for i, entry in enumerate(getattr(federation, key)):
@@ -677,6 +693,9 @@ def _check_vertical(config: ExperimentConfig) -> None:
     labels = [missingness.label for missingness in parsed[1:]]
     if not labels or len(set(labels)) < len(labels):
         raise ConfigError("vertical.test_missing", f"needs distinct settings, at least one (got {vertical.test_missing})")
+
+
+def _check_vertical_runs(config: ExperimentConfig) -> None:
     for index, run in enumerate(config.runs):
         if run.setting != "federated":
             raise ConfigError(f"runs.{index}.setting", f"vertical methods run 'federated' only, got '{run.setting}'")
@@ -686,6 +705,27 @@ def _check_vertical(config: ExperimentConfig) -> None:
                 raise ConfigError(
                     f"runs.{index}.params.{stage}",
                     f"must be < federation.rounds ({config.federation.rounds}) to leave rounds for the classifier, got {first}",
+                )
+
+
+# --- [tables]: sites' own tables ------------------------------------------------
+
+
+def _check_tables(config: ExperimentConfig) -> None:
+    """The ``[tables]`` schema's own rules, and what it rules out elsewhere."""
+    tables = config.tables
+    assert tables is not None
+    check_tables(tables)
+    if config.vertical is not None:
+        raise ConfigError("vertical", "a [tables] experiment declares its parties in [tables]; drop [vertical]")
+    if tables.kind == "vertical" and config.federation.engine != "inprocess":
+        raise ConfigError("federation.engine", "vertical tables run in process only (rows are aligned there)")
+    if config.federation.engine != "inprocess":
+        for index, run in enumerate(config.runs):
+            if run.setting != "federated":
+                raise ConfigError(
+                    f"runs.{index}.setting",
+                    f"on Flower each site's table stays on its node: only 'federated' runs, got '{run.setting}'",
                 )
 
 

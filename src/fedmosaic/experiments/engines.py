@@ -47,6 +47,9 @@ class JobSpec:
         Data folder the clients of a simulation read.
     reply_timeout_s : float, default 300.0
         Longest wait for the replies of one exchange (Flower engines).
+    extra : dict, default empty
+        Further header entries the clients need (e.g. the federated feature
+        scaling of sites' own tables).
     """
 
     document: dict[str, Any]
@@ -57,6 +60,7 @@ class JobSpec:
     client_factory: Callable[[int], ClientLogic]
     data_dir: str | None = None
     reply_timeout_s: float = 300.0
+    extra: dict[str, ConfigValue] = field(default_factory=dict)
 
     def header(self) -> dict[str, ConfigValue]:
         """What every Flower message of this job carries so a client can rebuild its logic.
@@ -74,6 +78,7 @@ class JobSpec:
         }
         if self.data_dir is not None:
             header["data-dir"] = self.data_dir
+        header.update(self.extra)
         return header
 
 

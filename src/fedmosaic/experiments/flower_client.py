@@ -4,7 +4,10 @@ A node rebuilds its client logic from the header of each message: the
 experiment's configuration, the run and the job. It prepares the
 experiment's data from its own data folder (the ``data-dir`` node config,
 else the folder the simulation was given, else ``FEDMOSAIC_DATA`` or the
-cache folder) and keeps only its own partition (its ``partition-id``).
+cache folder) and keeps only its own partition (its ``partition-id``). With
+sites' own tables (``[tables]``) it reads only its own site's table: the
+``data-file`` node config (and ``graph-file``, its graph belief), else, in a
+simulation, the experiment's file of its partition.
 Client state lives in Flower's ``context.state``; the only thing kept in the
 process is a cache of prepared data, which is deterministic and read-only.
 
@@ -21,11 +24,13 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
 from fedmosaic.experiments.config import ExperimentConfig, load_config, method_params
+from fedmosaic.experiments.table_workload import SCALING, TableWorkload, node_workload
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
 from fedmosaic.federation.flower.client import handle_flower_message
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.registry import get_method
+from fedmosaic.methods.tables.scaling import ScalingClient
 from fedmosaic.threads import torch_threads
 
 client_app = ClientApp()
@@ -63,11 +68,22 @@ def client_logic(header: dict[str, ConfigValue], partition: int, context: Contex
     """
     experiment = str(header["experiment"])
     config = load_config(json.loads(experiment))
+    run_index, label = int(header["run"]), str(header["label"])
+    if config.tables is not None:
+        tables = node_workload(config, partition, context.node_config, header)
+        if label == SCALING:
+            return ScalingClient(tables.features(partition))
+        return _method_client(config, run_index, label, tables, partition)
     node_dir = context.node_config.get("data-dir", header.get("data-dir"))
     data_dir = None if node_dir is None else str(node_dir)
-    run_index, label = int(header["run"]), str(header["label"])
+    return _method_client(config, run_index, label, _workload(experiment, data_dir), partition)
+
+
+def _method_client(
+    config: ExperimentConfig, run_index: int, label: str, workload: ClassificationWorkload | ConceptWorkload | TableWorkload, partition: int
+) -> ClientLogic:
     run = config.runs[run_index]
-    jobs = _workload(experiment, data_dir).jobs(run.setting, config)
+    jobs = workload.jobs(run.setting, config)
     job = next(j for j in jobs if j.label == label)
     _, factory = get_method(run.method).build(job.task, method_params(config, run_index))
     return _Threaded(factory(partition), config)

@@ -126,7 +126,10 @@ def _collect_tables(model: type[BaseModel], prefix: str, headers: dict[type[Base
 
 
 def _nested_model(annotation: Any) -> tuple[type[BaseModel], bool] | None:
-    """``(model, is_array)`` if ``annotation`` is a model or a list of models, else None."""
+    """``(model, is_array)`` if ``annotation`` is a model or a list of models (or either or None), else None."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        models = [a for a in get_args(annotation) if a is not type(None)]
+        return _nested_model(models[0]) if len(models) == 1 else None
     if get_origin(annotation) is list:
         (item,) = get_args(annotation)
         return (item, True) if _is_model(item) else None
@@ -219,6 +222,8 @@ def describe_type(annotation: Any, metadata: list[Any]) -> str:
     'float in (0, 1]'
     >>> describe_type(Literal["sgd", "adam"], [])
     'one of `"sgd"`, `"adam"`'
+    >>> describe_type(str | list[str], [])
+    'string or array of string'
     """
     origin = get_origin(annotation)
     if origin is Annotated:
@@ -226,9 +231,11 @@ def describe_type(annotation: Any, metadata: list[Any]) -> str:
         return describe_type(base, [*extra, *metadata])
     if origin in (Union, types.UnionType):
         options = [arg for arg in get_args(annotation) if arg is not type(None)]
-        if len(options) != 1:
-            raise TypeError(f"cannot describe the union {annotation!r}; only `X | None` is supported")
-        return describe_type(options[0], metadata)
+        if len(options) == 1:
+            return describe_type(options[0], metadata)
+        if any(_is_model(arg) for arg in options):
+            raise TypeError(f"cannot describe the union {annotation!r} of tables")
+        return " or ".join(describe_type(arg, []) for arg in options) + _constraints(metadata)
     if origin is Literal:
         text = "one of " + ", ".join(f"`{toml_value(value)}`" for value in get_args(annotation))
     elif origin is list:

@@ -19,6 +19,7 @@ from fedmosaic.experiments.model_cards import client_parts, model_path, write_jo
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
+from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
 from fedmosaic.errors import ConfigError
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
@@ -88,6 +89,7 @@ def run_experiment(
     engine = engine or configured_engine(config)
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.model_dump(mode="json", exclude_none=True)
+    workload = prepare_tables_run(workload, config, engine, document)
     finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
     if finished is not None:
         return finished
@@ -177,6 +179,7 @@ def _run(
                 client_factory=client_factory,
                 data_dir=None if data_dir is None else str(data_dir),
                 reply_timeout_s=config.federation.reply_timeout_s,
+                extra=job_header(workload),
             )
             federated_engine = engine if engine is not None and run.setting == "federated" else None
             histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))

@@ -161,6 +161,12 @@ class ConceptWorkload:
 
 def prepare_workload(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload | ConceptWorkload:
     """Load and lay out the experiment's data (before anything is written)."""
+    if config.tables is not None:
+        # imported here: the table workloads build on this module's Job
+        from fedmosaic.experiments.table_workload import prepare_tables
+        from fedmosaic.experiments.table_vertical import prepare_vertical_tables
+
+        return prepare_vertical_tables(config) if config.tables.kind == "vertical" else prepare_tables(config)  # type: ignore[return-value]
     if config.task_kind == "concepts":
         return prepare_concepts(config)
     if config.task_kind == "vertical":

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic.errors import ConfigError
+from fedmosaic.data.tables.schema import resolve_paths
 from fedmosaic.experiments.config import read_toml
 
 _PACKAGE = __name__
@@ -47,7 +48,7 @@ def resolve_experiment(spec: str) -> dict[str, Any]:
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
             raise ConfigError("experiment", f"no such file: {path}")
-        return read_toml(path)
+        return resolve_paths(read_toml(path), path.parent)
     close = difflib.get_close_matches(spec, preset_names(), n=1)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     raise ConfigError(

@@ -16,7 +16,9 @@ class Objective:
     """The loss a client minimises.
 
     ``gamma * sum of the cross-entropies of the concepts it labels
-    + (1 - gamma) * the task's cross-entropy`` (when it has task labels).
+    + (1 - gamma) * the task's cross-entropy`` (when it has task labels);
+    each cross-entropy is over the rows labeled for its node (a value of -1
+    is unlabeled).
     During training each labeled concept of each sample is intervened on
     (replaced by its true value downstream) with ``intervention_prob``.
 
@@ -55,9 +57,15 @@ class Objective:
 
     def _terms(self, logits: dict[str, Tensor], values: Tensor) -> dict[str, Tensor]:
         """Mean cross-entropy of each labeled node."""
-        return {
-            node: F.cross_entropy(logits[node], values[:, self.graph.nodes.index(node)]) for node in self.labeled
-        }
+        terms = {}
+        for node in self.labeled:
+            node_logits, target = logits[node], values[:, self.graph.nodes.index(node)]
+            known = target >= 0
+            if not bool(known.all()):  # rows that do not label this node (-1) do not count
+                node_logits, target = node_logits[known], target[known]
+            if len(target) > 0:
+                terms[node] = F.cross_entropy(node_logits, target)
+        return terms
 
     def _weighted(self, terms: dict[str, Tensor]) -> Tensor:
         total = next(iter(terms.values())).new_zeros(()) if terms else torch.zeros(())
@@ -72,5 +80,5 @@ class Objective:
         columns = [self.graph.nodes.index(n) for n in self.labeled if n != self.graph.task]
         if columns and self.intervention_prob > 0:
             draws = torch.rand((len(values), len(columns)), generator=generator)
-            mask[:, columns] = draws < self.intervention_prob
+            mask[:, columns] = (draws < self.intervention_prob) & (values[:, columns] >= 0)  # never intervene with an unknown value
         return mask

@@ -21,7 +21,8 @@ class LabeledConcepts:
     x : numpy.ndarray
         Inputs, float32 of shape (n, d).
     values : numpy.ndarray
-        Integer-coded values, int64 of shape (n, len(names)).
+        Integer-coded values, int64 of shape (n, len(names)); -1 where a row
+        is not labeled for that concept (sites' own tables).
     names : tuple of str
         The concepts (the task may be one) that ``values`` holds, by column.
     """

@@ -1,0 +1,91 @@
+"""Write the example tables (``python -m fedmosaic.examples.generate``); deterministic.
+
+asia: 4,000 patients sampled from the asia network (pgmpy), inputs the
+8-wide noisy autoencoder code of every concept but the task
+(:func:`fedmosaic.data.bayesnet.sample_concept_splits`). The 3,200 train and
+validation patients are split over three hospitals, each labelling
+different concepts: hospital 0 smoke, lung and bronc; hospital 1 asia, tub
+and either, with its own graph belief; hospital 2 smoke, bronc and either,
+the last for about 70% of its patients only. Every hospital labels dysp, the
+task. xray is left out: it is no ancestor of dysp. The 800 test patients
+form the coordinator's test table; 20 more rows, without labels, are the
+new patients.
+
+vertical: scikit-learn's breast cancer table (569 patients, 30 features);
+the clinic (active party) holds 450 patients with the first 15 features and
+the diagnosis, the lab (passive party) 420 patients with the other 15,
+300 of them the clinic's too. IDs are random six-digit numbers, rows in a
+different order at each party.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedmosaic.data.bayesnet import sample_concept_splits
+
+HOSPITAL_CONCEPTS = (("smoke", "lung", "bronc", "dysp"), ("asia", "tub", "either", "dysp"), ("smoke", "bronc", "either", "dysp"))
+"""The concepts each hospital labels."""
+SCHEMA_CONCEPTS = ("asia", "tub", "smoke", "lung", "bronc", "either", "dysp")
+"""Every concept of the example's schema (xray is no ancestor of dysp)."""
+HOSPITAL_1_BELIEF = (("asia", "tub", 0.9), ("tub", "either", 0.95), ("either", "dysp", 0.8))
+"""Hospital 1's graph belief: ``(parent, child, confidence)``."""
+LATENT = 8
+SEED = 7
+
+
+def write_asia(folder: Path) -> None:
+    """The three hospitals' tables, hospital 1's belief, the test table and new patients."""
+    folder.mkdir(parents=True, exist_ok=True)
+    splits = sample_concept_splits("asia", seed=SEED, n_samples=4000, latent_dim=LATENT)
+    features = [f"f{k}" for k in range(LATENT)]
+
+    def frame(data: object, concepts: tuple[str, ...]) -> pd.DataFrame:
+        table = pd.DataFrame(np.round(data.x, 4), columns=features)  # type: ignore[attr-defined]
+        for name in concepts:
+            codes = data.columns([name])[:, 0]  # type: ignore[attr-defined]
+            table[name] = [data.states[name][c] for c in codes]  # type: ignore[attr-defined]
+        return table
+
+    pooled = pd.concat([frame(splits.train, SCHEMA_CONCEPTS), frame(splits.val, SCHEMA_CONCEPTS)], ignore_index=True)
+    rng = np.random.default_rng(SEED)
+    for hospital, rows in enumerate(np.array_split(rng.permutation(len(pooled)), len(HOSPITAL_CONCEPTS))):
+        table = pooled.iloc[np.sort(rows)][features + list(HOSPITAL_CONCEPTS[hospital])].reset_index(drop=True)
+        if hospital == 2:
+            table.loc[rng.random(len(table)) < 0.3, "either"] = ""
+        table.to_csv(folder / f"hospital-{hospital}.csv", index=False)
+    pd.DataFrame(HOSPITAL_1_BELIEF, columns=["parent", "child", "confidence"]).to_csv(folder / "hospital-1-graph.csv", index=False)
+    test = frame(splits.test, SCHEMA_CONCEPTS)
+    test.iloc[20:].to_csv(folder / "test.csv", index=False)
+    test.iloc[:20][features].to_csv(folder / "new-patients.csv", index=False)
+
+
+def write_vertical(folder: Path) -> None:
+    """The clinic's and the lab's tables."""
+    from sklearn.datasets import load_breast_cancer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    data = load_breast_cancer()
+    rng = np.random.default_rng(SEED)
+    ids = np.array([f"{v:06d}" for v in rng.choice(10**6, size=len(data.target), replace=False)])
+    columns = [name.replace(" ", "_") for name in data.feature_names]
+    order = rng.permutation(len(ids))
+    clinic_rows, lab_only = order[:450], order[450:]
+    lab_rows = np.concatenate([rng.choice(clinic_rows, size=300, replace=False), lab_only[:120]])
+    clinic = pd.DataFrame(np.round(data.data[clinic_rows, :15], 5), columns=columns[:15])
+    clinic.insert(0, "patient_id", ids[clinic_rows])
+    clinic["diagnosis"] = np.array(["malignant", "benign"])[data.target[clinic_rows]]
+    clinic.to_csv(folder / "clinic.csv", index=False)
+    lab_rows = rng.permutation(lab_rows)
+    lab = pd.DataFrame(np.round(data.data[lab_rows, 15:], 5), columns=columns[15:])
+    lab.insert(0, "patient_id", ids[lab_rows])
+    lab.to_csv(folder / "lab.csv", index=False)
+
+
+if __name__ == "__main__":
+    root = Path(__file__).parent
+    write_asia(root / "asia")
+    write_vertical(root / "vertical")

@@ -1,0 +1,256 @@
+"""Workloads from sites' own tables (``[tables]``): horizontal and concept tasks.
+
+In process, the coordinator reads every site's table up front, so that a bad
+table is reported before anything is written. With a Flower engine it reads
+only its test table: each node reads its own site's table (its ``data-file``
+node config, else the experiment's file of its partition in a simulation)
+and its graph belief (``graph-file``).
+
+Features are scaled by federated statistics: before the runs, one exchange
+collects every site's row count, sums and sums of squares
+(:mod:`fedmosaic.methods.tables.scaling`); the server combines them, and the
+clients receive the mean and standard deviation with every message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any, Mapping
+
+import numpy as np
+
+from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.data.concept_clients import learned_confidence
+from fedmosaic.data.tables.schema import TablesSection
+from fedmosaic.data.tables.sites import ConceptSite, Sites, read_concept_site, read_concept_test, read_labeled
+from fedmosaic.errors import ConfigError, FedmosaicError
+from fedmosaic.experiments.config import ExperimentConfig, FederationSection
+from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec
+from fedmosaic.experiments.workloads import ClassificationWorkload, Job, federated_schedule
+from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive_rng
+from fedmosaic.federation.message import ConfigValue
+from fedmosaic.methods.concepts.graph import ConfidenceMatrix
+from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
+from fedmosaic.methods.tables.scaling import Scaling, ScalingClient, ScalingServer
+
+SCALING = "scaling"
+"""Label of the job that collects the sites' feature statistics."""
+NODE_FILE = "data-file"
+"""Node config key: the node's own table."""
+NODE_GRAPH = "graph-file"
+"""Node config key: the node's own graph belief."""
+
+
+@dataclass(frozen=True)
+class TableWorkload:
+    """Sites' own tables of a horizontal or concept task.
+
+    Parameters
+    ----------
+    tables : TablesSection
+        The shared schema.
+    sites : Sites
+        Each site's raw data (:class:`ConceptSite` or :class:`ArrayDataset`), read on demand.
+    test : ConceptSite or ArrayDataset or None
+        The coordinator's raw test table; None on a node.
+    scaling : Scaling or None, default None
+        The federated feature scaling, once fitted.
+    """
+
+    tables: TablesSection
+    sites: Sites[Any]
+    test: ConceptSite | ArrayDataset | None
+    scaling: Scaling | None = None
+    figures: tuple[tuple[str, str, bytes], ...] = ()
+
+    def features(self, site: int) -> np.ndarray:
+        """Site ``site``'s raw features (what its scaling client summarises)."""
+        return self.sites[site].x
+
+    def header(self) -> dict[str, ConfigValue]:
+        """What every message of a job carries for the clients: the fitted scaling."""
+        return {} if self.scaling is None else dict(self.scaling.to_config())
+
+    def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
+        """The federations of a run in ``setting`` (features scaled)."""
+        if self.scaling is None:
+            raise FedmosaicError("the sites' features are not scaled yet (fit_scaling first)")
+        if self.tables.kind == "horizontal":
+            return self._horizontal(config).jobs(setting, config)
+        clients = self.sites.map(lambda k, site: _concept_client(site, self.scaling, config, k))  # type: ignore[arg-type]
+        if setting == "federated":
+            schedule = federated_schedule(config.federation, len(clients))
+            return [Job("federated", self._concept_task(clients, config), schedule)]  # type: ignore[arg-type]
+        if setting == "centralized":
+            pooled = _pooled(list(clients), self.tables)  # type: ignore[arg-type]
+            size = int(pooled.train.x.nbytes + pooled.train.values.nbytes)
+            return [Job("centralized", self._concept_task([pooled], config), Schedule(num_clients=1), size)]
+        return [
+            Job(f"client-{k}", self._concept_task([client], config), Schedule(num_clients=1))  # type: ignore[list-item]
+            for k, client in enumerate(clients)
+        ]
+
+    def _horizontal(self, config: ExperimentConfig) -> ClassificationWorkload:
+        scaling = self.scaling
+        assert scaling is not None
+        classes = len(self.tables.classes)
+        clients = self.sites.map(lambda k, site: ArrayDataset(scaling.apply(site.x), site.y, classes))
+        test = self.test
+        if test is None:
+            scaled = ArrayDataset(np.zeros((0, len(self.tables.features)), np.float32), np.zeros(0, np.int64), classes)
+        else:
+            scaled = ArrayDataset(scaling.apply(test.x), test.y, classes)  # type: ignore[union-attr]
+        return ClassificationWorkload(clients=clients, test=scaled)  # type: ignore[arg-type]
+
+    def _concept_task(self, clients: Any, config: ExperimentConfig) -> ConceptTask:
+        tables, scaling = self.tables, self.scaling
+        assert scaling is not None and tables.task is not None
+        names = tuple(tables.concepts)
+        if self.test is None:
+            test = LabeledConcepts(np.zeros((0, len(tables.features)), np.float32), np.zeros((0, len(names)), np.int64), names)
+        else:
+            assert isinstance(self.test, ConceptSite)
+            test = LabeledConcepts(scaling.apply(self.test.x), self.test.values, self.test.names)
+        return ConceptTask(
+            clients=clients,
+            test=test,
+            task=tables.task,
+            cardinalities={name: len(categories) for name, categories in tables.concepts.items()},
+            true_ancestors=frozenset(names) - {tables.task},
+            train=config.train,
+            last_arrival=1,
+            rounds=config.federation.rounds,
+        )
+
+
+def _concept_client(site: ConceptSite, scaling: Scaling, config: ExperimentConfig, index: int) -> ConceptClientData:
+    """A site's scaled training and validation rows (a seeded share held out) and its belief."""
+    tables = config.tables
+    assert tables is not None
+    order = derive_rng(config.seed, "tables-validation", index).permutation(len(site.x))
+    cut = int(round(tables.val_fraction * len(order)))
+    val, train = np.sort(order[:cut]), np.sort(order[cut:])
+    x = scaling.apply(site.x)
+    belief = site.belief
+    if belief is None:
+        complete = train[(site.values[train] >= 0).all(axis=1)]
+        if len(complete) < 2:
+            raise ConfigError(
+                f"tables.sites.{index}.graph",
+                "the site labels no two training rows for all its concepts: give it a graph belief file",
+            )
+        names, values = learned_confidence(site.values[complete], site.names, derive_rng(config.seed, "confidence", index))
+        belief = ConfidenceMatrix(tuple(names), values)
+    return ConceptClientData(
+        train=LabeledConcepts(x[train], site.values[train], site.names),
+        val=LabeledConcepts(x[val], site.values[val], site.names),
+        confidence=belief,
+    )
+
+
+def _pooled(clients: list[ConceptClientData], tables: TablesSection) -> ConceptClientData:
+    """All sites' rows at one site, each concept unlabeled (-1) where its site does not label it.
+
+    Its graph belief is the sites' beliefs averaged pair by pair, weighted by
+    their training rows, over the sites that label both concepts (the vote
+    the server's fusion takes).
+    """
+    names = tuple(n for n in tables.concepts if any(n in c.train.names for c in clients))
+    position = {n: i for i, n in enumerate(names)}
+    total, weight = np.zeros((len(names), len(names))), np.zeros((len(names), len(names)))
+    for client in clients:
+        idx = [position[n] for n in client.confidence.names]
+        total[np.ix_(idx, idx)] += len(client.train) * client.confidence.values
+        weight[np.ix_(idx, idx)] += len(client.train)
+
+    def stacked(part: str) -> LabeledConcepts:
+        sets = [getattr(c, part) for c in clients]
+        return LabeledConcepts(
+            np.concatenate([s.x for s in sets]), np.concatenate([s.aligned(names) for s in sets]), names
+        )
+
+    belief = np.divide(total, weight, out=np.zeros_like(total), where=weight > 0)
+    return ConceptClientData(train=stacked("train"), val=stacked("val"), confidence=ConfidenceMatrix(names, belief))
+
+
+def prepare_tables(config: ExperimentConfig) -> TableWorkload:
+    """The coordinator's workload: the test table, and in process every site's table (checked now)."""
+    tables = config.tables
+    assert tables is not None and tables.test is not None
+    test: ConceptSite | ArrayDataset
+    if tables.kind == "concepts":
+        x, values, names = read_concept_test(tables)
+        test = ConceptSite(x, values, names, None)
+    else:
+        test = read_labeled(tables, tables.test, "tables.test", complete=True)
+    in_process = config.federation.engine == "inprocess"
+    sites = _sites(tables, None if in_process else frozenset(), {})
+    if in_process:
+        list(sites)
+    return TableWorkload(tables, sites, test)
+
+
+def node_workload(config: ExperimentConfig, site: int, node_config: Mapping[str, Any], header: Mapping[str, Any]) -> TableWorkload:
+    """A node's workload: only its own site's table (its node config's files), and the scaling it was sent."""
+    files = {key: str(node_config[key]) for key in (NODE_FILE, NODE_GRAPH) if node_config.get(key)}
+    scaling = Scaling.from_config(dict(header))
+    workload = _node_workload(config.model_dump_json(), site, tuple(sorted(files.items())))
+    return replace(workload, scaling=scaling)
+
+
+@lru_cache(maxsize=4)
+def _node_workload(document: str, site: int, files: tuple[tuple[str, str], ...]) -> TableWorkload:
+    config = ExperimentConfig.model_validate_json(document)
+    assert config.tables is not None
+    return TableWorkload(config.tables, _sites(config.tables, frozenset({site}), dict(files)), None)
+
+
+def _sites(tables: TablesSection, available: frozenset[int] | None, files: dict[str, str]) -> Sites[Any]:
+    if tables.kind == "concepts":
+        read = lambda k: read_concept_site(tables, k, files.get(NODE_FILE), files.get(NODE_GRAPH))
+    else:
+        read = lambda k: read_labeled(tables, files.get(NODE_FILE) or tables.sites[k].file, f"tables.sites.{k}.file")
+    return Sites(len(tables.sites), read, available)
+
+
+def fit_scaling(workload: TableWorkload, config: ExperimentConfig, engine: Engine | None, document: dict[str, Any]) -> TableWorkload:
+    """Run the scaling exchange over the experiment's engine and return the workload with its scaling.
+
+    Raises
+    ------
+    FedmosaicError
+        If not every site replied.
+    """
+    sites = len(workload.sites)
+    server = ScalingServer(len(workload.tables.features))
+    schedule = Schedule(num_clients=sites, min_replies=sites)
+
+    def federate(grid: Grid) -> list[RoundRecord]:
+        return Federation(server, grid, schedule, seed=config.seed, rounds=1).run()
+
+    spec = JobSpec(
+        document=document,
+        run=0,
+        label=SCALING,
+        schedule=schedule,
+        seed=config.seed,
+        client_factory=lambda k: ScalingClient(workload.features(k)),
+        reply_timeout_s=config.federation.reply_timeout_s,
+    )
+    (engine or InProcessEngine(FederationSection(workers=1))).run_job(spec, federate)
+    if server.scaling is None:
+        raise FedmosaicError("feature scaling needs the statistics of every site; some did not reply")
+    return replace(workload, scaling=server.scaling)
+
+
+def prepare_tables_run(workload: Any, config: ExperimentConfig, engine: Engine | None, document: dict[str, Any]) -> Any:
+    """Before the runs: the federated scaling of horizontal and concept tables (other workloads unchanged)."""
+    if isinstance(workload, TableWorkload) and workload.scaling is None:
+        return fit_scaling(workload, config, engine, document)
+    return workload
+
+
+def job_header(workload: Any) -> dict[str, ConfigValue]:
+    """Header entries the clients of ``workload``'s jobs need (the scaling of table workloads)."""
+    return workload.header() if isinstance(workload, TableWorkload) else {}

@@ -1,0 +1,1 @@
+"""Protocols that prepare sites' own tables before training: federated scaling, private row alignment."""

@@ -1,0 +1,133 @@
+"""Federated feature scaling: each site sends its row count, sums and sums of squares once.
+
+The server adds them up and derives every feature's mean and standard
+deviation, exactly those of the pooled rows, without any row leaving a site.
+Sites then standardise their own features (and the server its test table)
+with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, RoundContext, ServerLogic
+from fedmosaic.federation.validation import ArraySpec, ReplySpec
+
+MOMENTS = "moments"
+"""Message kind of the exchange."""
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Per-feature mean and standard deviation.
+
+    Parameters
+    ----------
+    mean, std : numpy.ndarray
+        float64 ``(d,)``; a constant feature has std 1.
+
+    Examples
+    --------
+    >>> s = Scaling(np.array([1.0]), np.array([2.0]))
+    >>> s.apply(np.array([[5.0]], np.float32)).tolist()
+    [[2.0]]
+    """
+
+    mean: np.ndarray
+    std: np.ndarray
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """``(x - mean) / std`` as float32."""
+        return ((x.astype(np.float64) - self.mean) / self.std).astype(np.float32)
+
+    def to_config(self) -> dict[str, list[float]]:
+        """The scaling as message/header config."""
+        return {"scaling-mean": [float(v) for v in self.mean], "scaling-std": [float(v) for v in self.std]}
+
+    @classmethod
+    def from_config(cls, config: dict[str, object]) -> Scaling | None:
+        """The scaling :meth:`to_config` wrote, None when absent."""
+        if "scaling-mean" not in config:
+            return None
+        return cls(np.asarray(config["scaling-mean"], dtype=np.float64), np.asarray(config["scaling-std"], dtype=np.float64))
+
+
+def moments(x: np.ndarray) -> dict[str, np.ndarray]:
+    """What a site sends: its row count, and per feature the sum and sum of squares (float64)."""
+    wide = x.astype(np.float64)
+    return {"count": np.array([len(x)], dtype=np.float64), "sum": wide.sum(axis=0), "sum_sq": (wide**2).sum(axis=0)}
+
+
+def combine(replies: list[dict[str, np.ndarray]]) -> Scaling:
+    """The pooled mean and standard deviation from the sites' moments.
+
+    Examples
+    --------
+    >>> a, b = np.array([[0.0], [2.0]]), np.array([[4.0]])
+    >>> s = combine([moments(a), moments(b)])
+    >>> s.mean.tolist(), bool(np.isclose(s.std[0], np.concatenate([a, b]).std()))
+    ([2.0], True)
+    """
+    count = sum(float(r["count"][0]) for r in replies)
+    total = np.sum([r["sum"] for r in replies], axis=0)
+    squares = np.sum([r["sum_sq"] for r in replies], axis=0)
+    mean = total / count
+    std = np.sqrt(np.maximum(squares / count - mean**2, 0.0))
+    std[std < 1e-12] = 1.0
+    return Scaling(mean, std)
+
+
+class ScalingClient(ClientLogic):
+    """A site: replies with the moments of its own features.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The site's raw features ``(n, d)``.
+    """
+
+    def __init__(self, x: np.ndarray) -> None:
+        self._x = x
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        return Message(arrays=moments(self._x), metrics={"num_examples": float(len(self._x))}, kind=message.kind)
+
+
+class ScalingServer(ServerLogic):
+    """Asks every site for its moments once (one round) and combines them.
+
+    Parameters
+    ----------
+    width : int
+        Number of features.
+    """
+
+    def __init__(self, width: int) -> None:
+        self._width = width
+        self.scaling: Scaling | None = None
+
+    def initialize(self, seed: int) -> None:
+        self.scaling = None
+
+    def run_round(self, ctx: RoundContext) -> dict[str, float]:
+        vector = ArraySpec((self._width,), "float64")
+        expect = ReplySpec(
+            arrays={"count": ArraySpec((1,), "float64"), "sum": vector, "sum_sq": vector},
+            metrics=frozenset({"num_examples"}),
+        )
+        replies = ctx.exchange({c: Message(kind=f"query.{MOMENTS}") for c in ctx.clients}, expect=expect)
+        self.scaling = combine([dict(replies[c].arrays) for c in sorted(replies)])
+        return {"rows": float(sum(replies[c].metrics["num_examples"] for c in replies))}
+
+    def evaluate(self, rnd: int) -> dict[str, float]:
+        return {}
+
+    def state_dict(self) -> ClientState:
+        if self.scaling is None:
+            return ClientState()
+        return ClientState(arrays={"mean": self.scaling.mean, "std": self.scaling.std})
+
+    def load_state_dict(self, state: ClientState) -> None:
+        self.scaling = Scaling(state.arrays["mean"], state.arrays["std"]) if state.arrays else None
