@@ -8,9 +8,64 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.report.headline import is_percent, label
 from fedmosaic.report.plots import FIGSIZE, render
 
 METRIC_AXIS = "metric"
+
+
+def grid_means(results: Mapping[str, Any]) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
+    """Mean and std over the other axes (seeds) of the grid's metric: by row value, column value, then run.
+
+    Values are in percent when the metric is an accuracy, as in the grid's table.
+    """
+    grid = results["grid"]
+    scale = 100.0 if is_percent(grid["metric"]) else 1.0
+    found: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for entry in results["points"]:
+        row = str(entry["values"].get(grid["rows"], "")) if grid.get("rows") else ""
+        column = str(entry["values"].get(grid["columns"], "")) if grid.get("columns") else ""
+        for run in entry["runs"]:
+            if grid["metric"] in run:
+                found.setdefault(row, {}).setdefault(column, {}).setdefault(run["name"], []).append(
+                    scale * float(run[grid["metric"]])
+                )
+    return {
+        row: {c: {n: (float(np.mean(v)), float(np.std(v))) for n, v in runs.items()} for c, runs in columns.items()}
+        for row, columns in found.items()
+    }
+
+
+def grid_bars(results: Mapping[str, Any]) -> bytes:
+    """Draw the grid's metric as grouped bars: a panel per row value, a group per column value, a bar per run.
+
+    Raises
+    ------
+    FedmosaicError
+        If no point reports the grid's metric.
+    """
+    means = grid_means(results)
+    if not means:
+        raise FedmosaicError(f"no point of the grid reports {results['grid']['metric']!r}")
+    runs = list(dict.fromkeys(n for columns in means.values() for c in columns.values() for n in c))
+    size = (FIGSIZE[0], min(9.0, 2.3 * len(means) + 0.8))
+    return render(partial(_draw_bars, means=means, runs=runs, metric=label(results["grid"]["metric"])), size)
+
+
+def _draw_bars(figure: Figure, means: dict[str, dict[str, dict[str, tuple[float, float]]]], runs: list[str],
+               metric: str) -> None:
+    panels = np.atleast_1d(figure.subplots(len(means), 1, squeeze=False, sharey=True)).ravel()
+    width = 0.8 / len(runs)
+    for axes, (row, columns) in zip(panels, means.items(), strict=True):
+        for index, run in enumerate(runs):
+            found = [columns[c].get(run, (np.nan, np.nan)) for c in columns]
+            axes.bar(np.arange(len(columns)) + (index - (len(runs) - 1) / 2) * width, [m for m, _ in found],
+                     width, yerr=[s for _, s in found], color=f"C{index % 10}", label=run, capsize=2)
+        axes.set_xticks(range(len(columns)), list(columns))
+        axes.set_title(row, fontsize="medium")
+        axes.set_ylabel(metric, fontsize="small")
+        axes.grid(axis="x", visible=False)
+    figure.legend(*panels[0].get_legend_handles_labels(), loc="outside lower center", ncols=min(len(runs), 6))
 
 
 def margin_axes(comparison: Mapping[str, Any], rows: str) -> tuple[str, str, list[str]]:
