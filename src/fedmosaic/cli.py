@@ -27,6 +27,8 @@ from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import RoundRecord
 from fedmosaic.methods.registry import METHODS
 from fedmosaic.report import load_results, write_report
+from fedmosaic.report.content import headline_table
+from fedmosaic.report.headline import headline_metrics, task_kind
 
 DEMO_PRESET = "fcm-asia"
 
@@ -230,43 +232,35 @@ def report(
     out_console.print(f"report: {markdown}\nreport: {html}")
 
 
-SUMMARY_METRICS = ("accuracy", "concept_accuracy", "coverage", "loss")
-"""Final metrics shown in the terminal summary when present (all are in the report)."""
+SUMMARY_WIDTH = 100
+"""Columns the end-of-run table may use when the output is not a terminal (a terminal's own width otherwise)."""
 
 
 def _print_summary(results: dict[str, Any]) -> None:
+    """Print the report's headline table: the metrics of the task's kind with human headers, in their units."""
     if "grid" in results:
         _print_grid(results)
         return
-    present = {k for run in results["runs"] for k in run["final"]}
-    metrics = [m for m in SUMMARY_METRICS if m in present]
-    table = Table(title=results["experiment"])
-    table.add_column("run", no_wrap=True)
-    for header in (*metrics, "MB up", "MB down", "seconds"):
-        table.add_column(header)
-    for run_ in results["runs"]:
-        final = run_["final"]
-        cells = [
-            f"{final[m]:.4f}" + (f" ± {final[m + '_std']:.4f}" if f"{m}_std" in final else "")
-            if m in final
-            else "-"
-            for m in metrics
-        ]
-        table.add_row(
-            run_["name"],
-            *cells,
-            f"{run_['bytes_up_total'] / 1e6:.2f}",
-            f"{run_['bytes_down_total'] / 1e6:.2f}",
-            f"{run_['wall_time_s']:.1f}",
-        )
-    out_console.print(table)
+    headline = headline_table(results["runs"], headline_metrics(results, task_kind(results)))
+    table = Table(title=results["experiment"], caption="± one standard deviation over clients, where reported")
+    table.add_column(headline.header[0], no_wrap=True)
+    for header in headline.header[1:]:
+        table.add_column(header, justify="right")
+    for row in headline.rows:
+        table.add_row(*row)
+    _wide_console().print(table)
+
+
+def _wide_console() -> Console:
+    """The output console, :data:`SUMMARY_WIDTH` columns wide when it is not a terminal."""
+    return out_console if out_console.is_terminal else Console(width=SUMMARY_WIDTH)
 
 
 def _print_grid(results: dict[str, Any]) -> None:
     table = Table(*results["table"]["header"], title=f"{results['experiment']}: {results['table']['metric']} (%)")
     for row in results["table"]["rows"]:
         table.add_row(*row)
-    out_console.print(table)
+    _wide_console().print(table)
 
 
 def main() -> None:
