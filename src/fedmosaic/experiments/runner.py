@@ -15,6 +15,7 @@ from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_p
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
+from fedmosaic.experiments.model_cards import client_parts, model_path, write_job_model
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
@@ -22,6 +23,7 @@ from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkl
 from fedmosaic.errors import ConfigError
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
+from fedmosaic.models.export import ModelExport
 from fedmosaic.methods.registry import get_method
 from fedmosaic.threads import torch_threads
 
@@ -43,8 +45,9 @@ def run_experiment(
 ) -> dict[str, Any]:
     """Run every run of ``config`` on identical partitions and write the results.
 
-    Writes ``config.toml`` at the start, a checkpoint after every round, and
-    at the end ``results.json``, ``summary.json``, ``report.md`` and
+    Writes ``config.toml`` at the start, a checkpoint after every round, the
+    tested model of each run in ``model/`` (:mod:`fedmosaic.experiments.model_cards`),
+    and at the end ``results.json``, ``summary.json``, ``report.md`` and
     ``report.html``. Nothing is written before the configuration and the
     data have been checked.
 
@@ -135,10 +138,13 @@ def _run(
         rounds = config.federation.rounds
         progress.start_run(run.name, rounds * len(jobs))
         histories, artifacts = [], []
+        run_info = {"name": run.name, "method": run.method, "setting": run.setting, "params": params.model_dump(mode="json")}
         for job in jobs:
             server, client_factory = method.build(job.task, params)
             aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
             log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
+
+            exported: list[tuple[ModelExport, dict]] = []
 
             def federate(grid: Grid) -> list[RoundRecord]:
                 federation = Federation(
@@ -156,7 +162,11 @@ def _run(
                     privacy=privacy,
                     observer=MessageLog(log) if config.federation.audit else None,
                 )
-                return federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
+                history = federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
+                export = server.exported_model()
+                if export is not None:
+                    exported.append((export, client_parts(export, grid, client_factory)))
+                return history
 
             spec = JobSpec(
                 document=document,
@@ -171,13 +181,14 @@ def _run(
             federated_engine = engine if engine is not None and run.setting == "federated" else None
             histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))
             artifacts.append(server.artifacts())
+            for export, parts in exported:
+                folder = model_path(out_dir, index, _slug(run.name), job.label if len(jobs) > 1 else None)
+                metrics = _final_metrics([record.to_dict() for record in histories[-1]])
+                write_job_model(folder, export, parts, config=config, workload=workload, run=run_info, metrics=metrics)
         progress.finish_run(run.name)
         history = combine(run.setting, histories, jobs[0].pooled_bytes)
         return {
-            "name": run.name,
-            "method": run.method,
-            "setting": run.setting,
-            "params": params.model_dump(mode="json"),
+            **run_info,
             "history": history,
             "final": _final_metrics(history),
             "bytes_up_total": sum(row["bytes_up"] for row in history),

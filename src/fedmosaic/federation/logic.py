@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.round import RoundContext
 from fedmosaic.federation.state import ClientState
+
+if TYPE_CHECKING:  # a plain dataclass; the federation does not depend on model files
+    from fedmosaic.models.export import ModelExport
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,13 @@ class ClientLogic(ABC):
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         """Handle one message, updating ``state`` in place, and return the reply."""
 
+    def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
+        """The part of the model this client keeps in ``state`` (named arrays), read after the run.
+
+        None (the default) for clients whose model the server holds.
+        """
+        return None
+
 
 class ServerLogic(ABC):
     """The server's side of a method.
@@ -73,6 +85,14 @@ class ServerLogic(ABC):
     def artifacts(self) -> dict[str, Any]:
         """JSON-ready results beyond per-round metrics (curves, graphs), read after the run."""
         return {}
+
+    def exported_model(self) -> ModelExport | None:
+        """The model the run tests (the selected one where the server keeps one), read after the run.
+
+        Written to the run's ``model/`` folder; None (the default) for a
+        method that exports no model.
+        """
+        return None
 
     def done(self) -> bool:
         """Whether the method has finished before the last round (e.g. early stopping).

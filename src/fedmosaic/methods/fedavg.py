@@ -30,6 +30,7 @@ from fedmosaic.federation import (
     derive_seed,
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.models import Classifier
 from fedmosaic.methods.training import (
     LossFn,
     TrainParams,
@@ -38,6 +39,7 @@ from fedmosaic.methods.training import (
     evaluate_classifier,
     train_epochs,
 )
+from fedmosaic.models.export import ModelExport
 
 ModelFactory = Callable[[], nn.Module]
 DP_SGD_EPSILON = "dp_sgd_epsilon"
@@ -123,6 +125,12 @@ class FedAvgServer(ServerLogic):
         model = self._require_model()
         load_arrays(model, self.params)
         return evaluate_classifier(model, self._test_x, self._test_y)
+
+    def exported_model(self) -> ModelExport | None:
+        """The global model (the one :meth:`evaluate` tests); None when built from a bare factory."""
+        if not isinstance(self._model_factory, Classifier):
+            return None
+        return ModelExport("classifier", self._model_factory.to_json(), dict(self.params))
 
     def state_dict(self) -> ClientState:
         return ClientState(arrays=dict(self.params))

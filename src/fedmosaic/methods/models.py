@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from torch import nn
@@ -52,6 +53,43 @@ def build_model(params: ModelParams, input_shape: tuple[int, ...], num_classes: 
     if params.kind == "mlp":
         return _mlp(math.prod(input_shape), params.hidden, num_classes)
     return _cnn(input_shape, params.channels, num_classes)
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """A classifier's architecture; calling it builds a fresh model (a model factory).
+
+    Parameters
+    ----------
+    params : ModelParams
+        Architecture.
+    input_shape : tuple of int
+        Shape of one example.
+    num_classes : int
+        Number of output logits.
+
+    Examples
+    --------
+    >>> spec = Classifier(ModelParams(hidden=[16]), (1, 8, 8), 10)
+    >>> Classifier.from_json(spec.to_json()) == spec, type(spec()).__name__
+    (True, 'Sequential')
+    """
+
+    params: ModelParams
+    input_shape: tuple[int, ...]
+    num_classes: int
+
+    def __call__(self) -> nn.Module:
+        return build_model(self.params, self.input_shape, self.num_classes)
+
+    def to_json(self) -> dict[str, Any]:
+        """The architecture as JSON (a model card's ``architecture``)."""
+        return {"model": self.params.model_dump(mode="json"), "input_shape": list(self.input_shape), "num_classes": self.num_classes}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Classifier:
+        """The architecture :meth:`to_json` wrote."""
+        return cls(ModelParams(**document["model"]), tuple(document["input_shape"]), int(document["num_classes"]))
 
 
 def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Module:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Callable
 
 from pydantic import Field
-from torch import nn
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.errors import ConfigError
@@ -19,7 +17,7 @@ from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
 from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.models import Classifier, ModelParams
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, PlugVFLParams, SplitVFLParams
@@ -72,11 +70,9 @@ class HorizontalTask:
             return None
         return Pretraining(self.pretrain, self.train.model_copy(update={"epochs": self.train.pretrain_epochs}))
 
-    def model_factory(self) -> Callable[[], nn.Module]:
-        """A function building a fresh model of the task's architecture."""
-        shape = tuple(self.test.x.shape[1:])
-        classes = self.test.num_classes
-        return lambda: build_model(self.model, shape, classes)
+    def model_factory(self) -> Classifier:
+        """The task's architecture, which builds a fresh model when called."""
+        return Classifier(self.model, tuple(self.test.x.shape[1:]), self.test.num_classes)
 
 
 def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -455,6 +455,42 @@ def aggregate_graph(
     ([('x', 'y')], [])
     """
     return prune_cycles(fuse_graphs(global_names, matrices, weights), task)
+
+
+def consensus_record(dag: FusedGraph, removed: Sequence[RemovedEdge]) -> dict[str, Any]:
+    """Why each edge of a fused graph is there: JSON-ready edges with their score and margin.
+
+    Parameters
+    ----------
+    dag : FusedGraph
+        The pruned graph (:func:`aggregate_graph`).
+    removed : sequence of RemovedEdge
+        The edges cycle pruning deleted.
+
+    Returns
+    -------
+    dict
+        ``nodes``; ``edges``: each kept edge's ``source``, ``target``,
+        ``score`` and ``margin`` (a margin <= 0 marks an edge restored as the
+        task's parent); ``removed``: the same for each pruned edge.
+
+    Examples
+    --------
+    >>> m = ConfidenceMatrix.from_dag(["x", "y"], [("x", "y")])
+    >>> consensus_record(*aggregate_graph(["x", "y"], [m], [100], task="y"))["edges"]
+    [{'source': 'x', 'target': 'y', 'score': 1.0, 'margin': 1.0}]
+    """
+    index = {name: k for k, name in enumerate(dag.names)}
+
+    def edge(src: str, dst: str) -> dict[str, Any]:
+        i, j = index[src], index[dst]
+        return {"source": src, "target": dst, "score": float(dag.scores[i, j]), "margin": float(dag.margins[i, j])}
+
+    return {
+        "nodes": list(dag.names),
+        "edges": [edge(src, dst) for src, dst in dag.edges],
+        "removed": [edge(cut.src, cut.dst) for cut in removed],
+    }
 
 
 def to_networkx(graph: FusedGraph) -> nx.DiGraph:

@@ -22,11 +22,12 @@ from fedmosaic.federation import (
 )
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph
+from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph, consensus_record
 from fedmosaic.methods.concepts.metrics import accuracies, coverage, intervention_curve, random_order
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.task import ConceptTask, LabeledConcepts, decode_graph, encode_graph
+from fedmosaic.models.export import ModelExport
 
 
 class FCMServer(ServerLogic):
@@ -68,6 +69,7 @@ class FCMServer(ServerLogic):
         self.bad_rounds = 0
         self.stopped = False
         self.changes: list[dict[str, Any]] = []
+        self.fusions: list[dict[str, Any]] = []
         self.curves: dict[str, Any] = {}
 
     # -- the round -----------------------------------------------------------------
@@ -180,7 +182,7 @@ class FCMServer(ServerLogic):
     def _update_model(self, rnd: int) -> dict[str, float]:
         if not self.registry:
             return {}
-        graph = self._fused_graph()
+        graph = self._fused_graph(rnd)
         if self.model is None:
             self.model_seed = derive_seed(self.seed, "init")
             self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
@@ -206,14 +208,15 @@ class FCMServer(ServerLogic):
             cardinalities.update(entry["cardinalities"])
         return cardinalities
 
-    def _fused_graph(self) -> ConceptGraph:
+    def _fused_graph(self, rnd: int) -> ConceptGraph:
         task = self._task.task
         cardinalities = self._known_cardinalities()
         names = sorted(cardinalities)
         clients = sorted(self.registry)
         matrices = [self.confidences[c] for c in clients]
         weights = [self.registry[c]["num_examples"] for c in clients]
-        dag, _ = aggregate_graph(names, matrices, weights, task)
+        dag, removed = aggregate_graph(names, matrices, weights, task)
+        self.fusions.append({"round": rnd, **consensus_record(dag, removed)})
         parents = {n: tuple(sorted(src for src, dst in dag.edges if dst == n)) for n in names}
         return ConceptGraph(nodes=tuple(names), task=task, cardinalities=cardinalities, parents=parents)
 
@@ -245,7 +248,7 @@ class FCMServer(ServerLogic):
         if self.model is None:
             return {}
         final = rnd >= self._task.rounds or self.stopped
-        model = self._best_model() if final and self.best else self.model
+        model = self._tested_model() if final else self.model
         scores = accuracies(model, self._task.test)
         metrics = {
             "accuracy": scores["task_accuracy"],
@@ -293,6 +296,11 @@ class FCMServer(ServerLogic):
             **{k: float(v) for k, v in task.extras.items()},
         }
 
+    def _tested_model(self) -> ConceptModel:
+        """The model the run ends with and tests: the selected one if any, else the current one."""
+        assert self.model is not None
+        return self._best_model() if self.best else self.model
+
     def _best_model(self) -> ConceptModel:
         model = build_concept_model(self._task.input_dim, decode_graph(self.best_graph), self._params.model, seed=0)
         load_arrays(model, self.best)
@@ -302,7 +310,25 @@ class FCMServer(ServerLogic):
         return any(self._task.task in entry["concepts"] for entry in self.registry.values())
 
     def artifacts(self) -> dict[str, Any]:
-        return dict(self.curves)
+        return {**self.curves, "fusions": self.fusions}
+
+    def exported_model(self) -> ModelExport | None:
+        """The tested model, with the consensus behind each edge of its graph."""
+        if self.model is None:
+            return None
+        model = self._tested_model()
+        graph = json.loads(encode_graph(model.graph))
+        edges = {(src, node) for node, parents in graph["parents"].items() for src in parents}
+        fusion = next(
+            (f for f in reversed(self.fusions) if {(e["source"], e["target"]) for e in f["edges"]} == edges and set(f["nodes"]) == set(graph["nodes"])),
+            {"edges": [], "removed": []},
+        )
+        return ModelExport(
+            "concepts",
+            {"input_dim": self._task.input_dim, "model": self._params.model.model_dump(mode="json"), "graph": graph},
+            model_to_arrays(model),
+            details={"edges": fusion["edges"], "removed_edges": fusion["removed"], "selected_round": self.best_round},
+        )
 
     # -- checkpoints -----------------------------------------------------------------
 
@@ -324,6 +350,7 @@ class FCMServer(ServerLogic):
             "bad_rounds": self.bad_rounds,
             "stopped": self.stopped,
             "changes": json.dumps(self.changes),
+            "fusions": json.dumps(self.fusions),
             "curves": json.dumps(self.curves),
         }
         return ClientState(arrays=arrays, config=config)
@@ -346,6 +373,7 @@ class FCMServer(ServerLogic):
         self.bad_rounds = int(config["bad_rounds"])  # type: ignore[arg-type]
         self.stopped = bool(config["stopped"])
         self.changes = json.loads(str(config["changes"]))
+        self.fusions = json.loads(str(config.get("fusions", "[]")))
         self.curves = json.loads(str(config["curves"]))
         self.model = None
         if config["graph"]:

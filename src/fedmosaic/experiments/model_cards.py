@@ -1,0 +1,155 @@
+"""Writing each run's tested model into its output folder: the card from the run, the weights from the method.
+
+A job's model goes to ``<out>/model/<nn>-<run>/`` (``.../<job>/`` for the
+jobs of a ``local`` run, one model per client). The card joins what the
+method exports (architecture, weights, graph consensus) with what the
+experiment knows: the input schema, class and concept names, the test
+metrics, the configuration and the seed.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from fedmosaic import __version__
+from fedmosaic.experiments.config import ExperimentConfig
+from fedmosaic.experiments.vertical_workload import VerticalWorkload
+from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload
+from fedmosaic.federation import ClientLogic, Grid
+from fedmosaic.models.card import CARD_FORMAT
+from fedmosaic.models.export import ModelExport
+from fedmosaic.models.files import SUFFIX, write_model
+from fedmosaic.models.inputs import input_schema
+from fedmosaic.models.loader import MODEL_DIR
+
+Workload = ClassificationWorkload | ConceptWorkload | VerticalWorkload
+
+CLASS_NAMES: dict[str, list[str]] = {
+    "fashion-mnist": ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"],
+    "isolet": list(string.ascii_lowercase),
+}
+"""Class names of the datasets whose classes are not their indices."""
+
+SCALING: dict[str, str] = {
+    "digits": "pixel intensities 0..16 divided by 16 (in [0, 1])",
+    "mnist": "pixel intensities 0..255 divided by 255 (in [0, 1])",
+    "fashion-mnist": "pixel intensities 0..255 divided by 255 (in [0, 1])",
+    "simpson-mnist": "RGB-tinted MNIST pixels in [0, 1] (see docs/methods/fedcfa.md)",
+    "isolet": "the published ISOLET features, already in [-1, 1]",
+    "bnlearn": "autoencoded one-hot concepts plus noise, standardised with the training split's mean and standard deviation",
+}
+"""How each dataset's features were scaled in training."""
+
+
+def model_path(out_dir: Path, run_index: int, run_slug: str, job_label: str | None) -> Path:
+    """The model folder of a run's job (``job_label`` None: the run has one job)."""
+    folder = out_dir / MODEL_DIR / f"{run_index:02d}-{run_slug}"
+    return folder if job_label is None else folder / job_label
+
+
+def client_parts(export: ModelExport, grid: Grid, client_factory: Any) -> dict[str, dict[str, np.ndarray]]:
+    """The parts the clients keep, read from the states the grid holds (none on Flower, where each party keeps its own)."""
+    if not export.client_parts:
+        return {}
+    parts = {}
+    for client, state in grid.client_states().items():
+        logic: ClientLogic = client_factory(client)
+        arrays = logic.exported_part(state)
+        if arrays is not None and client < len(export.client_parts):
+            parts[export.client_parts[client]] = arrays
+    return parts
+
+
+def write_job_model(
+    folder: Path,
+    export: ModelExport,
+    parts: Mapping[str, Mapping[str, np.ndarray]],
+    *,
+    config: ExperimentConfig,
+    workload: Workload,
+    run: dict[str, Any],
+    metrics: dict[str, float],
+) -> None:
+    """Write the model of one job: its parts and its card.
+
+    Parameters
+    ----------
+    folder : Path
+        The model folder (:func:`model_path`).
+    export : ModelExport
+        What the method's server exported.
+    parts : mapping
+        The clients' parts (:func:`client_parts`).
+    config : ExperimentConfig
+        The experiment.
+    workload : Workload
+        Its data (for the input schema and the names).
+    run : dict
+        ``name``, ``method``, ``setting`` and ``params`` of the run.
+    metrics : dict
+        The job's final test metrics.
+    """
+    holders = {export.part: "the server (active party)" if export.client_parts else "the server"}
+    holders |= {name: f"passive party {k + 1} (client {k})" for k, name in enumerate(export.client_parts)}
+    card = {
+        "format": CARD_FORMAT,
+        "fedmosaic_version": __version__,
+        "kind": export.kind,
+        "method": run["method"],
+        "family": _family(export),
+        "run": run["name"],
+        "setting": run["setting"],
+        "params": run["params"],
+        "architecture": export.architecture,
+        "parts": {name: {"file": name + SUFFIX, "holder": holder} for name, holder in holders.items()},
+        **describe_data(config, workload, export.architecture.get("graph", {}).get("nodes")),
+        **export.details,
+        "metrics": metrics,
+        "seed": config.seed,
+        "config": config.model_dump(mode="json", exclude_none=True),
+    }
+    write_model(folder, card, {export.part: export.arrays, **parts})
+
+
+def _family(export: ModelExport) -> str:
+    """The model family: ``cbm``/``cem``/``cgm``/``c2bm``, ``mlp``/``cnn``, or the vertical method."""
+    model = export.architecture.get("model")
+    if isinstance(model, dict):
+        return str(model.get("family", model.get("kind")))
+    return export.kind
+
+
+def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str] | None = None) -> dict[str, Any]:
+    """The card's ``inputs``, ``classes`` and, for concept data, ``task`` and ``concepts`` (those of ``nodes`` if given)."""
+    dataset = config.data.dataset
+    scaling = SCALING.get(dataset, "as the dataset loader returns them")
+    if isinstance(workload, ConceptWorkload):
+        test = workload.splits.test
+        width = test.x.shape[1]
+        task = workload.splits.task
+        return {
+            "inputs": input_schema([f"x{k}" for k in range(width)], (width,), scaling),
+            "task": task,
+            "classes": list(test.states[task]),
+            "concepts": {name: list(test.states[name]) for name in (nodes or test.names) if name != task},
+        }
+    if isinstance(workload, VerticalWorkload):
+        data = workload.data
+        widths = data.widths
+        columns = [f"p{party}_x{k}" for party, width in enumerate(widths) for k in range(width)]
+        schema = input_schema(columns, (len(columns),), scaling, missing="NaN in every column of a party: that party does not hold the row")
+        schema["parties"] = [[f"p{party}_x{k}" for k in range(width)] for party, width in enumerate(widths)]
+        return {"inputs": schema, "classes": _classes(dataset, data.num_classes)}
+    shape = tuple(int(n) for n in workload.test.x.shape[1:])
+    prefix = "pixel" if len(shape) > 1 else "x"
+    columns = [f"{prefix}{k}" for k in range(int(np.prod(shape)))]
+    return {"inputs": input_schema(columns, shape, scaling), "classes": _classes(dataset, workload.test.num_classes)}
+
+
+def _classes(dataset: str, count: int) -> list[str]:
+    names = CLASS_NAMES.get(dataset, [])
+    return names if len(names) == count else [str(k) for k in range(count)]

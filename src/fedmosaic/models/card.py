@@ -1,0 +1,69 @@
+"""The model card: ``card.json`` beside the weights, what it must hold, and which versions can read it.
+
+A model folder holds ``card.json`` and one ``<part>.safetensors`` file per part
+of the model. The card is plain JSON; its fields are described in
+``docs/models.md``. It is read back with :func:`read_card`, which refuses a
+folder without a card, a card that is not JSON or lacks a field, and a card
+written by a newer fedmosaic or in a newer card format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from fedmosaic import __version__
+from fedmosaic.errors import FedmosaicError
+
+CARD_FILE = "card.json"
+CARD_FORMAT = 1
+"""Version of the card's layout; a reader refuses a higher one."""
+REQUIRED = ("format", "fedmosaic_version", "kind", "method", "architecture", "parts", "inputs", "classes")
+"""Fields every card holds."""
+
+
+class ModelFileError(FedmosaicError):
+    """A model folder, its card or an input given to a loaded model is unusable (one line, exit 2)."""
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The numeric release of a version string (``"0.1.0"`` -> ``(0, 1, 0)``; suffixes ignored).
+
+    Examples
+    --------
+    >>> version_tuple("0.10.2rc1") > version_tuple("0.9.9")
+    True
+    """
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0].split("rc")[0])[:3])
+
+
+def read_card(folder: Path) -> dict[str, Any]:
+    """The card of the model in ``folder``, checked.
+
+    Raises
+    ------
+    ModelFileError
+        If ``folder`` holds no card, the card is not a JSON object with every
+        field of :data:`REQUIRED`, or it comes from a newer fedmosaic or card
+        format than this one reads.
+    """
+    path = folder / CARD_FILE
+    if not path.is_file():
+        raise ModelFileError(f"{folder}: no model here (expected {CARD_FILE}; a run writes its models under <run>/model/)")
+    try:
+        card = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFileError(f"{path}: not a readable model card ({error})") from None
+    if not isinstance(card, dict):
+        raise ModelFileError(f"{path}: a model card must be a JSON object")
+    missing = [name for name in REQUIRED if name not in card]
+    if missing:
+        raise ModelFileError(f"{path}: model card lacks {', '.join(missing)}")
+    written = str(card["fedmosaic_version"])
+    if version_tuple(written) > version_tuple(__version__):
+        raise ModelFileError(f"{path}: written by fedmosaic {written}, newer than this {__version__}; upgrade fedmosaic to load it")
+    if not isinstance(card["format"], int) or card["format"] > CARD_FORMAT:
+        raise ModelFileError(f"{path}: card format {card['format']!r} is not one this fedmosaic reads (<= {CARD_FORMAT})")
+    return card

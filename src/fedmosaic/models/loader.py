@@ -1,0 +1,65 @@
+"""``load_model``: from a model folder (or a run folder holding one model) to a loaded model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from fedmosaic.models.card import CARD_FILE, ModelFileError, read_card
+from fedmosaic.models.loaded import ClassifierModel, ConceptModelFile, LoadedModel
+
+MODEL_DIR = "model"
+"""The folder of a run's output that holds its models."""
+
+KINDS: dict[str, Callable[..., LoadedModel]] = {"classifier": ClassifierModel, "concepts": ConceptModelFile}
+"""The loaded-model class of each card ``kind``."""
+
+
+def load_model(path: str | Path) -> LoadedModel:
+    """Load the model in ``path``, with nothing but the model folder.
+
+    Parameters
+    ----------
+    path : str or Path
+        A model folder (it holds ``card.json``), or a folder holding exactly
+        one, such as a run's output folder or its ``model/``.
+
+    Returns
+    -------
+    LoadedModel
+        With ``predict``, ``classes``, ``card`` and, for F-CMs, ``concepts``,
+        ``graph`` and ``intervene``.
+
+    Raises
+    ------
+    ModelFileError
+        If ``path`` holds no model or several, or the model cannot be read.
+    """
+    folder = model_folder(Path(path))
+    card = read_card(folder)
+    kind = card["kind"]
+    if kind not in KINDS:
+        raise ModelFileError(f"{folder / CARD_FILE}: kind {kind!r} is not one this fedmosaic loads ({', '.join(KINDS)})")
+    return KINDS[kind](folder, card)
+
+
+def model_folder(path: Path) -> Path:
+    """The model folder ``path`` designates: itself, or the only model folder below it.
+
+    Raises
+    ------
+    ModelFileError
+        If ``path`` does not exist or holds no model or several.
+    """
+    if not path.exists():
+        raise ModelFileError(f"{path}: no such model folder")
+    if (path / CARD_FILE).is_file() or not path.is_dir():
+        return path
+    root = path / MODEL_DIR if (path / MODEL_DIR).is_dir() else path
+    found = sorted(card.parent for card in root.rglob(CARD_FILE))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        return path  # read_card names what is missing
+    listed = ", ".join(str(folder) for folder in found[:5]) + (", ..." if len(found) > 5 else "")
+    raise ModelFileError(f"{path}: holds {len(found)} models; pass one of them: {listed}")
