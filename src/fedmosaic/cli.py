@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -206,8 +207,62 @@ def _run_on_superlink(
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("runs/demo"),
 ) -> None:
-    """Run the demo experiment (no download needed) into a fresh folder."""
+    """Run the demo experiment (no download needed) into a fresh folder, then show how to use its F-CMs model."""
+    from fedmosaic.models.files import EXAMPLES
+    from fedmosaic.models.loader import MODEL_DIR, load_model
+
     run(DEMO_PRESET, out=out, overwrite=True)
+    folder = min((out / MODEL_DIR).iterdir())  # the first run's: F-CMs
+    model = load_model(folder)
+    concept, categories = next(iter(model.concepts.items()))
+    out_console.print(f"model:   {folder}", highlight=False)
+    out_console.print(
+        f"try:     fedmosaic intervene {shlex.quote(str(folder))} {shlex.quote(str(folder / EXAMPLES))} --set {concept}={categories[0]}", highlight=False, soft_wrap=True
+    )
+
+
+@app.command()
+def predict(
+    model_dir: Annotated[Path, typer.Argument(help="A model folder (or a run folder holding one model).")],
+    inputs: Annotated[Path, typer.Argument(metavar="INPUT", help="Examples, one per row: .npy, .csv or .parquet.")],
+    out: Annotated[Optional[Path], typer.Option(help="CSV to write [default: standard output].")] = None,
+) -> None:
+    """Predict with a saved model: one CSV column per class (and concept) probability."""
+    _write_table(model_dir, inputs, None, out)
+
+
+@app.command()
+def intervene(
+    model_dir: Annotated[Path, typer.Argument(help="An F-CMs model folder (or a run folder holding one model).")],
+    inputs: Annotated[Path, typer.Argument(metavar="INPUT", help="Examples, one per row: .npy, .csv or .parquet.")],
+    set_: Annotated[
+        Optional[list[str]], typer.Option("--set", help="Fix a concept for every row: --set smoke=yes (repeatable).")
+    ] = None,
+    out: Annotated[Optional[Path], typer.Option(help="CSV to write [default: standard output].")] = None,
+) -> None:
+    """Predict with concepts fixed: their descendants and the task are recomputed through the graph."""
+    from fedmosaic.models.apply import parse_settings
+
+    _write_table(model_dir, inputs, parse_settings(list(set_ or [])), out)
+
+
+def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, out: Path | None) -> None:
+    from fedmosaic.models.apply import CHUNK_ROWS, prediction_table
+    from fedmosaic.models.inputs import read_inputs
+    from fedmosaic.models.loader import load_model
+
+    model = load_model(model_dir)
+    rows = read_inputs(inputs)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err_console, disable=len(rows) <= CHUNK_ROWS) as progress:
+        task = progress.add_task("rows", total=len(rows))
+        table = prediction_table(model, rows, values, advance=lambda done, total: progress.update(task, completed=done))
+    if out is None:
+        sys.stdout.write(table.to_csv(index=False))
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    err_console.print(f"{len(table)} rows: {out}", highlight=False)
 
 
 @app.command()

@@ -19,16 +19,19 @@ from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.federation import ServerLogic
+from fedmosaic.methods.vertical import false_vfl
 
 
 @dataclasses.dataclass
 class FinishedRun:
-    """A finished run: its output folder, results, the servers it built (in order) and its workload."""
+    """A finished run: its output folder, results, the servers it built (in order), its workload,
+    and the class probabilities FALSE-VFL's server predicted, in order."""
 
     out: Path
     results: dict[str, Any]
     servers: list[ServerLogic]
     workload: Any
+    vfl_predictions: list[Any]
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +50,13 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[dict[str
 
 def _run(source: dict[str, Any], out: Path) -> FinishedRun:
     servers: list[ServerLogic] = []
+    predictions: list[Any] = []
     original = runner.get_method
+    predict = false_vfl.predictive_probabilities
+
+    def recorded(*args: Any) -> Any:
+        predictions.append(predict(*args).numpy().copy())
+        return predict(*args)
 
     def recording(name: str, **kwargs: Any):
         method = original(name, **kwargs)
@@ -61,8 +70,9 @@ def _run(source: dict[str, Any], out: Path) -> FinishedRun:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "get_method", recording)
+        patch.setattr(false_vfl, "predictive_probabilities", recorded)
         patch.setattr(workloads, "sample_concept_splits", functools.partial(bayesnet.sample_concept_splits, epochs=1))
         config = load_config(source)
         results = run_experiment(config, out / "run")
         workload = prepare_workload(config)
-    return FinishedRun(out / "run", results, servers, workload)
+    return FinishedRun(out / "run", results, servers, workload, predictions)

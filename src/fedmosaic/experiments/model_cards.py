@@ -22,11 +22,13 @@ from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkl
 from fedmosaic.federation import ClientLogic, Grid
 from fedmosaic.models.card import CARD_FORMAT
 from fedmosaic.models.export import ModelExport
-from fedmosaic.models.files import SUFFIX, write_model
+from fedmosaic.models.files import EXAMPLES, SUFFIX, write_model
 from fedmosaic.models.inputs import input_schema
 from fedmosaic.models.loader import MODEL_DIR
 
 Workload = ClassificationWorkload | ConceptWorkload | VerticalWorkload
+EXAMPLE_ROWS = 5
+"""Test rows written beside each model as ``examples.csv``, inputs to try it on."""
 
 CLASS_NAMES: dict[str, list[str]] = {
     "fashion-mnist": ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"],
@@ -107,12 +109,13 @@ def write_job_model(
         "architecture": export.architecture,
         "parts": {name: {"file": name + SUFFIX, "holder": holder} for name, holder in holders.items()},
         **describe_data(config, workload, export.architecture.get("graph", {}).get("nodes")),
+        "examples": EXAMPLES,
         **export.details,
         "metrics": metrics,
         "seed": config.seed,
         "config": config.model_dump(mode="json", exclude_none=True),
     }
-    write_model(folder, card, {export.part: export.arrays, **parts})
+    write_model(folder, card, {export.part: export.arrays, **parts}, test_inputs(workload)[:EXAMPLE_ROWS])
 
 
 def _family(export: ModelExport) -> str:
@@ -148,6 +151,15 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
     prefix = "pixel" if len(shape) > 1 else "x"
     columns = [f"{prefix}{k}" for k in range(int(np.prod(shape)))]
     return {"inputs": input_schema(columns, shape, scaling), "classes": _classes(dataset, workload.test.num_classes)}
+
+
+def test_inputs(workload: Workload) -> np.ndarray:
+    """The test inputs, one flat row per example (a vertical task's first test setting, NaN where a party is absent)."""
+    if isinstance(workload, ConceptWorkload):
+        return workload.splits.test.x
+    if isinstance(workload, VerticalWorkload):
+        return np.concatenate(next(iter(workload.data.tests.values())).blocks, axis=1)
+    return workload.test.x.reshape(len(workload.test.x), -1)
 
 
 def _classes(dataset: str, count: int) -> list[str]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+import pandas as pd
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save
 
@@ -13,10 +14,14 @@ from fedmosaic.atomic import atomic_write, write_json
 from fedmosaic.models.card import CARD_FILE, ModelFileError
 
 SUFFIX = ".safetensors"
+EXAMPLES = "examples.csv"
+"""A few test rows written beside the weights, with the card's column names: inputs to try the model on."""
 
 
-def write_model(folder: Path, card: dict[str, Any], parts: Mapping[str, Mapping[str, np.ndarray]]) -> None:
-    """Write each part's arrays to ``<part>.safetensors``, then ``card.json`` (last: a folder with a card is complete).
+def write_model(
+    folder: Path, card: dict[str, Any], parts: Mapping[str, Mapping[str, np.ndarray]], examples: np.ndarray
+) -> None:
+    """Write each part's arrays to ``<part>.safetensors``, ``examples.csv``, then ``card.json`` (last: a folder with a card is complete).
 
     Parameters
     ----------
@@ -27,10 +32,14 @@ def write_model(folder: Path, card: dict[str, Any], parts: Mapping[str, Mapping[
     parts : mapping of str to mapping of str to numpy.ndarray
         The parts at hand, by name; a part of the card that is missing here
         (held by a party that writes its own) is listed but not written.
+    examples : numpy.ndarray
+        A few input rows, flat, in the order of the card's ``inputs.columns``.
     """
     for name, arrays in parts.items():
         payload = save({key: np.ascontiguousarray(value) for key, value in arrays.items()}, metadata={"part": name})
         atomic_write(folder / card["parts"][name]["file"], lambda handle: handle.write(payload))
+    table = pd.DataFrame(examples, columns=card["inputs"]["columns"]).to_csv(index=False).encode()
+    atomic_write(folder / EXAMPLES, lambda handle: handle.write(table))
     write_json(folder / CARD_FILE, card)
 
 

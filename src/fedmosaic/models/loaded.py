@@ -9,6 +9,7 @@ card alone, with the same model classes training used.
 from __future__ import annotations
 
 import difflib
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,7 +140,7 @@ class ConceptModelFile(LoadedModel):
         self.concept_graph = ConceptGraph(
             tuple(spec["nodes"]), spec["task"], dict(spec["cardinalities"]), {n: tuple(p) for n, p in spec["parents"].items()}
         )
-        params = ConceptModelParams(**architecture["model"])
+        params = ConceptModelParams.model_validate_json(json.dumps(architecture["model"]))
         self.network = build_concept_model(int(architecture["input_dim"]), self.concept_graph, params, seed=0)
         load_arrays(self.network, read_part(folder, card, "model"))
         self.network.eval()

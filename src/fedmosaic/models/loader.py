@@ -7,11 +7,16 @@ from typing import Callable
 
 from fedmosaic.models.card import CARD_FILE, ModelFileError, read_card
 from fedmosaic.models.loaded import ClassifierModel, ConceptModelFile, LoadedModel
+from fedmosaic.models.vertical import FalseVFLModel
 
 MODEL_DIR = "model"
 """The folder of a run's output that holds its models."""
 
-KINDS: dict[str, Callable[..., LoadedModel]] = {"classifier": ClassifierModel, "concepts": ConceptModelFile}
+KINDS: dict[str, Callable[..., LoadedModel]] = {
+    "classifier": ClassifierModel,
+    "concepts": ConceptModelFile,
+    "false-vfl": FalseVFLModel,
+}
 """The loaded-model class of each card ``kind``."""
 
 

@@ -49,6 +49,7 @@ from fedmosaic.methods.vertical.params import FalseVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
+from fedmosaic.models.export import ModelExport
 
 
 class ActiveModel(nn.Module):
@@ -126,6 +127,28 @@ class FalseVFLServer(ServerLogic):
 
     def artifacts(self) -> dict[str, Any]:
         return {"stage1_rounds": self._params.stage1_rounds, "fusion": self._params.fusion, "variant": self._params.variant}
+
+    def exported_model(self) -> ModelExport:
+        """The final model: the active party's networks here, each passive party's in its own part.
+
+        ``details`` holds the seed each test setting's prediction drew its
+        samples from in the last round (which always evaluates).
+        """
+        data = self._task.data
+        seeds = {name: derive_seed(self._seed, self._task.rounds, "predict", name) for name in data.tests}
+        return ModelExport(
+            "false-vfl",
+            {
+                "widths": list(data.widths),
+                "num_classes": data.num_classes,
+                "likelihood": data.likelihood,
+                "params": self._params.model_dump(mode="json"),
+            },
+            model_to_arrays(self._model),
+            part="party-0",
+            client_parts=tuple(f"party-{k}" for k in range(1, data.num_parties)),
+            details={"sampling": {"samples": self._params.predict_samples, "seeds": seeds}},
+        )
 
     # ----------------------------------------------------------------- stage 1
     def _pretrain_epoch(self, ctx: RoundContext) -> dict[str, float]:

@@ -61,7 +61,7 @@ class PartyClient(ClientLogic):
     def load(self, state: ClientState, seed: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         """The model and optimizer kept in ``state`` (built from ``seed`` on first use)."""
         model = seeded(seed, self._build)
-        saved = {k[len(MODEL) :]: v for k, v in state.arrays.items() if k.startswith(MODEL)}
+        saved = self.exported_part(state)
         if saved:
             load_arrays(model, saved)
         optimizer = torch.optim.Adam(model.parameters(), lr=self._lr)
@@ -69,6 +69,10 @@ class PartyClient(ClientLogic):
         if not saved:
             self.save(state, model, optimizer)
         return model, optimizer
+
+    def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
+        """The party's trained model, as kept in ``state`` (None before its first message)."""
+        return {k[len(MODEL) :]: v for k, v in state.arrays.items() if k.startswith(MODEL)} or None
 
     @staticmethod
     def save(state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:

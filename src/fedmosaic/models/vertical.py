@@ -1,0 +1,116 @@
+"""A loaded FALSE-VFL model: every party's networks, joined again to predict from whatever parties a row has.
+
+The parts come from the model folder: ``party-0`` (the active party's
+encoder, decoder, top layer and classifier) and ``party-k`` (passive party
+``k``'s encoder and decoder, which that party keeps). Prediction follows the
+run's protocol step for step, with each party's networks applied where the
+run applied them: posteriors of the present parties fused into
+``q(h | x_obs)``, ``samples`` draws of ``h``, each party's log-likelihood of
+its block, self-normalised importance weights, ``p(y | x_obs) = sum_l w_l
+p_phi(y | h_l)``. With the seed of a test setting (``card["sampling"]``) it
+reproduces the run's predictions of that setting exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from fedmosaic.methods.arrays import load_arrays
+from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities
+from fedmosaic.methods.vertical.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.networks import PartyModel
+from fedmosaic.methods.vertical.params import FalseVFLParams
+from fedmosaic.methods.vertical.tensors import spread
+from fedmosaic.models.card import ModelFileError
+from fedmosaic.models.files import read_part
+from fedmosaic.models.loaded import LoadedModel, Prediction
+
+
+class FalseVFLModel(LoadedModel):
+    """FALSE-VFL's parties joined: inputs are every party's columns side by side, NaN where a party lacks the row."""
+
+    def __init__(self, folder: Path, card: dict[str, Any]) -> None:
+        super().__init__(folder, card)
+        architecture = card["architecture"]
+        self.params = FalseVFLParams.model_validate_json(json.dumps(architecture["params"]))
+        widths, likelihood = [int(w) for w in architecture["widths"]], architecture["likelihood"]
+        params = self.params
+        self.active = ActiveModel(widths[0], int(architecture["num_classes"]), params, likelihood)
+        load_arrays(self.active, read_part(folder, card, "party-0"))
+        self.passive = [
+            PartyModel(width, params.hidden, params.latent, likelihood, params.variant == "II") for width in widths[1:]
+        ]
+        for k, party in enumerate(self.passive, start=1):
+            load_arrays(party, read_part(folder, card, f"party-{k}"))
+        self.widths = widths
+        for network in (self.active, *self.passive):
+            network.eval()
+
+    @property
+    def settings(self) -> dict[str, int]:
+        """The seed each test setting of the run drew its prediction samples from."""
+        return {name: int(seed) for name, seed in self.card["sampling"]["seeds"].items()}
+
+    @torch.no_grad()
+    def predict(self, inputs: Any, *, seed: int | None = None) -> Prediction:
+        """Class probabilities from the parties each row has.
+
+        Parameters
+        ----------
+        inputs : numpy.ndarray or pandas.DataFrame
+            Every party's columns in the card's order; a party that does not
+            hold a row has NaN in all its columns there.
+        seed : int or None, default None
+            Seeds the Monte Carlo samples; default: the first test setting's
+            (:attr:`settings`).
+
+        Raises
+        ------
+        ModelFileError
+            If a row has a party's columns partly NaN, or no party at all.
+        """
+        x = self._checked(inputs)
+        blocks, present = self._blocks(x)
+        generator = torch.Generator().manual_seed(next(iter(self.settings.values())) if seed is None else seed)
+        mean, logvar = self._posterior(blocks, present)
+        h = mean + torch.exp(0.5 * logvar) * torch.randn((self.params.predict_samples, *mean.shape), generator=generator)
+        loglik = self.active.party.log_likelihood(blocks[0], present[:, 0], h)
+        for k, party in enumerate(self.passive, start=1):
+            rows = torch.arange(len(x)) if self.params.variant == "II" else torch.from_numpy(np.flatnonzero(present[:, k].numpy()))
+            loglik = loglik.index_add(1, rows, party.log_likelihood(blocks[k][rows], present[rows, k], h[:, rows]))
+        log_weights = self.active.log_weights(h, mean, logvar, loglik, generator)
+        probabilities = predictive_probabilities(log_weights, torch.softmax(self.active.classifier(h), -1))
+        return Prediction(
+            probabilities.numpy(), torch.log(probabilities).numpy(), columns={"class": [f"class={c}" for c in self.classes]}
+        )
+
+    def _blocks(self, x: np.ndarray) -> tuple[list[Tensor], Tensor]:
+        """Each party's block (zeros where absent) and the ``(n, K)`` presence."""
+        bounds = np.cumsum([0, *self.widths])
+        blocks, present = [], []
+        for k, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+            block = x[:, start:stop]
+            missing = np.isnan(block)
+            partial = missing.any(1) & ~missing.all(1)
+            if partial.any():
+                raise ModelFileError(f"inputs: row {int(np.argmax(partial))}: party {k}'s columns are partly NaN (all NaN: the party lacks the row)")
+            blocks.append(torch.from_numpy(np.nan_to_num(block)))
+            present.append(~missing.all(1))
+        presence = np.stack(present, axis=1)
+        if not presence.any(1).all():
+            raise ModelFileError(f"inputs: row {int(np.argmin(presence.any(1)))} has no party's columns (all NaN)")
+        return blocks, torch.from_numpy(presence)
+
+    def _posterior(self, blocks: list[Tensor], present: Tensor) -> tuple[Tensor, Tensor]:
+        """``q(h | x_obs)``: the present parties' posteriors fused as in training."""
+        posteriors = [party.encoder(blocks[k][present[:, k]]) for k, party in enumerate([self.active.party, *self.passive])]
+        fused = present.clone()
+        means = torch.stack([spread(m, fused[:, k]) for k, (m, _) in enumerate(posteriors)], dim=1)
+        logvars = torch.stack([spread(lv, fused[:, k]) for k, (_, lv) in enumerate(posteriors)], dim=1)
+        return fuse_posteriors(means, logvars, fused, self.params.fusion)

@@ -1,0 +1,69 @@
+"""Classifiers and FALSE-VFL models loaded from their folders give the run's logits and test metrics."""
+
+import numpy as np
+import torch
+
+import fedmosaic
+from fedmosaic.data import vertical_data
+from fedmosaic.methods.arrays import load_arrays
+
+DIGITS = {
+    "name": "digits",
+    "data": {"dataset": "digits"},
+    "partition": {"scheme": "iid", "num_clients": 3},
+    "federation": {"rounds": 2, "workers": 1},
+    "model": {"hidden": [16]},
+    "train": {"batch_size": 64, "lr": 0.1},
+    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "FedCFA", "method": "fedcfa"}],
+}
+VERTICAL = {
+    "name": "vfl",
+    "seed": 1,
+    "data": {"dataset": "digits"},
+    "vertical": {"num_parties": 2, "label_budget": 100, "train_rows": 300, "test_rows": 100, "test_missing": ["mcar:0.3", "mcar:0"]},
+    "federation": {"rounds": 3, "workers": 1},
+    "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8}}],
+}
+
+
+def accuracy(probabilities: np.ndarray, truth: np.ndarray) -> float:
+    """Share of rows whose most probable class is the truth, as the runs compute it (a count over the rows)."""
+    return int((probabilities.argmax(1) == truth).sum()) / len(truth)
+
+
+def test_fedavg_and_fedcfa_models_give_the_global_models_logits_and_accuracy(finished_run) -> None:
+    # Prepare
+    run = finished_run(DIGITS)
+    test = run.workload.test
+    for index, server in enumerate(run.servers):
+        reference = server.exported_model().architecture
+        network = server._model_factory()
+        load_arrays(network, server.params)
+        with torch.no_grad():
+            expected = network(torch.from_numpy(test.x)).numpy()
+        # Execute
+        model = fedmosaic.load_model(sorted((run.out / "model").iterdir())[index])
+        prediction = model.predict(test.x)
+        # Assert
+        assert model.card["architecture"] == reference and model.card["method"] == ["fedavg", "fedcfa"][index]
+        np.testing.assert_array_equal(prediction.logits, expected)
+        assert accuracy(prediction.probabilities, test.y) == run.results["runs"][index]["final"]["accuracy"]
+        assert model.predict(test.x.reshape(len(test.x), -1)).logits.tobytes() == prediction.logits.tobytes()
+
+
+def test_false_vfl_model_joins_every_partys_part_and_reproduces_each_test_setting(finished_run) -> None:
+    # Prepare
+    run = finished_run(VERTICAL)
+    final = run.results["runs"][0]["final"]
+    # Execute
+    model = fedmosaic.load_model(run.out)
+    # Assert
+    assert sorted(model.card["parts"]) == ["party-0", "party-1"]
+    assert sorted(p.name for p in model.folder.glob("*.safetensors")) == ["party-0.safetensors", "party-1.safetensors"]
+    tests = run.workload.data.tests
+    for (name, split), expected in zip(tests.items(), run.vfl_predictions[-len(tests) :]):
+        rows = np.concatenate(split.blocks, axis=1)
+        prediction = model.predict(rows, seed=model.settings[name])
+        np.testing.assert_array_equal(prediction.probabilities, expected)
+        assert float((prediction.probabilities.argmax(-1) == split.y).mean()) == final[vertical_data.test_metric(name)]
+    assert 0 < final[vertical_data.test_metric("MCAR 3")] and final[vertical_data.test_metric("MCAR 3")] == final["accuracy"]
