@@ -219,6 +219,25 @@ def demo(
     out_console.print(
         f"try:     fedmosaic intervene {shlex.quote(str(folder))} {shlex.quote(str(folder / EXAMPLES))} --set {concept}={categories[0]}", highlight=False, soft_wrap=True
     )
+    out_console.print(
+        f"report:  {out / 'report.html'}\nexplore: fedmosaic explore {shlex.quote(str(out))}", highlight=False, soft_wrap=True
+    )
+
+
+@app.command()
+def explore(
+    run_dir: Annotated[Path, typer.Argument(help="The output folder of an F-CMs run (it holds model/).")],
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1; 0 for any free one.")] = 8765,
+    run_name: Annotated[
+        Optional[str], typer.Option("--run", help="Which F-CMs run's model [default: the first federated one].")
+    ] = None,
+) -> None:
+    """Open a local page over the run's F-CMs model: pick a row, set concepts, watch the graph answer."""
+    from fedmosaic.explore import open_run
+    from fedmosaic.explore.serve import serve
+
+    explorer = open_run(run_dir, run_name)
+    serve(explorer, port, lambda url: out_console.print(f"explore: {url}  (Ctrl-C to stop)", highlight=False))
 
 
 @app.command()

@@ -2,11 +2,14 @@
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedmosaic.report import concept_plots, plots
 from fedmosaic.report.document import Block, Heading, Paragraph, plot_image
 from fedmosaic.report.graphs import EDGE_STATUSES, Edge, compare_edges
+
+if TYPE_CHECKING:
+    from pgmpy.models import DiscreteBayesianNetwork
 
 
 def graph_run(results: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -16,14 +19,20 @@ def graph_run(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return (federated or with_graph or [None])[0]
 
 
-def true_edges(config: Mapping[str, Any]) -> list[Edge] | None:
-    """The true network's edges when the data are sampled from a known network (bnlearn), else None."""
+def true_network(config: Mapping[str, Any]) -> "DiscreteBayesianNetwork | None":
+    """The network the data were sampled from (bnlearn datasets), else None."""
     data = config.get("data", {})
     if data.get("dataset") != "bnlearn" or not data.get("network"):
         return None
     from fedmosaic.data.bayesnet import load_network
 
-    return sorted((str(a), str(b)) for a, b in load_network(data["network"]).edges())
+    return load_network(data["network"])
+
+
+def true_edges(config: Mapping[str, Any]) -> list[Edge] | None:
+    """The true network's edges when the data are sampled from a known network (bnlearn), else None."""
+    network = true_network(config)
+    return None if network is None else sorted((str(a), str(b)) for a, b in network.edges())
 
 
 def concept_sections(results: Mapping[str, Any]) -> list[Block]:
