@@ -25,7 +25,7 @@ chromium:
 	@test -x $(CHROMIUM) || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
 test: $(STAMP) chromium
-	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules src tests
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --doctest-modules src tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_overhead.py

@@ -10,6 +10,8 @@ import pytest
 
 from fedmosaic import cli
 
+pytestmark = pytest.mark.xdist_group("small_fcm_run")  # one small trained run per worker
+
 
 def _explore(*args: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     monkeypatch.setattr(sys, "argv", ["fedmosaic", "explore", *args])

@@ -13,6 +13,8 @@ import pytest
 
 from fedmosaic import load_model
 
+pytestmark = pytest.mark.xdist_group("small_fcm_run")  # one small trained run per worker
+
 STARTUP_S = 120
 """How long the explorer may take to announce its address (imports and loading on a busy machine)."""
 

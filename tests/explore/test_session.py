@@ -10,6 +10,8 @@ from fedmosaic.errors import FedmosaicError
 from fedmosaic.explore import open_run
 from fedmosaic.explore.session import Explorer
 
+pytestmark = pytest.mark.xdist_group("small_fcm_run")  # one small trained run per worker
+
 
 @pytest.fixture(scope="module")
 def explorer(small_fcm_run: Path) -> Explorer:

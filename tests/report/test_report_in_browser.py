@@ -8,6 +8,8 @@ import pytest
 
 from fedmosaic.report import write_report
 
+pytestmark = pytest.mark.xdist_group("small_fcm_run")  # one small trained run per worker
+
 RESULTS = Path(__file__).parents[2] / "docs" / "results"
 
 FITS = """() => [...document.querySelectorAll('table')].map(table => ({
