@@ -1,13 +1,16 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   creates/refreshes .venv, then runs the demo experiment
-#   make test   creates/refreshes .venv, then runs the test suite
+#   make test   creates/refreshes .venv, installs Debian's chromium when missing
+#               (the browser tests drive it), then runs the test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fedmosaic-installed
 JOBS ?= auto
 
-.PHONY: demo test bench clean
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: demo test bench clean chromium
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +24,12 @@ $(STAMP): pyproject.toml requirements.lock
 demo: $(STAMP)
 	$(BIN)/fedmosaic demo
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules src tests
+# The browser tests drive Debian's chromium through Playwright (never `playwright install`).
+chromium:
+	@test -x $(CHROMIUM) || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
+test: $(STAMP) chromium
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --doctest-modules src tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_overhead.py

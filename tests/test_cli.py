@@ -67,6 +67,8 @@ def test_run_writes_results_and_prints_a_summary(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", "digits-fedavg", *FAST, "--out", str(tmp_path / "out"), "--quiet", "--seed", "5"])
     assert result.exit_code == 0, result.output
     assert "FedAvg" in result.output and "Centralized" in result.output
+    assert "Task accuracy" in result.output and "Sent (MB)" in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 100
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["seed"] == 5 and saved["config"]["federation"]["rounds"] == 2
 

@@ -28,6 +28,8 @@ from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import RoundRecord
 from fedmosaic.methods.registry import METHODS
 from fedmosaic.report import load_results, write_report
+from fedmosaic.report.content import headline_table
+from fedmosaic.report.headline import headline_metrics, task_kind
 
 DEMO_PRESET = "fcm-asia"
 
@@ -223,6 +225,25 @@ def demo(
     out_console.print(
         f"try:     fedmosaic intervene {shlex.quote(str(folder))} {shlex.quote(str(folder / EXAMPLES))} --set {concept}={categories[0]}", highlight=False, soft_wrap=True
     )
+    out_console.print(
+        f"report:  {out / 'report.html'}\nexplore: fedmosaic explore {shlex.quote(str(out))}", highlight=False, soft_wrap=True
+    )
+
+
+@app.command()
+def explore(
+    run_dir: Annotated[Path, typer.Argument(help="The output folder of an F-CMs run (it holds model/).")],
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1; 0 for any free one.")] = 8765,
+    run_name: Annotated[
+        Optional[str], typer.Option("--run", help="Which F-CMs run's model [default: the first federated one].")
+    ] = None,
+) -> None:
+    """Open a local page over the run's F-CMs model: pick a row, set concepts, watch the graph answer."""
+    from fedmosaic.explore import open_run
+    from fedmosaic.explore.serve import serve
+
+    explorer = open_run(run_dir, run_name)
+    serve(explorer, port, lambda url: out_console.print(f"explore: {url}  (Ctrl-C to stop)", highlight=False))
 
 
 @app.command()
@@ -302,43 +323,35 @@ def report(
     out_console.print(f"report: {markdown}\nreport: {html}")
 
 
-SUMMARY_METRICS = ("accuracy", "concept_accuracy", "coverage", "loss")
-"""Final metrics shown in the terminal summary when present (all are in the report)."""
+SUMMARY_WIDTH = 100
+"""Columns the end-of-run table may use when the output is not a terminal (a terminal's own width otherwise)."""
 
 
 def _print_summary(results: dict[str, Any]) -> None:
+    """Print the report's headline table: the metrics of the task's kind with human headers, in their units."""
     if "grid" in results:
         _print_grid(results)
         return
-    present = {k for run in results["runs"] for k in run["final"]}
-    metrics = [m for m in SUMMARY_METRICS if m in present]
-    table = Table(title=results["experiment"])
-    table.add_column("run", no_wrap=True)
-    for header in (*metrics, "MB up", "MB down", "seconds"):
-        table.add_column(header)
-    for run_ in results["runs"]:
-        final = run_["final"]
-        cells = [
-            f"{final[m]:.4f}" + (f" ± {final[m + '_std']:.4f}" if f"{m}_std" in final else "")
-            if m in final
-            else "-"
-            for m in metrics
-        ]
-        table.add_row(
-            run_["name"],
-            *cells,
-            f"{run_['bytes_up_total'] / 1e6:.2f}",
-            f"{run_['bytes_down_total'] / 1e6:.2f}",
-            f"{run_['wall_time_s']:.1f}",
-        )
-    out_console.print(table)
+    headline = headline_table(results["runs"], headline_metrics(results, task_kind(results)))
+    table = Table(title=results["experiment"], caption="± one standard deviation over clients, where reported")
+    table.add_column(headline.header[0], no_wrap=True)
+    for header in headline.header[1:]:
+        table.add_column(header, justify="right")
+    for row in headline.rows:
+        table.add_row(*row)
+    _wide_console().print(table)
+
+
+def _wide_console() -> Console:
+    """The output console, :data:`SUMMARY_WIDTH` columns wide when it is not a terminal."""
+    return out_console if out_console.is_terminal else Console(width=SUMMARY_WIDTH)
 
 
 def _print_grid(results: dict[str, Any]) -> None:
     table = Table(*results["table"]["header"], title=f"{results['experiment']}: {results['table']['metric']} (%)")
     for row in results["table"]["rows"]:
         table.add_row(*row)
-    out_console.print(table)
+    _wide_console().print(table)
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ def test_no_compared_run_means_no_comparison_and_no_report_section() -> None:
 
 def test_the_report_lists_the_tally_and_every_cell() -> None:
     comparison = compare_with_best_other(GRID, [entry("a", 0, 0.8, 0.6, 0.5)])
-    heading, _, tally, cells = comparison_blocks(comparison)
+    heading, _, tally, *_, cells = comparison_blocks(comparison)
     assert tally.rows[0] == ("all", "", "1", "1", "+20.0")
     assert cells.rows[0][-1] == "+20.0"
 

@@ -35,8 +35,8 @@ def test_markdown_compares_final_metrics_with_std(written: tuple[Path, Path]) ->
 
     # Assert
     assert markdown.startswith("# fedavg-digits\n\nFedAvg vs FedProx vs local on scikit-learn digits\n")
-    assert "| FedAvg | federated | fedavg | 0.930 | 0.250 | — |" in markdown
-    assert "| Local | local | fedavg | 0.600 ± 0.050 | 1.000 ± 0.100 | — |" in markdown
+    assert "| FedAvg | 93.0 | 0.250 | 1.00 | 3.2 |" in markdown
+    assert "| Local | 60.0 ± 5.0 | 1.000 ± 0.100 | 0.00 | 0.5 |" in markdown
     assert "| FedAvg | 3 | 1 | 296.3 kB | 703.7 kB | 3.20 s |" in markdown
     assert '```json\n{\n  "data": {\n' in markdown
 
@@ -46,11 +46,27 @@ def test_markdown_links_figures_written_beside_it(written: tuple[Path, Path], ou
     links = re.findall(r"!\[[^\]]*\]\(([^)]*)\)", written[0].read_text(encoding="utf-8"))
 
     # Assert
-    assert len(links) == 5
+    assert len(links) == 4
     assert all(link.startswith("plots/") for link in links)
     assert all((out_dir / link).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     written_files = sorted(path.name for path in (out_dir / "plots").iterdir())
     assert written_files == sorted(Path(link).name for link in links)
+
+
+def test_figures_of_an_earlier_report_are_removed_and_other_files_kept(
+    results: dict[str, Any], tmp_path: Path
+) -> None:
+    # Prepare
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "final_loss.png").write_bytes(PNG_SIGNATURE)
+    (tmp_path / "plots" / "notes.txt").write_text("mine")
+
+    # Execute
+    write_report(results, tmp_path)
+
+    # Assert
+    assert not (tmp_path / "plots" / "final_loss.png").exists()
+    assert (tmp_path / "plots" / "notes.txt").read_text() == "mine"
 
 
 def test_html_embeds_every_figure_and_loads_nothing(written: tuple[Path, Path], out_dir: Path) -> None:
@@ -69,5 +85,5 @@ def test_html_embeds_every_figure_and_loads_nothing(written: tuple[Path, Path], 
     ]
     assert all(source.startswith(prefix) for source in sources)
     assert "http" not in html
-    assert "<td>0.600 ± 0.050</td>" in html
+    assert "<td>60.0 ± 5.0</td>" in html
     assert "<td>skipped: 2 replies &lt; min_replies 3</td>" in html

@@ -1,35 +1,35 @@
-"""Decide what a report says: build its :class:`~fedmosaic.report.document.Document`."""
+"""Decide what a report says: build its :class:`~fedmosaic.report.document.Document`.
+
+A report answers first: one table of the headline metrics of its kind of
+task and one figure, then the figures of that kind of task (the fused
+graph, who labels what and the intervention curves for F-CMs; accuracy
+against the pre-trained start and centralized training for horizontal
+methods; accuracy by the number of parties present for vertical ones),
+then every other per-round metric in one figure of small multiples, and
+the details (all final metrics, communication, last rounds, configuration).
+"""
 
 import base64
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from fedmosaic.report import plots
-from fedmosaic.report.document import Block, Code, Document, Heading, Image, Paragraph, Table
-from fedmosaic.report.formatting import MISSING, format_bytes, format_metric, format_seconds
-from fedmosaic.report.series import (
-    final_by_run,
-    final_metric_names,
-    metric_series_by_run,
-    traffic_by_run,
-)
+from fedmosaic.report.concept_figures import concept_sections
+from fedmosaic.report.document import Block, Code, Document, Heading, Image, Paragraph, Table, plot_image
+from fedmosaic.report.formatting import MISSING, format_bytes, format_seconds
+from fedmosaic.report.headline import format_headline, headline_metrics, is_percent, label, task_kind
+from fedmosaic.report.series import final_by_run, final_metric_names, metric_series_by_run, traffic_by_run
 
 LAST_ROUNDS = 3
 """How many of each run's last rounds the round table shows."""
 
-PLOTS_DIR = "plots"
-"""Folder, relative to the report, that holds its images."""
+ROUND_CURVES = {"classification": ("accuracy", "colour_reliance"), "concepts": ("accuracy",), "vertical": ("accuracy",)}
+"""Metrics drawn over rounds in a figure of their own (with reference lines), per kind of task."""
 
 
 def build_document(results: Mapping[str, Any]) -> Document:
     """Build the report of one experiment.
-
-    The report holds the description, a table of final metrics, a table of
-    communication and time, figures (each final metric over rounds, the
-    final comparison when several runs report a metric, bytes per round),
-    each run's last rounds and the full configuration.
 
     Parameters
     ----------
@@ -41,44 +41,130 @@ def build_document(results: Mapping[str, Any]) -> Document:
     Document
         The report, its figures included.
     """
-    metrics = final_metric_names(results)
+    kind = task_kind(results)
     runs = results["runs"]
+    headline = headline_metrics(results, kind)
+    curves = [m for m in ROUND_CURVES[kind] if _has_curve(results, m)]
     blocks: list[Block] = [
         Paragraph(results["description"]),
         Paragraph(
             f"Experiment {results['experiment']} · seed {results['seed']} · "
             f"{len(runs)} runs · fedmosaic {results['fedmosaic_version']}"
         ),
+        Heading("Answer"),
+        headline_table(runs, headline),
+        Paragraph(
+            "Final metrics on the test set, in percent where marked (%); ± is one standard deviation "
+            "over the run's clients where it trains them separately. Sent: megabytes up and down."
+        ),
+        *_headline_images(results, headline),
+        *(concept_sections(results) if kind == "concepts" else ()),
+        *_section("Per round", [_curve_image(results, metric) for metric in curves]),
+        *_section("Accuracy by parties present", _parties_images(results)),
+        *_section("Other metrics per round", _small_multiples(results, exclude=set(curves))),
+        *_section("Communication per round", _traffic_images(results)),
         *_section("Data", _data_images(results)),
-        Heading("Final metrics"),
-        _final_table(runs, metrics),
+        Heading("All final metrics"),
+        _all_final_table(results),
         Heading("Communication and time"),
         _totals_table(runs, results["config"].get("federation", {}).get("target_accuracy")),
-        *_section("Metrics per round", _curve_images(results, metrics)),
-        *_section("Final comparison", _bar_images(results, metrics)),
-        *_section("Communication per round", _traffic_images(results)),
-        *_section("Interventions", _intervention_images(results)),
         Heading(f"Last {LAST_ROUNDS} rounds of each run"),
-        _last_rounds_table(runs, metrics),
+        _last_rounds_table(runs),
         Heading("Configuration"),
         Code(json.dumps(results["config"], indent=2, ensure_ascii=False), "json"),
     ]
     return Document(title=results["experiment"], blocks=tuple(blocks))
 
 
-def _data_images(results: Mapping[str, Any]) -> list[Image]:
-    """Pictures of the data that the run recorded (e.g. Simpson-MNIST samples per client)."""
+def headline_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
+    """One row per run: its headline metrics in their units, the megabytes it sent and its wall time."""
+    return Table(
+        header=("Run", *(label(m) for m in metrics), "Sent (MB)", "Time (s)"),
+        rows=tuple(
+            (
+                run["name"],
+                *(format_headline(run["final"], m) for m in metrics),
+                f"{(run['bytes_up_total'] + run['bytes_down_total']) / 1e6:.2f}",
+                f"{run['wall_time_s']:.1f}",
+            )
+            for run in runs
+        ),
+    )
+
+
+def references(results: Mapping[str, Any], metric: str) -> dict[str, float]:
+    """Reference values of ``metric``: the Bayes ceiling, the pre-trained start and centralized training, when known.
+
+    The Bayes ceiling (``bayes_optimal_accuracy``) and the pre-trained start
+    (``pretrained_accuracy``) are final metrics of some run; centralized is
+    the final ``metric`` of the run whose setting is ``centralized``.
+    """
+    if metric != "accuracy":
+        return {}
+    found: dict[str, float] = {}
+    for key, name in (("bayes_optimal_accuracy", "Bayes ceiling"), ("pretrained_accuracy", "pre-trained start")):
+        values = [value for value, _ in final_by_run(results, key).values()]
+        if values:
+            found[name] = max(values)
+    for run in results["runs"]:
+        if run["setting"] == "centralized" and metric in run["final"]:
+            found[f"{run['name']} (final)"] = run["final"][metric]
+    return found
+
+
+def _headline_images(results: Mapping[str, Any], headline: list[str]) -> list[Image]:
+    """The final value of the first headline metric, one bar per run, with its reference lines."""
+    if not headline:
+        return []
+    metric = headline[0]
     return [
-        _image(figure["name"], figure["caption"], base64.b64decode(figure["png_base64"]))
-        for figure in results.get("figures", [])
+        plot_image(
+            f"final_{metric}",
+            f"final {label(metric).lower()} of each run (bars, ± std), with reference lines",
+            plots.final_bars(results, metric, references(results, metric)),
+        )
     ]
 
 
-def _intervention_images(results: Mapping[str, Any]) -> list[Image]:
-    """The intervention curves, when some run recorded them."""
-    if not any("topological" in (run.get("artifacts") or {}) for run in results["runs"]):
+def _has_curve(results: Mapping[str, Any], metric: str) -> bool:
+    return any(len(series.rounds) >= 2 for series in metric_series_by_run(results, metric).values())
+
+
+def _curve_image(results: Mapping[str, Any], metric: str) -> Image:
+    refs = references(results, metric)
+    lines = f", with {', '.join(refs)} as reference lines" if refs else ""
+    return plot_image(
+        f"curve_{metric}", f"{label(metric).lower()} per round, one line per run{lines}",
+        plots.metric_curves(results, metric, refs),
+    )
+
+
+def _parties_images(results: Mapping[str, Any]) -> list[Image]:
+    if not plots.parties_by_run(results):
         return []
-    return [_image("interventions", "task accuracy under test-time interventions", plots.intervention_curves(results))]
+    return [plot_image("by_parties", "final accuracy by the number of parties present at test time", plots.by_parties(results))]
+
+
+def _small_multiples(results: Mapping[str, Any], exclude: set[str]) -> list[Image]:
+    """One figure with a small panel per other metric reported on two rounds or more."""
+    metrics = [m for m in final_metric_names(results) if m not in exclude and _has_curve(results, m)]
+    if not metrics:
+        return []
+    titles = {m: label(m) for m in metrics}
+    return [
+        plot_image(
+            "other_metrics", f"per round: {', '.join(titles.values())}; one line per run",
+            plots.small_multiples(results, metrics, titles, frozenset(filter(is_percent, metrics))),
+        )
+    ]
+
+
+def _data_images(results: Mapping[str, Any]) -> list[Image]:
+    """Pictures of the data that the run recorded (e.g. Simpson-MNIST samples per client)."""
+    return [
+        plot_image(figure["name"], figure["caption"], base64.b64decode(figure["png_base64"]))
+        for figure in results.get("figures", [])
+    ]
 
 
 def _section(heading: str, images: list[Image]) -> list[Block]:
@@ -86,18 +172,14 @@ def _section(heading: str, images: list[Image]) -> list[Block]:
     return [Heading(heading), *images] if images else []
 
 
-def _image(name: str, caption: str, png: bytes) -> Image:
-    """Return an image stored under :data:`PLOTS_DIR`, its file name made safe."""
-    return Image(f"{PLOTS_DIR}/{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png", caption, png)
-
-
-def _final_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
-    """One row per run: its setting, method and final metrics."""
+def _all_final_table(results: Mapping[str, Any]) -> Table:
+    """Every final metric, one row per metric and one column per run, so that it fits the page."""
+    runs = results["runs"]
     return Table(
-        header=("Run", "Setting", "Method", *metrics),
+        header=("Metric", *(run["name"] for run in runs)),
         rows=tuple(
-            (run["name"], run["setting"], run["method"], *(format_metric(run["final"], m) for m in metrics))
-            for run in runs
+            (label(metric), *(format_headline(run["final"], metric) for run in runs))
+            for metric in final_metric_names(results)
         ),
     )
 
@@ -126,10 +208,10 @@ def _rounds(value: int | None) -> str:
     return "not reached" if value is None else str(value)
 
 
-def _last_rounds_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
-    """The last :data:`LAST_ROUNDS` rounds of every run, one row per round."""
+def _last_rounds_table(runs: list[dict[str, Any]]) -> Table:
+    """The last :data:`LAST_ROUNDS` rounds of every run, one row per round (the metrics are in the figures)."""
     return Table(
-        header=("Run", "Round", "Status", "Replies", "Dropped", "Up", "Down", "Time", *metrics),
+        header=("Run", "Round", "Status", "Replies", "Dropped", "Up", "Down", "Time"),
         rows=tuple(
             (
                 run["name"],
@@ -140,7 +222,6 @@ def _last_rounds_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
                 format_bytes(entry["bytes_up"]),
                 format_bytes(entry["bytes_down"]),
                 format_seconds(entry["wall_time_s"]),
-                *(format_metric(entry["metrics"], m) for m in metrics),
             )
             for run in runs
             for entry in run["history"][-LAST_ROUNDS:]
@@ -148,26 +229,8 @@ def _last_rounds_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
     )
 
 
-def _curve_images(results: Mapping[str, Any], metrics: list[str]) -> list[Image]:
-    """A curve per metric that some run reports on two rounds or more (not final-only metrics)."""
-    return [
-        _image(f"curve_{metric}", f"{metric} per round", plots.metric_curves(results, metric))
-        for metric in metrics
-        if any(len(series.rounds) >= 2 for series in metric_series_by_run(results, metric).values())
-    ]
-
-
-def _bar_images(results: Mapping[str, Any], metrics: list[str]) -> list[Image]:
-    """A bar chart per metric whose final value more than one run reports."""
-    return [
-        _image(f"final_{metric}", f"final {metric} per run", plots.final_bars(results, metric))
-        for metric in metrics
-        if len(final_by_run(results, metric)) > 1
-    ]
-
-
 def _traffic_images(results: Mapping[str, Any]) -> list[Image]:
     """The bytes-per-round figure, when some run has rounds."""
     if not traffic_by_run(results):
         return []
-    return [_image("bytes_per_round", "bytes sent per round", plots.bytes_per_round(results))]
+    return [plot_image("bytes_per_round", "bytes sent per round", plots.bytes_per_round(results))]

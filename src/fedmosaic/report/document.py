@@ -5,7 +5,11 @@ The report's content is built once as a :class:`Document`; the writers in
 decide how each block looks. Text in blocks is plain: writers escape it.
 """
 
+import re
 from dataclasses import dataclass
+
+PLOTS_DIR = "plots"
+"""Folder, relative to the report, that holds its images."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,17 @@ class Image:
     path: str
     caption: str
     png: bytes
+
+
+def plot_image(name: str, caption: str, png: bytes) -> Image:
+    """Return an image stored as ``name`` under :data:`PLOTS_DIR`, its file name made safe.
+
+    Examples
+    --------
+    >>> plot_image("top-1 acc/val", "accuracy", b"").path
+    'plots/top-1_acc_val.png'
+    """
+    return Image(f"{PLOTS_DIR}/{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png", caption, png)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fedmosaic.report.document import Code, Document, Heading, Paragraph, Table
+from fedmosaic.report.document import Block, Code, Document, Heading, Image, Paragraph, Table, plot_image
+from fedmosaic.report.grid_plots import grid_bars, grid_means, margin_heatmap
+from fedmosaic.report.headline import label
 
 
 def build_grid_document(results: Mapping[str, Any]) -> Document:
@@ -39,10 +41,11 @@ def build_grid_document(results: Mapping[str, Any]) -> Document:
         blocks=(
             Paragraph(results.get("description", "")),
             Paragraph(f"Grid over {axes}; {len(results['points'])} experiments · fedmosaic {results['fedmosaic_version']}"),
-            Heading("Table"),
+            Heading("Answer"),
             Paragraph(f"{grid['metric']} in percent, mean ± std over the other axes{secondary}."),
             Table(header=tuple(table["header"]), rows=tuple(tuple(row) for row in table["rows"])),
-            *comparison_blocks(results.get("comparison")),
+            *_headline_images(results),
+            *comparison_blocks(results.get("comparison"), grid.get("rows", "")),
             Heading("Points"),
             points,
             Heading("Configuration"),
@@ -51,8 +54,24 @@ def build_grid_document(results: Mapping[str, Any]) -> Document:
     )
 
 
-def comparison_blocks(comparison: Mapping[str, Any] | None) -> tuple[Heading | Paragraph | Table, ...]:
-    """The section comparing one run with the best other run in every cell (none without a comparison)."""
+def _headline_images(results: Mapping[str, Any]) -> tuple[Image, ...]:
+    """The grid's metric as grouped bars (one panel per row value), when some point reports it."""
+    if not grid_means(results):
+        return ()
+    grid = results["grid"]
+    return (
+        plot_image(
+            "grid", f"{label(grid['metric']).lower()} by {grid.get('rows')} and {grid.get('columns')}, "
+            "one bar per run, mean ± std over the other axes", grid_bars(results),
+        ),
+    )
+
+
+def comparison_blocks(comparison: Mapping[str, Any] | None, rows: str = "") -> tuple[Block, ...]:
+    """The section comparing one run with the best other run in every cell (none without a comparison).
+
+    With two axes or more besides seed, the margins are also drawn as a heatmap (``rows`` down the side).
+    """
     if comparison is None:
         return ()
     run, metric = comparison["run"], comparison["metric"]
@@ -87,7 +106,20 @@ def comparison_blocks(comparison: Mapping[str, Any] | None) -> tuple[Heading | P
             "in percentage points."
         ),
         tally,
+        *_margin_images(comparison, rows),
         cells,
+    )
+
+
+def _margin_images(comparison: Mapping[str, Any], rows: str) -> tuple[Image, ...]:
+    if len(comparison["by_axis"]) < 2:
+        return ()
+    run = comparison["run"]
+    return (
+        plot_image(
+            "margins", f"margin of {run} over the best other run, in points, per cell (green: {run} leads)",
+            margin_heatmap(comparison, rows),
+        ),
     )
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic.report.content import build_document
+from fedmosaic.report.document import PLOTS_DIR
 from fedmosaic.report.grid_content import build_grid_document
 from fedmosaic.report.to_html import to_html
 from fedmosaic.report.to_markdown import to_markdown
@@ -27,7 +28,8 @@ def write_report(results: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]
         Content of ``results.json``.
     out_dir : Path
         Folder to write into; created if missing. Existing files of the same
-        names are replaced.
+        names are replaced, and figures of an earlier report that this one
+        does not have are removed from ``plots/``.
 
     Returns
     -------
@@ -36,6 +38,10 @@ def write_report(results: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]
     """
     document = build_grid_document(results) if "grid" in results else build_document(results)
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = {out_dir / image.path for image in document.images}
+    for stale in (out_dir / PLOTS_DIR).glob("*.png"):
+        if stale not in written:
+            stale.unlink()
     for image in document.images:
         image_path = out_dir / image.path
         image_path.parent.mkdir(exist_ok=True)

@@ -15,15 +15,17 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f
 main { max-width: 64rem; margin: 0 auto; padding: 1.5rem; }
 h1 { border-bottom: 1px solid #d0d7de; padding-bottom: .3rem; }
 h2 { margin-top: 2rem; border-bottom: 1px solid #d0d7de; padding-bottom: .2rem; }
-table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 1rem 0;
-        display: block; overflow-x: auto; }
-th, td { border: 1px solid #d0d7de; padding: .3rem .7rem; text-align: left; white-space: nowrap; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 1rem 0; width: 100%;
+        font-size: .9rem; }
+th, td { border: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left; overflow-wrap: anywhere; }
+td:first-child { overflow-wrap: break-word; }
 th { background: #f6f8fa; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 figure { margin: 1rem 0; }
 img { max-width: 100%; height: auto; }
 figcaption { color: #59636e; font-size: .9rem; }
-pre { background: #f6f8fa; padding: 1rem; overflow-x: auto; border-radius: 6px; }
+pre { background: #f6f8fa; padding: 1rem; border-radius: 6px; white-space: pre-wrap;
+      overflow-wrap: anywhere; }
 """
 
 

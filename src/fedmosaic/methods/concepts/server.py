@@ -90,7 +90,7 @@ class FCMServer(ServerLogic):
         if newcomers:
             replies = ctx.exchange({c: Message(kind=REGISTER) for c in newcomers}, quorum=False, expect=self._registration_spec())
             for client in sorted(replies):
-                self._register(client, replies[client])
+                self._register(client, replies[client], ctx.round)
             self.rejected.update({c: ctx.rejected[c] for c in newcomers if c in ctx.rejected})
         # The fused graph changes only when the set of registered clients does.
         metrics = self._update_model(ctx.round) if len(self.registry) > known or self.model is None else {}
@@ -185,14 +185,14 @@ class FCMServer(ServerLogic):
         }
         return entry, matrix
 
-    def _register(self, client: int, reply: Message) -> None:
+    def _register(self, client: int, reply: Message, rnd: int) -> None:
         try:
             entry, matrix = self._parse_registration(reply)
         except (FedmosaicError, KeyError, ValueError, TypeError) as error:
             # Valid on its own, but contradicting a client registered earlier in the same exchange.
             self.rejected[client] = str(error)
             return
-        self.registry[client] = entry
+        self.registry[client] = {**entry, "joined": rnd}
         self.confidences[client] = matrix
 
     def _update_model(self, rnd: int) -> dict[str, float]:
@@ -312,7 +312,8 @@ class FCMServer(ServerLogic):
         noisy = LabeledConcepts(
             (task.test.x + self._params.intervention_noise * noise).astype(np.float32), task.test.values, task.test.names
         )
-        random_curve = intervention_curve(model, noisy, random_order(concepts, derive_rng(self.seed, "curve")))
+        order = random_order(concepts, derive_rng(self.seed, "curve"))
+        random_curve = intervention_curve(model, noisy, order)
         topological_curve = intervention_curve(model, noisy, concepts)
         unlabeled = []
         for entry in self.registry.values():
@@ -321,11 +322,14 @@ class FCMServer(ServerLogic):
         self.curves = {
             "random": random_curve,
             "topological": topological_curve,
+            "random_clean": intervention_curve(model, task.test, order),
+            "topological_clean": intervention_curve(model, task.test, concepts),
             "topological_order": concepts,
             "unlabeled_by_client_all_intervened": unlabeled,
             "changes": self.changes,
             "graph": json.loads(encode_graph(model.graph)),
             "rejected": {str(c): r for c, r in self.rejected.items()},
+            "registry": {str(c): {"concepts": e["concepts"], "joined": e.get("joined", 1)} for c, e in self.registry.items()},
         }
         return {
             "full_intervention_accuracy": task_accuracy(model, task.test, concepts),

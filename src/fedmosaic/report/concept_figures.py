@@ -1,0 +1,99 @@
+"""The F-CMs part of a report: the fused graph against the truth, who labels what, interventions."""
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from fedmosaic.report import concept_plots, plots
+from fedmosaic.report.document import Block, Heading, Paragraph, plot_image
+from fedmosaic.report.graphs import EDGE_STATUSES, Edge, compare_edges
+
+if TYPE_CHECKING:
+    from pgmpy.models import DiscreteBayesianNetwork
+
+
+def graph_run(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The run whose fused graph the report shows: the first federated run with a graph, else any run with one."""
+    with_graph = [run for run in results["runs"] if isinstance((run.get("artifacts") or {}).get("graph"), Mapping)]
+    federated = [run for run in with_graph if run["setting"] == "federated"]
+    return (federated or with_graph or [None])[0]
+
+
+def true_network(config: Mapping[str, Any]) -> "DiscreteBayesianNetwork | None":
+    """The network the data were sampled from (bnlearn datasets), else None."""
+    data = config.get("data", {})
+    if data.get("dataset") != "bnlearn" or not data.get("network"):
+        return None
+    from fedmosaic.data.bayesnet import load_network
+
+    return load_network(data["network"])
+
+
+def true_edges(config: Mapping[str, Any]) -> list[Edge] | None:
+    """The true network's edges when the data are sampled from a known network (bnlearn), else None."""
+    network = true_network(config)
+    return None if network is None else sorted((str(a), str(b)) for a, b in network.edges())
+
+
+def concept_sections(results: Mapping[str, Any]) -> list[Block]:
+    """Sections of an F-CMs report: the fused graph, the client × concept matrix, the intervention curves.
+
+    Each appears only when the runs recorded what it needs (``graph``,
+    ``registry``, ``topological`` in their artifacts).
+
+    Parameters
+    ----------
+    results : Mapping[str, Any]
+        Content of ``results.json``.
+
+    Returns
+    -------
+    list[Block]
+        Headings, paragraphs and images, in reading order.
+    """
+    blocks: list[Block] = []
+    run = graph_run(results)
+    if run is not None:
+        graph = run["artifacts"]["graph"]
+        marks = compare_edges(graph["parents"], true_edges(results["config"]))
+        blocks += [
+            Heading("Fused concept graph"),
+            Paragraph(_edge_summary(run["name"], marks)),
+            plot_image(
+                "fused_graph",
+                f"fused concept graph of {run['name']} as a DAG, edges marked against the true network",
+                concept_plots.fused_graph(graph["parents"], marks, graph["task"]),
+            ),
+        ]
+        registry = run["artifacts"].get("registry")
+        if registry:
+            blocks += [
+                Heading("Who labels what"),
+                plot_image(
+                    "client_concepts",
+                    f"client × concept matrix of {run['name']}: a cell is filled where the client labels the concept",
+                    concept_plots.client_concepts(registry, graph["nodes"]),
+                ),
+            ]
+    if any("topological" in (r.get("artifacts") or {}) for r in results["runs"]):
+        blocks += [
+            Heading("Interventions"),
+            plot_image(
+                "interventions",
+                "task accuracy as more concepts are set to their true value, noisy and clean inputs, "
+                "with the Bayes ceiling",
+                plots.intervention_curves(results),
+            ),
+        ]
+    return blocks
+
+
+def _edge_summary(run: str, marks: Mapping[Edge, str]) -> str:
+    counts = Counter(marks.values())
+    if counts.get("unknown"):
+        return f"The graph {run} learned ({counts['unknown']} edges); the true network is not known."
+    found = ", ".join(f"{counts[status]} {status}" for status in EDGE_STATUSES if counts.get(status))
+    return (
+        f"The graph {run} learned, against the true network's edges between the same concepts: "
+        f"{found or 'no edges'}."
+    )
