@@ -50,7 +50,10 @@ LABELS: dict[str, MetricLabel] = {
     "accuracy": MetricLabel("Task accuracy", "%"),
     "concept_accuracy": MetricLabel("Concept accuracy", "%"),
     "balanced_concept_accuracy": MetricLabel("Balanced concept accuracy", "%"),
+    "own_concept_accuracy": MetricLabel("Concept accuracy, own concepts", "%"),
+    "own_balanced_concept_accuracy": MetricLabel("Balanced concept accuracy, own concepts", "%"),
     "coverage": MetricLabel("Concept coverage", "%"),
+    "intervention_gain": MetricLabel("Intervention gain", "points"),
     "full_intervention_accuracy": MetricLabel("Accuracy, all concepts set", "%"),
     "noisy_accuracy": MetricLabel("Accuracy, noisy inputs", "%"),
     "noisy_full_intervention_accuracy": MetricLabel("Accuracy, noisy, all concepts set", "%"),
@@ -64,9 +67,12 @@ LABELS: dict[str, MetricLabel] = {
     "loss": MetricLabel("Loss", ""),
     "train_loss": MetricLabel("Training loss", ""),
     "val_loss": MetricLabel("Validation loss", ""),
+    "val_task_loss": MetricLabel("Validation task loss", ""),
+    "dp_sgd_epsilon": MetricLabel("DP-SGD epsilon", ""),
     "best_round": MetricLabel("Best round", ""),
     "uploaded_tensors": MetricLabel("Tensors uploaded", ""),
     "param_change_ratio": MetricLabel("Parameter change ratio", ""),
+    "param_growth_ratio": MetricLabel("Parameter growth ratio", ""),
 }
 """Human names of the metrics fedmosaic reports; other metrics keep their key."""
 
