@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fedmosaic.report.formatting import MISSING
+from fedmosaic.report.formatting import MISSING, format_value
 from fedmosaic.report.series import final_metric_names, mean_std
 
 
@@ -112,7 +112,7 @@ def format_headline(metrics: Mapping[str, float], metric: str) -> str:
     value, std = found
     if is_percent(metric):
         return f"{100 * value:.1f}" + ("" if std is None else f" ± {100 * std:.1f}")
-    return f"{value:.3f}" + ("" if std is None else f" ± {std:.3f}")
+    return format_value(value, std)
 
 
 def headline_metrics(results: Mapping[str, Any], kind: str) -> list[str]:
