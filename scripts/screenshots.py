@@ -26,7 +26,8 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-VIEWPORT = {"width": 1280, "height": 900}
+VIEWPORT = {"width": 1280, "height": 520}
+"""The explorer's page is captured whole (``full_page``); this height only bounds it from below."""
 REPORT_HEIGHT = 1700
 """Pixels of the report captured from its top: the answer and the fused graph."""
 INTERVENTION = ("smoke", "yes")
@@ -58,7 +59,7 @@ def explorer_screenshot(page: Page, run_dir: Path, out: Path) -> None:
         concept, value = INTERVENTION
         page.click(f"[data-testid='set-{concept}-{value}']")
         page.wait_for_selector(f"body[data-ready='{concept}={value}']")
-        page.screenshot(path=out)
+        page.screenshot(path=out, full_page=True)
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -72,3 +72,17 @@ def test_bad_rows_and_settings_are_one_line_errors(
     with pytest.raises(FedmosaicError, match=None) as error:
         explorer.answer(row, settings)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_without_a_known_network_there_is_no_true_answer_and_edges_are_unmarked(explorer: Explorer) -> None:
+    # Prepare: the same model as if trained on data of no known network (a user's own table)
+    own = Explorer(explorer.model, explorer.examples, None)
+
+    # Execute
+    answer = own.answer(explorer.examples.iloc[0].tolist(), {"smoke": "yes"})
+    found = own.description()
+
+    # Assert
+    assert answer.bayes is None
+    assert answer.task == explorer.answer(explorer.examples.iloc[0].tolist(), {"smoke": "yes"}).task
+    assert not found["network_known"] and {edge["status"] for edge in found["edges"]} == {"unknown"}

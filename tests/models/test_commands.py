@@ -122,7 +122,7 @@ def test_bad_input_is_one_line_with_exit_code_2(bad_files, monkeypatch, capsys, 
     assert err.startswith(expected.format(**{k: v for k, v in bad_files.items() if "-" not in k}))
 
 
-def test_the_demo_ends_with_its_model_and_an_intervene_command_that_works(tmp_path, monkeypatch, capsys) -> None:
+def test_the_demo_ends_with_its_model_an_intervene_command_that_works_its_report_and_explore(tmp_path, monkeypatch, capsys) -> None:
     # Prepare: the demo's command on a small F-CMs experiment with several runs
     import functools
     import shlex
@@ -148,8 +148,10 @@ def test_the_demo_ends_with_its_model_and_an_intervene_command_that_works(tmp_pa
     # Assert
     assert code == 0, err
     lines = out.strip().splitlines()
-    assert lines[-2] == f"model:   {tmp_path / 'runs' / 'demo' / 'model' / '00-f-cms'}"
-    command = shlex.split(lines[-1].removeprefix("try:").strip())
+    demo = tmp_path / "runs" / "demo"
+    assert lines[-4] == f"model:   {demo / 'model' / '00-f-cms'}"
+    assert lines[-2:] == [f"report:  {demo / 'report.html'}", f"explore: fedmosaic explore {demo}"]
+    command = shlex.split(lines[-3].removeprefix("try:").strip())
     assert command[:2] == ["fedmosaic", "intervene"] and "--set" in command
     code, out, err = fedmosaic_cli(monkeypatch, capsys, *command[1:])
     assert code == 0, err

@@ -71,6 +71,17 @@ def test_setting_one_concept_changes_only_its_descendants(asia_run) -> None:
     assert changed <= descendants | {concept}
     assert graph["task"] in changed and concept in changed
     assert np.all(after.concepts[concept][:, 0] == 1.0)
+    assert model.descendants(concept) == descendants
+
+
+def test_in_a_bottleneck_model_setting_a_concept_changes_the_task_only(asia_run) -> None:
+    run = asia_run("cbm")
+    model = fedmosaic.load_model(run.out)
+    x = run.workload.splits.test.x[:50]
+    before, after = model.predict(x), model.intervene(x, {"smoke": "no"})
+    assert [n for n in model.concepts if not np.array_equal(before.concepts[n], after.concepts[n])] == ["smoke"]
+    assert not np.array_equal(before.probabilities, after.probabilities)
+    assert model.descendants("smoke") == {model.graph["task"]}
 
 
 def test_bad_interventions_are_one_line_errors(asia_run) -> None:

@@ -153,7 +153,7 @@ def test_a_centralized_run_and_a_pretrained_start_are_reference_lines(results: d
 
     # Assert
     assert found == {"pre-trained start": 0.5, "FedProx (final)": 0.91}
-    assert references(referenced, "loss") == {}
+    assert references(referenced, "loss") == {"FedProx (final)": 0.3}
 
 
 def test_colour_reliance_gets_its_own_curve_when_reported(results: dict[str, Any]) -> None:
@@ -169,7 +169,7 @@ def test_colour_reliance_gets_its_own_curve_when_reported(results: dict[str, Any
 
     # Assert
     assert "plots/curve_colour_reliance.png" in [image.path for image in document.images]
-    assert _after(document, "Answer").header[2] == "Colour reliance"  # type: ignore[union-attr]
+    assert _after(document, "Answer").header[2] == "Colour reliance (points)"  # type: ignore[union-attr]
 
 
 def test_vertical_runs_show_accuracy_by_the_parties_present(results: dict[str, Any]) -> None:

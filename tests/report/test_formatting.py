@@ -2,24 +2,7 @@
 
 import pytest
 
-from fedmosaic.report.formatting import MISSING, format_bytes, format_metric, format_seconds
-
-
-@pytest.mark.parametrize(
-    ("metrics", "expected"),
-    [
-        ({"accuracy": 0.93}, "0.930"),
-        ({"accuracy": 0.6, "accuracy_std": 0.05}, "0.600 ± 0.050"),
-        ({"accuracy": 1}, "1.000"),
-        ({"accuracy": 0.12345}, "0.123"),
-        ({"loss": 0.25}, MISSING),
-    ],
-    ids=["value", "value-and-std", "integer", "rounded", "absent"],
-)
-def test_metrics_have_three_decimals_and_their_std_when_reported(
-    metrics: dict[str, float], expected: str
-) -> None:
-    assert format_metric(metrics, "accuracy") == expected
+from fedmosaic.report.formatting import format_bytes, format_seconds
 
 
 @pytest.mark.parametrize(

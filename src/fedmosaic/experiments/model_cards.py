@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -53,15 +53,16 @@ def model_path(out_dir: Path, run_index: int, run_slug: str, job_label: str | No
     return folder if job_label is None else folder / job_label
 
 
-def client_parts(export: ModelExport, grid: Grid, client_factory: Any) -> dict[str, dict[str, np.ndarray]]:
+def client_parts(
+    export: ModelExport, grid: Grid, client_factory: Callable[[int], ClientLogic]
+) -> dict[str, dict[str, np.ndarray]]:
     """The parts the clients keep, read from the states the grid holds (none on Flower, where each party keeps its own)."""
     if not export.client_parts:
         return {}
     parts = {}
     for client, state in grid.client_states().items():
-        logic: ClientLogic = client_factory(client)
-        arrays = logic.exported_part(state)
-        if arrays is not None and client < len(export.client_parts):
+        arrays = client_factory(client).exported_part(state)
+        if arrays is not None:
             parts[export.client_parts[client]] = arrays
     return parts
 

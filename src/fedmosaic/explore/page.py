@@ -114,7 +114,8 @@ function draw() {
     const a = places[e.source], b = places[e.target];
     el("line", {x1: a.x + BOX / 2, y1: a.y + a.h, x2: b.x + BOX / 2, y2: b.y, stroke: COLOURS[e.status], "stroke-width": 1.8,
                 "stroke-dasharray": e.status === "extra" ? "6 4" : e.status === "missing" ? "2 4" : "", "marker-end": `url(#arrow-${e.status})`}, svg)
-      .appendChild(el("title", {})).textContent = `${e.source} → ${e.target}: ${e.status}`;
+      .appendChild(el("title", {})).textContent = `${e.source} → ${e.target}: ${e.status}` +
+        (e.score === null || e.score === undefined ? "" : `, consensus ${e.score.toFixed(2)}`);
   }
   for (const n of model.nodes) {
     const p = places[n.name], isTask = n.name === model.task;

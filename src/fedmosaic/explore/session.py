@@ -82,6 +82,7 @@ class Explorer:
         graph = self.model.graph
         truth = sorted((str(a), str(b)) for a, b in self.network.edges()) if self.network is not None else None
         marks = compare_edges(graph["parents"], truth)
+        scores = {(e["source"], e["target"]): e["score"] for e in graph.get("edges", []) if "score" in e}
         layout = layered_layout(graph["parents"])
         card = self.model.card
         return {
@@ -90,7 +91,10 @@ class Explorer:
             "classes": self.model.classes,
             "concepts": self.model.concepts,
             "nodes": [{"name": n, "x": x, "layer": layer} for n, (x, layer) in layout.items()],
-            "edges": [{"source": a, "target": b, "status": status} for (a, b), status in marks.items()],
+            "edges": [
+                {"source": a, "target": b, "status": status, "score": scores.get((a, b))}
+                for (a, b), status in marks.items()
+            ],
             "columns": list(self.examples.columns),
             "examples": self.examples.to_numpy(dtype=float).tolist(),
             "network_known": self.network is not None,

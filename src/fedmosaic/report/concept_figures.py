@@ -1,12 +1,12 @@
 """The F-CMs part of a report: the fused graph against the truth, who labels what, interventions."""
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fedmosaic.report import concept_plots, plots
 from fedmosaic.report.document import Block, Heading, Paragraph, plot_image
-from fedmosaic.report.graphs import EDGE_STATUSES, Edge, compare_edges
+from fedmosaic.report.graphs import EDGE_STATUSES, Edge, compare_edges, edges_of
 
 if TYPE_CHECKING:
     from pgmpy.models import DiscreteBayesianNetwork
@@ -35,6 +35,23 @@ def true_edges(config: Mapping[str, Any]) -> list[Edge] | None:
     return None if network is None else sorted((str(a), str(b)) for a, b in network.edges())
 
 
+def consensus_scores(fusions: Sequence[Mapping[str, Any]], parents: Mapping[str, Sequence[str]]) -> dict[Edge, float]:
+    """The consensus score of each edge, from the last fusion that gave exactly this graph's edges (empty if none).
+
+    Examples
+    --------
+    >>> fusions = [{"edges": [{"source": "a", "target": "b", "score": 0.5}]}]
+    >>> consensus_scores(fusions, {"a": [], "b": ["a"]})
+    {('a', 'b'): 0.5}
+    """
+    wanted = set(edges_of(parents))
+    for fusion in reversed(fusions):
+        scores = {(e["source"], e["target"]): float(e["score"]) for e in fusion.get("edges", [])}
+        if set(scores) == wanted:
+            return scores
+    return {}
+
+
 def concept_sections(results: Mapping[str, Any]) -> list[Block]:
     """Sections of an F-CMs report: the fused graph, the client × concept matrix, the intervention curves.
 
@@ -56,13 +73,15 @@ def concept_sections(results: Mapping[str, Any]) -> list[Block]:
     if run is not None:
         graph = run["artifacts"]["graph"]
         marks = compare_edges(graph["parents"], true_edges(results["config"]))
+        scores = consensus_scores(run["artifacts"].get("fusions", []), graph["parents"])
+        numbers = "; numbers: the clients' consensus behind each edge" if scores else ""
         blocks += [
             Heading("Fused concept graph"),
             Paragraph(_edge_summary(run["name"], marks)),
             plot_image(
                 "fused_graph",
-                f"fused concept graph of {run['name']} as a DAG, edges marked against the true network",
-                concept_plots.fused_graph(graph["parents"], marks, graph["task"]),
+                f"fused concept graph of {run['name']} as a DAG, edges marked against the true network{numbers}",
+                concept_plots.fused_graph(graph["parents"], marks, graph["task"], scores),
             ),
         ]
         registry = run["artifacts"].get("registry")

@@ -19,9 +19,16 @@ EDGE_STYLES: dict[str, tuple[str, str]] = {
     "unknown": ("#24292f", "-"),
 }
 """Colour and line style of each edge status (see :func:`fedmosaic.report.graphs.compare_edges`)."""
+BEND = 0.08
+"""How far edges bow from the straight line (matplotlib's ``arc3`` radius), so that crossing edges part."""
 
 
-def fused_graph(parents: Mapping[str, Sequence[str]], marks: Mapping[Edge, str], task: str) -> bytes:
+def fused_graph(
+    parents: Mapping[str, Sequence[str]],
+    marks: Mapping[Edge, str],
+    task: str,
+    scores: Mapping[Edge, float] | None = None,
+) -> bytes:
     """Draw a concept graph as a layered DAG, its edges styled by their status against the truth.
 
     Parameters
@@ -33,16 +40,26 @@ def fused_graph(parents: Mapping[str, Sequence[str]], marks: Mapping[Edge, str],
         :func:`~fedmosaic.report.graphs.compare_edges`.
     task : str
         The task node, drawn filled.
+    scores : Mapping[tuple[str, str], float], optional
+        The clients' consensus behind each edge, written at its middle.
 
     Returns
     -------
     bytes
         The figure as PNG, roots at the top.
     """
-    return render(partial(_draw_graph, positions=layered_layout(parents), marks=marks, task=task))
+    return render(
+        partial(_draw_graph, positions=layered_layout(parents), marks=marks, task=task, scores=scores or {})
+    )
 
 
-def _draw_graph(figure: Figure, positions: dict[str, tuple[float, int]], marks: Mapping[Edge, str], task: str) -> None:
+def _draw_graph(
+    figure: Figure,
+    positions: dict[str, tuple[float, int]],
+    marks: Mapping[Edge, str],
+    task: str,
+    scores: Mapping[Edge, float],
+) -> None:
     axes = figure.subplots()
     depth = max((layer for _, layer in positions.values()), default=0)
     points = {node: (x, 1.0 - layer / max(depth, 1)) for node, (x, layer) in positions.items()}
@@ -51,9 +68,15 @@ def _draw_graph(figure: Figure, positions: dict[str, tuple[float, int]], marks: 
         axes.add_patch(
             FancyArrowPatch(
                 points[parent], points[child], arrowstyle="-|>", mutation_scale=14, color=colour,
-                linestyle=style, linewidth=1.6, shrinkA=16, shrinkB=16, connectionstyle="arc3,rad=0.08",
+                linestyle=style, linewidth=1.6, shrinkA=16, shrinkB=16, connectionstyle=f"arc3,rad={BEND}",
             )
         )
+        if (parent, child) in scores:
+            (x0, y0), (x1, y1) = points[parent], points[child]
+            # The middle of the arc: half the control point's offset (rad) from the chord's middle.
+            x, y = (x0 + x1) / 2 + BEND / 2 * (y1 - y0), (y0 + y1) / 2 - BEND / 2 * (x1 - x0)
+            axes.text(x, y, f"{scores[(parent, child)]:.2f}", fontsize="x-small",
+                      color=colour, ha="center", va="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     for node, (x, y) in points.items():
         axes.text(
             x, y, node, ha="center", va="center", fontsize="medium",

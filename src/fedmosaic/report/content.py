@@ -18,7 +18,7 @@ from fedmosaic.report import plots
 from fedmosaic.report.concept_figures import concept_sections
 from fedmosaic.report.document import Block, Code, Document, Heading, Image, Paragraph, Table, plot_image
 from fedmosaic.report.formatting import MISSING, format_bytes, format_seconds
-from fedmosaic.report.headline import format_headline, headline_metrics, is_percent, label, task_kind
+from fedmosaic.report.headline import format_headline, headline_metrics, is_percent, label, name_of, task_kind
 from fedmosaic.report.series import final_by_run, final_metric_names, metric_series_by_run, traffic_by_run
 
 LAST_ROUNDS = 3
@@ -92,17 +92,23 @@ def headline_table(runs: list[dict[str, Any]], metrics: list[str]) -> Table:
     )
 
 
+PRETRAINED = "pretrained_"
+"""Prefix of the metrics of the pre-trained model a federation starts from (reference lines, not curves)."""
+
+
 def references(results: Mapping[str, Any], metric: str) -> dict[str, float]:
     """Reference values of ``metric``: the Bayes ceiling, the pre-trained start and centralized training, when known.
 
-    The Bayes ceiling (``bayes_optimal_accuracy``) and the pre-trained start
-    (``pretrained_accuracy``) are final metrics of some run; centralized is
-    the final ``metric`` of the run whose setting is ``centralized``.
+    The Bayes ceiling (``bayes_optimal_accuracy``, for ``accuracy`` only) and
+    the pre-trained start (``pretrained_<metric>``) are final metrics of some
+    run; centralized is the final ``metric`` of the run whose setting is
+    ``centralized``.
     """
-    if metric != "accuracy":
-        return {}
+    keys = {PRETRAINED + metric: "pre-trained start"}
+    if metric == "accuracy":
+        keys = {"bayes_optimal_accuracy": "Bayes ceiling", **keys}
     found: dict[str, float] = {}
-    for key, name in (("bayes_optimal_accuracy", "Bayes ceiling"), ("pretrained_accuracy", "pre-trained start")):
+    for key, name in keys.items():
         values = [value for value, _ in final_by_run(results, key).values()]
         if values:
             found[name] = max(values)
@@ -134,7 +140,7 @@ def _curve_image(results: Mapping[str, Any], metric: str) -> Image:
     refs = references(results, metric)
     lines = f", with {', '.join(refs)} as reference lines" if refs else ""
     return plot_image(
-        f"curve_{metric}", f"{label(metric).lower()} per round, one line per run{lines}",
+        f"curve_{metric}", f"{name_of(metric).lower()} per round, one line per run{lines}",
         plots.metric_curves(results, metric, refs),
     )
 
@@ -147,7 +153,10 @@ def _parties_images(results: Mapping[str, Any]) -> list[Image]:
 
 def _small_multiples(results: Mapping[str, Any], exclude: set[str]) -> list[Image]:
     """One figure with a small panel per other metric reported on two rounds or more."""
-    metrics = [m for m in final_metric_names(results) if m not in exclude and _has_curve(results, m)]
+    metrics = [
+        m for m in final_metric_names(results)
+        if m not in exclude and not m.startswith(PRETRAINED) and _has_curve(results, m)
+    ]
     if not metrics:
         return []
     titles = {m: label(m) for m in metrics}

@@ -1,30 +1,7 @@
 """Format numbers for the report's tables."""
 
-from collections.abc import Mapping
-
-from fedmosaic.report.series import mean_std
-
 MISSING = "—"
 """Shown in place of a value that a run does not report."""
-
-
-def format_metric(metrics: Mapping[str, float], metric: str) -> str:
-    """Format ``metric`` with three decimals, as ``mean ± std`` when a std exists.
-
-    Parameters
-    ----------
-    metrics : Mapping[str, float]
-        A ``final`` or per-round ``metrics`` mapping.
-    metric : str
-        Metric name, without the ``_std`` suffix.
-
-    Returns
-    -------
-    str
-        E.g. ``"0.930"``, ``"0.600 ± 0.050"``, or :data:`MISSING`.
-    """
-    found = mean_std(metrics, metric)
-    return MISSING if found is None else format_value(*found)
 
 
 def format_value(value: float, std: float | None) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fedmosaic.report.formatting import MISSING
+from fedmosaic.report.formatting import MISSING, format_value
 from fedmosaic.report.series import final_metric_names, mean_std
 
 
@@ -31,33 +31,48 @@ class MetricLabel:
     ----------
     name : str
         Short header, e.g. ``"Task accuracy"``.
-    percent : bool
-        Whether the value is a fraction shown in percent.
+    unit : str
+        ``"%"`` for a fraction shown in percent, ``"points"`` for a
+        difference of fractions shown in percentage points, ``""`` for a
+        value shown as it is.
     """
 
     name: str
-    percent: bool
+    unit: str
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the value is shown times 100."""
+        return self.unit in ("%", "points")
 
 
 LABELS: dict[str, MetricLabel] = {
-    "accuracy": MetricLabel("Task accuracy", True),
-    "concept_accuracy": MetricLabel("Concept accuracy", True),
-    "balanced_concept_accuracy": MetricLabel("Balanced concept accuracy", True),
-    "coverage": MetricLabel("Concept coverage", True),
-    "full_intervention_accuracy": MetricLabel("Accuracy, all concepts set", True),
-    "noisy_accuracy": MetricLabel("Accuracy, noisy inputs", True),
-    "noisy_full_intervention_accuracy": MetricLabel("Accuracy, noisy, all concepts set", True),
-    "unlabeled_intervention_accuracy": MetricLabel("Accuracy, unlabeled concepts set", True),
-    "bayes_optimal_accuracy": MetricLabel("Bayes ceiling", True),
-    "pretrained_accuracy": MetricLabel("Pre-trained accuracy", True),
-    "colour_reliance": MetricLabel("Colour reliance", False),
-    "concepts": MetricLabel("Concepts", False),
-    "loss": MetricLabel("Loss", False),
-    "train_loss": MetricLabel("Training loss", False),
-    "val_loss": MetricLabel("Validation loss", False),
-    "best_round": MetricLabel("Best round", False),
-    "uploaded_tensors": MetricLabel("Tensors uploaded", False),
-    "param_change_ratio": MetricLabel("Parameter change ratio", False),
+    "accuracy": MetricLabel("Task accuracy", "%"),
+    "concept_accuracy": MetricLabel("Concept accuracy", "%"),
+    "balanced_concept_accuracy": MetricLabel("Balanced concept accuracy", "%"),
+    "own_concept_accuracy": MetricLabel("Concept accuracy, own concepts", "%"),
+    "own_balanced_concept_accuracy": MetricLabel("Balanced concept accuracy, own concepts", "%"),
+    "coverage": MetricLabel("Concept coverage", "%"),
+    "intervention_gain": MetricLabel("Intervention gain", "points"),
+    "full_intervention_accuracy": MetricLabel("Accuracy, all concepts set", "%"),
+    "noisy_accuracy": MetricLabel("Accuracy, noisy inputs", "%"),
+    "noisy_full_intervention_accuracy": MetricLabel("Accuracy, noisy, all concepts set", "%"),
+    "unlabeled_intervention_accuracy": MetricLabel("Accuracy, unlabeled concepts set", "%"),
+    "bayes_optimal_accuracy": MetricLabel("Bayes ceiling", "%"),
+    "pretrained_accuracy": MetricLabel("Pre-trained accuracy", "%"),
+    "colour_reliance": MetricLabel("Colour reliance", "points"),
+    "own_shade_accuracy": MetricLabel("Accuracy, own shades", "%"),
+    "swapped_shade_accuracy": MetricLabel("Accuracy, swapped shades", "%"),
+    "concepts": MetricLabel("Concepts", ""),
+    "loss": MetricLabel("Loss", ""),
+    "train_loss": MetricLabel("Training loss", ""),
+    "val_loss": MetricLabel("Validation loss", ""),
+    "val_task_loss": MetricLabel("Validation task loss", ""),
+    "dp_sgd_epsilon": MetricLabel("DP-SGD epsilon", ""),
+    "best_round": MetricLabel("Best round", ""),
+    "uploaded_tensors": MetricLabel("Tensors uploaded", ""),
+    "param_change_ratio": MetricLabel("Parameter change ratio", ""),
+    "param_growth_ratio": MetricLabel("Parameter growth ratio", ""),
 }
 """Human names of the metrics fedmosaic reports; other metrics keep their key."""
 
@@ -74,13 +89,19 @@ def label(metric: str) -> str:
     found = LABELS.get(metric)
     if found is None:
         return metric
-    return f"{found.name} (%)" if found.percent else found.name
+    return f"{found.name} ({found.unit})" if found.unit else found.name
+
+
+def name_of(metric: str) -> str:
+    """Return the human name of ``metric`` without its unit, or the key itself."""
+    found = LABELS.get(metric)
+    return metric if found is None else found.name
 
 
 def is_percent(metric: str) -> bool:
-    """Whether ``metric`` is a fraction shown in percent (known accuracies and the ``accuracy_*`` family)."""
+    """Whether ``metric`` is shown times 100: percent or points, and the ``accuracy_*`` family."""
     found = LABELS.get(metric)
-    return found.percent if found is not None else metric.startswith("accuracy_")
+    return found.scaled if found is not None else metric.startswith("accuracy_")
 
 
 def format_headline(metrics: Mapping[str, float], metric: str) -> str:
@@ -91,7 +112,7 @@ def format_headline(metrics: Mapping[str, float], metric: str) -> str:
     value, std = found
     if is_percent(metric):
         return f"{100 * value:.1f}" + ("" if std is None else f" ± {100 * std:.1f}")
-    return f"{value:.3f}" + ("" if std is None else f" ± {std:.3f}")
+    return format_value(value, std)
 
 
 def headline_metrics(results: Mapping[str, Any], kind: str) -> list[str]:
