@@ -41,7 +41,7 @@ DIGITS = {
     "federation": {"rounds": 2, "workers": 1},
     "model": {"hidden": [16]},
     "train": {"batch_size": 64, "lr": 0.1},
-    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "FedCFA", "method": "fedcfa"}],
+    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "FedCFA", "method": "fedcfa"}, {"name": "FedMix", "method": "fedmix"}],
 }
 VERTICAL = {
     "name": "vfl",
@@ -67,7 +67,7 @@ def asia(family: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def digits_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> FinishedRun:
-    """FedAvg and FedCFA on digits."""
+    """FedAvg, FedCFA and FedMix on digits."""
     return finished_run(DIGITS)
 
 

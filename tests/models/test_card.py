@@ -17,7 +17,7 @@ def copy_of(folder: Path, tmp_path: Path) -> Path:
 
 def test_a_run_writes_one_model_per_run_with_weights_card_and_examples(digits_run) -> None:
     folders = sorted((digits_run.out / "model").iterdir())
-    assert [f.name for f in folders] == ["00-fedavg", "01-fedcfa"]
+    assert [f.name for f in folders] == ["00-fedavg", "01-fedcfa", "02-fedmix"]
     for folder in folders:
         assert sorted(p.name for p in folder.iterdir()) == ["card.json", "examples.csv", "model.safetensors"]
         card = json.loads((folder / "card.json").read_text())
@@ -42,7 +42,7 @@ def test_a_folder_without_a_model_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_folder_holding_several_models_asks_for_one(digits_run) -> None:
-    with pytest.raises(ModelFileError, match="holds 2 models; pass one of them: .*00-fedavg, .*01-fedcfa"):
+    with pytest.raises(ModelFileError, match="holds 3 models; pass one of them: .*00-fedavg, .*01-fedcfa, .*02-fedmix"):
         fedmosaic.load_model(digits_run.out)
 
 

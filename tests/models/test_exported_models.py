@@ -13,7 +13,7 @@ def accuracy(probabilities: np.ndarray, truth: np.ndarray) -> float:
     return int((probabilities.argmax(1) == truth).sum()) / len(truth)
 
 
-def test_fedavg_and_fedcfa_models_give_the_global_models_logits_and_accuracy(digits_run) -> None:
+def test_fedavg_fedcfa_and_fedmix_models_give_the_global_models_logits_and_accuracy(digits_run) -> None:
     # Prepare
     run = digits_run
     test = run.workload.test
@@ -27,7 +27,7 @@ def test_fedavg_and_fedcfa_models_give_the_global_models_logits_and_accuracy(dig
         model = fedmosaic.load_model(sorted((run.out / "model").iterdir())[index])
         prediction = model.predict(test.x)
         # Assert
-        assert model.card["architecture"] == reference and model.card["method"] == ["fedavg", "fedcfa"][index]
+        assert model.card["architecture"] == reference and model.card["method"] == ["fedavg", "fedcfa", "fedmix"][index]
         np.testing.assert_array_equal(prediction.logits, expected)
         assert accuracy(prediction.probabilities, test.y) == run.results["runs"][index]["final"]["accuracy"]
         assert model.predict(test.x.reshape(len(test.x), -1)).logits.tobytes() == prediction.logits.tobytes()

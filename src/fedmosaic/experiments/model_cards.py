@@ -116,7 +116,7 @@ def write_job_model(
         "seed": config.seed,
         "config": config.model_dump(mode="json", exclude_none=True),
     }
-    write_model(folder, card, {export.part: export.arrays, **parts}, test_inputs(workload)[:EXAMPLE_ROWS])
+    write_model(folder, card, {export.part: export.arrays, **parts}, evaluation_inputs(workload)[:EXAMPLE_ROWS])
 
 
 def _family(export: ModelExport) -> str:
@@ -154,7 +154,7 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
     return {"inputs": input_schema(columns, shape, scaling), "classes": _classes(dataset, workload.test.num_classes)}
 
 
-def test_inputs(workload: Workload) -> np.ndarray:
+def evaluation_inputs(workload: Workload) -> np.ndarray:
     """The test inputs, one flat row per example (a vertical task's first test setting, NaN where a party is absent)."""
     if isinstance(workload, ConceptWorkload):
         return workload.splits.test.x
