@@ -14,7 +14,15 @@ from fedmosaic.federation import ClientContext, ClientState, Federation, InProce
 from fedmosaic.methods.arrays import model_to_arrays
 from fedmosaic.methods.models import ModelParams, build_model
 from fedmosaic.methods.registry import HorizontalTask, get_method
-from fedmosaic.methods.scaffold import CONTROL, CONTROL_DELTA, LOCAL_CONTROL, ScaffoldClient, ScaffoldParams, build_scaffold
+from fedmosaic.methods.scaffold import (
+    CONTROL,
+    CONTROL_DELTA,
+    LOCAL_CONTROL,
+    ScaffoldClient,
+    ScaffoldParams,
+    build_scaffold,
+    effective_steps,
+)
 from fedmosaic.methods.training import TrainParams
 
 LR = 0.1
@@ -135,3 +143,33 @@ def test_scaffold_on_flower_simulation_is_bit_identical_to_the_in_process_run(tm
     ]
     assert strip(simulated) == strip(in_process)
     assert in_process["runs"][0]["final"]["accuracy"] > 0.5
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.5, 0.9])
+def test_effective_steps_is_the_displacement_of_momentum_sgd_under_a_constant_gradient(momentum: float) -> None:
+    # Prepare: a linear loss g . w, whose gradient is g everywhere
+    w = torch.zeros(3, requires_grad=True)
+    g = torch.tensor([1.0, -2.0, 0.5])
+    optimizer = torch.optim.SGD([w], lr=0.1, momentum=momentum)
+    # Execute: 7 steps
+    for _ in range(7):
+        optimizer.zero_grad()
+        (g * w).sum().backward()
+        optimizer.step()
+    # Assert
+    np.testing.assert_allclose(-w.detach().numpy(), 0.1 * g.numpy() * effective_steps(7, momentum), rtol=1e-5)
+
+
+def test_with_momentum_the_client_control_variate_estimates_the_mean_gradient() -> None:
+    # Prepare: momentum 0.9 and a small lr, so the gradient barely changes over the 3 local steps
+    # (dividing by K lr alone would give about 2.6 times the gradient here)
+    data = _data()
+    train = TrainParams(epochs=3, batch_size=4, lr=0.01, momentum=0.9)
+    start = model_to_arrays(_factory())
+    zero = {CONTROL + n: np.zeros_like(a) for n, a in start.items()}
+    state = ClientState()
+    gw, _ = _gradient(torch.from_numpy(start["1.weight"]), torch.from_numpy(start["1.bias"]), data)
+    # Execute
+    ScaffoldClient(_factory, data, train).handle(Message(arrays={**start, **zero}), state, ClientContext(0, 1, seed=3))
+    # Assert
+    np.testing.assert_allclose(state.arrays[LOCAL_CONTROL + "1.weight"], gw.numpy(), rtol=0.05, atol=1e-3)

@@ -8,7 +8,14 @@ client runs ``K`` local steps from ``x`` on the corrected gradient
 
     ``c_i+ = c_i - c + (x - y) / (K lr)``
 
-and replies with its model ``y`` and the change ``c_i+ - c_i``. The server
+and replies with its model ``y`` and the change ``c_i+ - c_i``. With SGD
+momentum ``m`` the ``K`` steps move the model further than ``K lr`` times
+the mean gradient: a constant gradient ``g`` moves it by ``lr g S`` with
+``S = sum_{t=1..K} (1 - m^t) / (1 - m)`` (:func:`effective_steps`), so ``K``
+is replaced by ``S``, which keeps ``c_i+`` an estimate of the client's mean
+gradient (with ``K`` alone and momentum 0.9 it is about ten times too large,
+and the corrections make training diverge). Without momentum ``S = K``. The
+server
 moves the model by ``server_lr`` toward the example-weighted average of the
 replies (``server_lr = 1``: the average itself, as FedAvg) and updates
 
@@ -157,7 +164,8 @@ class ScaffoldClient(FedAvgClient):
 
     def __init__(self, model_factory: ModelFactory, data: ArrayDataset, train: TrainParams) -> None:
         super().__init__(model_factory, data, train)
-        self._steps = train.epochs * math.ceil(len(data) / train.batch_size)
+        steps = train.epochs * math.ceil(len(data) / train.batch_size)
+        self._steps = effective_steps(steps, train.momentum if train.optimizer == "sgd" else 0.0)
 
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         control = _unprefixed(CONTROL, message.arrays)
@@ -173,6 +181,24 @@ class ScaffoldClient(FedAvgClient):
             reply.arrays[CONTROL_DELTA + name] = updated - local[name]
             state.arrays[LOCAL_CONTROL + name] = updated
         return reply
+
+
+def effective_steps(steps: int, momentum: float) -> float:
+    """How many plain SGD steps ``steps`` steps of SGD with ``momentum`` amount to under a constant gradient.
+
+    ``sum_{t=1..K} (1 - m^t) / (1 - m)``: the model moves by ``lr g`` times
+    this after ``K`` steps from zero momentum.
+
+    Examples
+    --------
+    >>> effective_steps(10, 0.0)
+    10.0
+    >>> round(effective_steps(2, 0.5), 3)  # 1 + 1.5
+    2.5
+    """
+    if momentum == 0.0:
+        return float(steps)
+    return float(sum((1.0 - momentum**t) / (1.0 - momentum) for t in range(1, steps + 1)))
 
 
 def _shifted_by(shift: Tensor) -> GradientMap:

@@ -7,11 +7,11 @@ from fedmosaic.experiments.reference import describe_default, describe_type, par
 from fedmosaic.methods.fedcfa import FedCFAParams
 
 
-def test_defaults_follow_the_reference() -> None:
+def test_defaults_follow_the_reference_except_k_chosen_on_validation_data() -> None:
     # Execute
     params = FedCFAParams()
     # Assert
-    assert (params.k, params.k_share, params.chunk_size, params.split, params.num_chunks) == (None, 0.375, 128, None, None)
+    assert (params.k, params.k_share, params.chunk_size, params.split, params.num_chunks) == (None, 0.25, 128, None, None)
     weights = (params.ce_weight, params.positive_weight, params.negative_weight, params.fdc_weight)
     assert weights == (1.0, 5.0, 5.0, 0.1)
     assert (params.average_dataset, params.scoring) == ("cached", "signed")
@@ -19,7 +19,8 @@ def test_defaults_follow_the_reference() -> None:
 
 def test_k_is_a_share_of_the_factors_unless_an_absolute_k_is_given() -> None:
     # Execute / Assert: 0.375 of 64 is the reference's 24; an absolute k is clipped to half the factors
-    assert FedCFAParams().replaced(64) == 24
+    assert FedCFAParams(k_share=0.375).replaced(64) == 24
+    assert FedCFAParams().replaced(64) == 16
     assert FedCFAParams(k_share=0.125).replaced(16) == 2
     assert FedCFAParams(k_share=0.01).replaced(16) == 1
     assert FedCFAParams(k=24).replaced(64) == 24
