@@ -17,7 +17,7 @@ import numpy as np
 
 from fedmosaic import __version__
 from fedmosaic.experiments.config import ExperimentConfig
-from fedmosaic.experiments.table_cards import describe_tables, table_test_inputs
+from fedmosaic.experiments.table_cards import describe_tables, describe_vertical_tables, table_test_inputs
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload
@@ -132,6 +132,8 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
     """The card's ``inputs``, ``classes`` and, for concept data, ``task`` and ``concepts`` (those of ``nodes`` if given)."""
     if isinstance(workload, TableWorkload):
         return describe_tables(workload, nodes)
+    if isinstance(workload, VerticalWorkload) and config.tables is not None:
+        return describe_vertical_tables(config.tables)
     dataset = config.data.dataset
     scaling = SCALING.get(dataset, "as the dataset loader returns them")
     if isinstance(workload, ConceptWorkload):

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.models.inputs import input_schema
 
@@ -35,6 +36,20 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
         "classes": list(tables.concepts[tables.task]),
         "concepts": {name: list(tables.concepts[name]) for name in names if name != tables.task},
     }
+
+
+VERTICAL_SCALING = "each party's columns standardised by that party over the rows it holds (its statistics stay with it)"
+"""The card's description of a vertical table model's inputs."""
+
+
+def describe_vertical_tables(tables: TablesSection) -> dict[str, Any]:
+    """The card's ``inputs`` (the parties' columns, party by party) and ``classes`` of a vertical table task."""
+    columns = [column for party in tables.parties for column in party.features]
+    schema = input_schema(
+        columns, (len(columns),), VERTICAL_SCALING, missing="NaN in every column of a party: that party does not hold the row"
+    )
+    schema["parties"] = [list(party.features) for party in tables.parties]
+    return {"inputs": schema, "classes": list(tables.classes)}
 
 
 def table_test_inputs(workload: TableWorkload) -> np.ndarray:
