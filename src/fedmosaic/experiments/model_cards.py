@@ -17,6 +17,8 @@ import numpy as np
 
 from fedmosaic import __version__
 from fedmosaic.experiments.config import ExperimentConfig
+from fedmosaic.experiments.table_cards import describe_tables, describe_vertical_tables, table_test_inputs
+from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload
 from fedmosaic.federation import ClientLogic, Grid
@@ -26,7 +28,7 @@ from fedmosaic.models.files import EXAMPLES, SUFFIX, write_model
 from fedmosaic.models.inputs import input_schema
 from fedmosaic.models.loader import MODEL_DIR
 
-Workload = ClassificationWorkload | ConceptWorkload | VerticalWorkload
+Workload = ClassificationWorkload | ConceptWorkload | VerticalWorkload | TableWorkload
 EXAMPLE_ROWS = 5
 """Test rows written beside each model as ``examples.csv``, inputs to try it on."""
 
@@ -129,6 +131,10 @@ def _family(export: ModelExport) -> str:
 
 def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str] | None = None) -> dict[str, Any]:
     """The card's ``inputs``, ``classes`` and, for concept data, ``task`` and ``concepts`` (those of ``nodes`` if given)."""
+    if isinstance(workload, TableWorkload):
+        return describe_tables(workload, nodes)
+    if isinstance(workload, VerticalWorkload) and config.tables is not None:
+        return describe_vertical_tables(config.tables)
     dataset = config.data.dataset
     scaling = SCALING.get(dataset, "as the dataset loader returns them")
     if isinstance(workload, ConceptWorkload):
@@ -158,6 +164,8 @@ def evaluation_inputs(workload: Workload) -> np.ndarray:
     """The test inputs, one flat row per example (a vertical task's first test setting, NaN where a party is absent)."""
     if isinstance(workload, ConceptWorkload):
         return workload.splits.test.x
+    if isinstance(workload, TableWorkload):
+        return table_test_inputs(workload)
     if isinstance(workload, VerticalWorkload):
         return np.concatenate(next(iter(workload.data.tests.values())).blocks, axis=1)
     return workload.test.x.reshape(len(workload.test.x), -1)

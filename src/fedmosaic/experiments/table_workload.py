@@ -14,7 +14,7 @@ clients receive the mean and standard deviation with every message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -63,6 +63,7 @@ class TableWorkload:
     test: ConceptSite | ArrayDataset | None
     scaling: Scaling | None = None
     figures: tuple[tuple[str, str, bytes], ...] = ()
+    _clients: dict[int, Sites[Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def features(self, site: int) -> np.ndarray:
         """Site ``site``'s raw features (what its scaling client summarises)."""
@@ -78,7 +79,7 @@ class TableWorkload:
             raise FedmosaicError("the sites' features are not scaled yet (fit_scaling first)")
         if self.tables.kind == "horizontal":
             return self._horizontal(config).jobs(setting, config)
-        clients = self.sites.map(lambda k, site: _concept_client(site, self.scaling, config, k))  # type: ignore[arg-type]
+        clients = self._concept_clients(config)
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(clients))
             return [Job("federated", self._concept_task(clients, config), schedule)]  # type: ignore[arg-type]
@@ -90,6 +91,13 @@ class TableWorkload:
             Job(f"client-{k}", self._concept_task([client], config), Schedule(num_clients=1))  # type: ignore[list-item]
             for k, client in enumerate(clients)
         ]
+
+    def _concept_clients(self, config: ExperimentConfig) -> Sites[Any]:
+        """Each site's scaled rows and belief, built once for all runs (a learned belief takes seconds)."""
+        if config.seed not in self._clients:
+            scaling = self.scaling
+            self._clients[config.seed] = self.sites.map(lambda k, site: _concept_client(site, scaling, config, k))  # type: ignore[arg-type]
+        return self._clients[config.seed]
 
     def _horizontal(self, config: ExperimentConfig) -> ClassificationWorkload:
         scaling = self.scaling

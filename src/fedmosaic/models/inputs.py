@@ -21,7 +21,14 @@ READERS = (".npy", ".csv", ".parquet")
 """File types :func:`read_inputs` reads."""
 
 
-def input_schema(columns: list[str], shape: tuple[int, ...], scaling: str, *, missing: str | None = None) -> dict[str, Any]:
+def input_schema(
+    columns: list[str],
+    shape: tuple[int, ...],
+    scaling: str,
+    *,
+    missing: str | None = None,
+    standardise: tuple[list[float], list[float]] | None = None,
+) -> dict[str, Any]:
     """The card's ``inputs`` section.
 
     Parameters
@@ -34,6 +41,10 @@ def input_schema(columns: list[str], shape: tuple[int, ...], scaling: str, *, mi
         How the features were scaled in training (inputs must be scaled alike).
     missing : str or None, default None
         What NaN means, where the model accepts it (vertical models: an absent party).
+    standardise : (mean, std) or None, default None
+        Per-column mean and standard deviation the model applies to raw inputs
+        itself (sites' own tables: the federated scaling); inputs are then
+        given unscaled.
 
     Examples
     --------
@@ -45,6 +56,8 @@ def input_schema(columns: list[str], shape: tuple[int, ...], scaling: str, *, mi
     schema: dict[str, Any] = {"columns": list(columns), "shape": list(shape), "dtype": "float32", "scaling": scaling}
     if missing is not None:
         schema["missing"] = missing
+    if standardise is not None:
+        schema["standardise"] = {"mean": list(standardise[0]), "std": list(standardise[1])}
     return schema
 
 
@@ -88,6 +101,9 @@ def checked_inputs(inputs: Any, schema: dict[str, Any]) -> np.ndarray:
     if bad.any():
         row, column = (int(k) for k in np.argwhere(bad)[0])
         raise ModelFileError(f"inputs: row {row}, column {columns[column]!r}: {flat[row, column]} is not a finite number")
+    if "standardise" in schema:
+        mean, std = (np.asarray(schema["standardise"][k], dtype=np.float64) for k in ("mean", "std"))
+        values = ((flat.astype(np.float64) - mean) / std).astype(np.float32).reshape(values.shape)
     return values
 
 

@@ -1,0 +1,129 @@
+"""docs/own-data.md: its commands run as written, from the example tables to predictions and interventions.
+
+The commands are read from the page's ``bash`` blocks and run in order in a
+fresh folder through the command line (in this process). The deployment
+command runs in its own test, which audits the table files each SuperNode opens.
+"""
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from fedmosaic.cli import app
+from fedmosaic.deploy.processes import MARKER
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "own-data.md"
+
+HOOK = f'''
+import os, sys
+_folder = os.environ.get("FEDMOSAIC_TEST_OPEN_AUDIT")
+_marker = os.environ.get("{MARKER}", "")
+if _folder and _marker:
+    def _audit(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.fsdecode(args[0])
+            if path.endswith((".csv", ".parquet")):
+                with open(os.path.join(_folder, str(os.getpid()) + ".log"), "a") as log:
+                    log.write(_marker.split("/", 1)[1] + "\\t" + os.path.realpath(path) + "\\n")
+    sys.addaudithook(_audit)
+'''
+
+
+def tutorial_commands(page: Path = PAGE) -> list[list[str]]:
+    """The ``fedmosaic`` commands of the page's ``bash`` blocks, in order, as argument lists."""
+    commands, inside = [], False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.strip() == "```bash"
+            continue
+        if inside and line.startswith("fedmosaic "):
+            commands.append(shlex.split(line)[1:])
+    return commands
+
+
+def run_command(args: list[str]) -> None:
+    """Run one command line; a failure shows its output."""
+    result = CliRunner().invoke(app, args, catch_exceptions=True)
+    assert result.exit_code == 0, f"fedmosaic {shlex.join(args)}: {result.output}{result.exception!r}"
+
+
+@pytest.mark.slow
+def test_the_tutorials_commands_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Prepare
+    monkeypatch.chdir(tmp_path)
+    commands = [c for c in tutorial_commands() if c[0] != "deploy"]
+    assert [c[0] for c in commands] == ["examples", "run", "predict", "intervene", "run"]
+    # Execute
+    for args in commands:
+        run_command(args)
+    # Assert: the run met the page's claims, and the model reads the schema's raw columns
+    results = json.loads((tmp_path / "runs/asia/results.json").read_text())
+    final = {run["name"]: run["final"] for run in results["runs"]}
+    assert final["F-CMs"]["coverage"] == 1.0
+    assert abs(final["F-CMs"]["accuracy"] - final["Centralized"]["accuracy"]) <= 0.02
+    predictions = pd.read_csv(tmp_path / "runs/asia/predictions.csv")
+    fixed = pd.read_csv(tmp_path / "runs/asia/if-smoking.csv")
+    assert len(predictions) == len(fixed) == 20
+    assert (fixed["smoke=yes"] == 1.0).all() and not (predictions["smoke=yes"] == 1.0).all()
+    assert "accuracy_aligned" in json.loads((tmp_path / "runs/vertical/results.json").read_text())["runs"][0]["final"]
+
+
+def test_the_raw_test_table_through_the_saved_model_gives_the_runs_accuracy(tmp_path: Path) -> None:
+    """The model applies the federated scaling itself: raw rows in, the run's test accuracy out."""
+    # Prepare
+    from fedmosaic import load_model
+    from fedmosaic.examples import copy_examples
+    from fedmosaic.experiments.config import load_config
+    from fedmosaic.experiments.presets import resolve_experiment
+    from fedmosaic.experiments.runner import run_experiment
+
+    copy_examples(tmp_path)
+    source = resolve_experiment(str(tmp_path / "asia" / "asia.toml"))
+    source |= {"federation": {"rounds": 2}, "runs": [{"name": "F-CMs", "method": "fcm"}]}
+    results = run_experiment(load_config(source), tmp_path / "out")
+    test = pd.read_csv(tmp_path / "asia" / "test.csv")
+    model = load_model(tmp_path / "out" / "model" / "00-f-cms")
+    # Execute
+    probabilities = model.predict(test[[f"f{k}" for k in range(8)]]).table()
+    # Assert
+    predicted = (probabilities["dysp=yes"] > probabilities["dysp=no"]).map({True: "yes", False: "no"})
+    accuracy = float((predicted.to_numpy() == test["dysp"].to_numpy()).mean())
+    assert accuracy == pytest.approx(results["runs"][0]["final"]["accuracy"], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_each_supernode_opens_only_its_own_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Permissions prove nothing (the tests run as root): every process of the deployment carries a
+    Python audit hook (a ``sitecustomize`` module on its path) that logs each table file it opens, with
+    the deployment marker naming its node (inherited by the processes a SuperNode starts)."""
+    # Prepare
+    hook, audit = tmp_path / "hook", tmp_path / "audit"
+    hook.mkdir()
+    audit.mkdir()
+    (hook / "sitecustomize.py").write_text(HOOK)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p))
+    monkeypatch.setenv("FEDMOSAIC_TEST_OPEN_AUDIT", str(audit))
+    monkeypatch.chdir(tmp_path)
+    deploy = [c for c in tutorial_commands() if c[0] == "deploy"]
+    assert len(deploy) == 1
+    # Execute: the tutorial's commands, as written
+    run_command(["examples", "."])
+    run_command(deploy[0])
+    # Assert
+    results = json.loads((tmp_path / "runs/asia-flower/results.json").read_text())
+    assert results["runs"][0]["final"]["coverage"] == 1.0
+    opened: dict[str, set[str]] = {}
+    for log in audit.glob("*.log"):
+        for line in log.read_text().splitlines():
+            process, path = line.split("\t")
+            opened.setdefault(process, set()).add(Path(path).name)
+    asia = {p.name for p in (tmp_path / "asia").iterdir()}
+    for node in range(3):
+        own = {f"hospital-{node}.csv"} | ({"hospital-1-graph.csv"} if node == 1 else set())
+        assert opened.get(f"node-{node}", set()) & asia == own, (node, opened)
+    assert opened.get("superlink", set()) & asia == {"test.csv"}, opened
