@@ -38,7 +38,7 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
     }
 
 
-VERTICAL_SCALING = "each party's columns standardised by that party over the rows it holds (its statistics stay with it)"
+VERTICAL_SCALING = "each party's columns standardised by that party (the active party over all its rows, a passive party over the rows it serves; the statistics stay with it)"
 """The card's description of a vertical table model's inputs."""
 
 
