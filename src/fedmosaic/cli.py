@@ -219,7 +219,7 @@ def demo(
     folder = min((out / MODEL_DIR).iterdir())  # the first run's: F-CMs
     model = load_model(folder)
     concept, categories = next(iter(model.concepts.items()))
-    out_console.print(f"model:   {folder}", highlight=False)
+    out_console.print(f"model:   {folder}", highlight=False, soft_wrap=True)
     out_console.print(
         f"try:     fedmosaic intervene {shlex.quote(str(folder))} {shlex.quote(str(folder / EXAMPLES))} --set {concept}={categories[0]}", highlight=False, soft_wrap=True
     )

@@ -34,6 +34,55 @@ class FinishedRun:
     vfl_predictions: list[Any]
 
 
+DIGITS = {
+    "name": "digits",
+    "data": {"dataset": "digits"},
+    "partition": {"scheme": "iid", "num_clients": 3},
+    "federation": {"rounds": 2, "workers": 1},
+    "model": {"hidden": [16]},
+    "train": {"batch_size": 64, "lr": 0.1},
+    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "FedCFA", "method": "fedcfa"}, {"name": "FedMix", "method": "fedmix"}],
+}
+VERTICAL = {
+    "name": "vfl",
+    "seed": 1,
+    "data": {"dataset": "digits"},
+    "vertical": {"num_parties": 2, "label_budget": 100, "train_rows": 300, "test_rows": 100, "test_missing": ["mcar:0.3", "mcar:0"]},
+    "federation": {"rounds": 3, "workers": 1},
+    "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8}}],
+}
+
+
+def asia(family: str) -> dict[str, Any]:
+    """F-CMs of one family on asia: 4 clients, 2 joining in round 2, 3 rounds."""
+    return {
+        "name": f"asia-{family}",
+        "data": {"dataset": "bnlearn", "network": "asia", "samples": 1000},
+        "concepts": {"num_clients": 4, "initial_clients": 2, "join_round": 2},
+        "federation": {"rounds": 3, "workers": 1},
+        "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},
+        "runs": [{"name": "F-CMs", "method": "fcm", "params": {"model": {"family": family}}}],
+    }
+
+
+@pytest.fixture(scope="session")
+def digits_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> FinishedRun:
+    """FedAvg, FedCFA and FedMix on digits."""
+    return finished_run(DIGITS)
+
+
+@pytest.fixture(scope="session")
+def vfl_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> FinishedRun:
+    """FALSE-VFL on digits cut into two parties, tested under two missingness settings."""
+    return finished_run(VERTICAL)
+
+
+@pytest.fixture(scope="session")
+def asia_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> Callable[[str], FinishedRun]:
+    """F-CMs on asia, by model family."""
+    return lambda family: finished_run(asia(family))
+
+
 @pytest.fixture(scope="session")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[dict[str, Any]], FinishedRun]:
     """Run a configuration (as a dict) once, keeping its servers."""

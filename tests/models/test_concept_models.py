@@ -13,21 +13,10 @@ def accuracy(probabilities: np.ndarray, truth: np.ndarray) -> float:
     return float(torch.from_numpy(probabilities.argmax(1) == truth).float().mean())
 
 
-def asia(family: str) -> dict:
-    return {
-        "name": f"asia-{family}",
-        "data": {"dataset": "bnlearn", "network": "asia", "samples": 1000},
-        "concepts": {"num_clients": 4, "initial_clients": 2, "join_round": 2},
-        "federation": {"rounds": 3, "workers": 1},
-        "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},
-        "runs": [{"name": "F-CMs", "method": "fcm", "params": {"model": {"family": family}}}],
-    }
-
-
 @pytest.mark.parametrize("family", ["cbm", "cem", "cgm", "c2bm"])
-def test_the_loaded_model_gives_the_selected_models_logits_and_the_runs_test_metrics(finished_run, family: str) -> None:
+def test_the_loaded_model_gives_the_selected_models_logits_and_the_runs_test_metrics(asia_run, family: str) -> None:
     # Prepare
-    run = finished_run(asia(family))
+    run = asia_run(family)
     test = run.workload.splits.test
     selected = run.servers[0]._tested_model()
     # Execute
@@ -46,9 +35,9 @@ def test_the_loaded_model_gives_the_selected_models_logits_and_the_runs_test_met
     assert float(concept_accuracy) == final["concept_accuracy"]
 
 
-def test_intervening_with_every_true_concept_gives_the_runs_full_intervention_accuracy(finished_run) -> None:
+def test_intervening_with_every_true_concept_gives_the_runs_full_intervention_accuracy(asia_run) -> None:
     # Prepare
-    run = finished_run(asia("cgm"))
+    run = asia_run("cgm")
     test = run.workload.splits.test
     model = fedmosaic.load_model(run.out)
     task = model.graph["task"]
@@ -58,9 +47,9 @@ def test_intervening_with_every_true_concept_gives_the_runs_full_intervention_ac
     assert accuracy(prediction.probabilities, test.columns([task])[:, 0]) == run.results["runs"][0]["final"]["full_intervention_accuracy"]
 
 
-def test_setting_one_concept_changes_only_its_descendants(finished_run) -> None:
+def test_setting_one_concept_changes_only_its_descendants(asia_run) -> None:
     # Prepare
-    run = finished_run(asia("cgm"))
+    run = asia_run("cgm")
     model = fedmosaic.load_model(run.out)
     x = run.workload.splits.test.x[:50]
     graph = model.graph
@@ -82,10 +71,21 @@ def test_setting_one_concept_changes_only_its_descendants(finished_run) -> None:
     assert changed <= descendants | {concept}
     assert graph["task"] in changed and concept in changed
     assert np.all(after.concepts[concept][:, 0] == 1.0)
+    assert model.descendants(concept) == descendants
 
 
-def test_bad_interventions_are_one_line_errors(finished_run) -> None:
-    run = finished_run(asia("cbm"))
+def test_in_a_bottleneck_model_setting_a_concept_changes_the_task_only(asia_run) -> None:
+    run = asia_run("cbm")
+    model = fedmosaic.load_model(run.out)
+    x = run.workload.splits.test.x[:50]
+    before, after = model.predict(x), model.intervene(x, {"smoke": "no"})
+    assert [n for n in model.concepts if not np.array_equal(before.concepts[n], after.concepts[n])] == ["smoke"]
+    assert not np.array_equal(before.probabilities, after.probabilities)
+    assert model.descendants("smoke") == {model.graph["task"]}
+
+
+def test_bad_interventions_are_one_line_errors(asia_run) -> None:
+    run = asia_run("cbm")
     model = fedmosaic.load_model(run.out)
     x = run.workload.splits.test.x[:5]
     concept = next(iter(model.concepts))
@@ -97,3 +97,21 @@ def test_bad_interventions_are_one_line_errors(finished_run) -> None:
         model.intervene(x, {model.graph["task"]: "yes"})
     with pytest.raises(ModelFileError, match="one per row"):
         model.intervene(x, {concept: ["yes", "no"]})
+
+
+def test_results_keep_every_fused_graph_with_scores_margins_and_pruned_edges(asia_run) -> None:
+    # Prepare
+    run = asia_run("cgm")
+    # Execute
+    fusions = run.results["runs"][0]["artifacts"]["fusions"]
+    model = fedmosaic.load_model(run.out)
+    # Assert
+    assert [f["round"] for f in fusions] == [1, 2]  # the graph is fused again when clients join
+    task = model.graph["task"]
+    for fusion in fusions:
+        kept = {(e["source"], e["target"]) for e in fusion["edges"]}
+        assert all(e["margin"] > 0 or e["target"] == task for e in fusion["edges"])
+        assert all(0 <= e["score"] <= 1 for e in fusion["edges"] + fusion["removed"])
+        assert not kept & {(e["source"], e["target"]) for e in fusion["removed"]}
+    parents = model.graph["parents"]
+    assert {(e["source"], e["target"]) for e in model.graph["edges"]} == {(p, n) for n in parents for p in parents[n]}

@@ -7,33 +7,15 @@ import fedmosaic
 from fedmosaic.data import vertical_data
 from fedmosaic.methods.arrays import load_arrays
 
-DIGITS = {
-    "name": "digits",
-    "data": {"dataset": "digits"},
-    "partition": {"scheme": "iid", "num_clients": 3},
-    "federation": {"rounds": 2, "workers": 1},
-    "model": {"hidden": [16]},
-    "train": {"batch_size": 64, "lr": 0.1},
-    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "FedCFA", "method": "fedcfa"}],
-}
-VERTICAL = {
-    "name": "vfl",
-    "seed": 1,
-    "data": {"dataset": "digits"},
-    "vertical": {"num_parties": 2, "label_budget": 100, "train_rows": 300, "test_rows": 100, "test_missing": ["mcar:0.3", "mcar:0"]},
-    "federation": {"rounds": 3, "workers": 1},
-    "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8}}],
-}
-
 
 def accuracy(probabilities: np.ndarray, truth: np.ndarray) -> float:
     """Share of rows whose most probable class is the truth, as the runs compute it (a count over the rows)."""
     return int((probabilities.argmax(1) == truth).sum()) / len(truth)
 
 
-def test_fedavg_and_fedcfa_models_give_the_global_models_logits_and_accuracy(finished_run) -> None:
+def test_fedavg_fedcfa_and_fedmix_models_give_the_global_models_logits_and_accuracy(digits_run) -> None:
     # Prepare
-    run = finished_run(DIGITS)
+    run = digits_run
     test = run.workload.test
     for index, server in enumerate(run.servers):
         reference = server.exported_model().architecture
@@ -45,15 +27,15 @@ def test_fedavg_and_fedcfa_models_give_the_global_models_logits_and_accuracy(fin
         model = fedmosaic.load_model(sorted((run.out / "model").iterdir())[index])
         prediction = model.predict(test.x)
         # Assert
-        assert model.card["architecture"] == reference and model.card["method"] == ["fedavg", "fedcfa"][index]
+        assert model.card["architecture"] == reference and model.card["method"] == ["fedavg", "fedcfa", "fedmix"][index]
         np.testing.assert_array_equal(prediction.logits, expected)
         assert accuracy(prediction.probabilities, test.y) == run.results["runs"][index]["final"]["accuracy"]
         assert model.predict(test.x.reshape(len(test.x), -1)).logits.tobytes() == prediction.logits.tobytes()
 
 
-def test_false_vfl_model_joins_every_partys_part_and_reproduces_each_test_setting(finished_run) -> None:
+def test_false_vfl_model_joins_every_partys_part_and_reproduces_each_test_setting(vfl_run) -> None:
     # Prepare
-    run = finished_run(VERTICAL)
+    run = vfl_run
     final = run.results["runs"][0]["final"]
     # Execute
     model = fedmosaic.load_model(run.out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -55,15 +55,16 @@ def model_path(out_dir: Path, run_index: int, run_slug: str, job_label: str | No
     return folder if job_label is None else folder / job_label
 
 
-def client_parts(export: ModelExport, grid: Grid, client_factory: Any) -> dict[str, dict[str, np.ndarray]]:
+def client_parts(
+    export: ModelExport, grid: Grid, client_factory: Callable[[int], ClientLogic]
+) -> dict[str, dict[str, np.ndarray]]:
     """The parts the clients keep, read from the states the grid holds (none on Flower, where each party keeps its own)."""
     if not export.client_parts:
         return {}
     parts = {}
     for client, state in grid.client_states().items():
-        logic: ClientLogic = client_factory(client)
-        arrays = logic.exported_part(state)
-        if arrays is not None and client < len(export.client_parts):
+        arrays = client_factory(client).exported_part(state)
+        if arrays is not None:
             parts[export.client_parts[client]] = arrays
     return parts
 
@@ -117,7 +118,7 @@ def write_job_model(
         "seed": config.seed,
         "config": config.model_dump(mode="json", exclude_none=True),
     }
-    write_model(folder, card, {export.part: export.arrays, **parts}, test_inputs(workload)[:EXAMPLE_ROWS])
+    write_model(folder, card, {export.part: export.arrays, **parts}, evaluation_inputs(workload)[:EXAMPLE_ROWS])
 
 
 def _family(export: ModelExport) -> str:
@@ -159,7 +160,7 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
     return {"inputs": input_schema(columns, shape, scaling), "classes": _classes(dataset, workload.test.num_classes)}
 
 
-def test_inputs(workload: Workload) -> np.ndarray:
+def evaluation_inputs(workload: Workload) -> np.ndarray:
     """The test inputs, one flat row per example (a vertical task's first test setting, NaN where a party is absent)."""
     if isinstance(workload, ConceptWorkload):
         return workload.splits.test.x

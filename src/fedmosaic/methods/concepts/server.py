@@ -314,17 +314,21 @@ class FCMServer(ServerLogic):
             return None
         model = self._tested_model()
         graph = json.loads(encode_graph(model.graph))
-        edges = {(src, node) for node, parents in graph["parents"].items() for src in parents}
-        fusion = next(
-            (f for f in reversed(self.fusions) if {(e["source"], e["target"]) for e in f["edges"]} == edges and set(f["nodes"]) == set(graph["nodes"])),
-            {"edges": [], "removed": []},
-        )
+        fusion = self._fusion_of(model.graph)
         return ModelExport(
             "concepts",
             {"input_dim": self._task.input_dim, "model": self._params.model.model_dump(mode="json"), "graph": graph},
             model_to_arrays(model),
             details={"edges": fusion["edges"], "removed_edges": fusion["removed"], "selected_round": self.best_round},
         )
+
+    def _fusion_of(self, graph: ConceptGraph) -> dict[str, Any]:
+        """The latest fusion that produced ``graph`` (its nodes and edges)."""
+        edges = {(parent, node) for node in graph.nodes for parent in graph.parents[node]}
+        for fusion in reversed(self.fusions):
+            if set(fusion["nodes"]) == set(graph.nodes) and {(e["source"], e["target"]) for e in fusion["edges"]} == edges:
+                return fusion
+        return {"edges": [], "removed": []}
 
     # -- checkpoints -----------------------------------------------------------------
 
@@ -369,7 +373,7 @@ class FCMServer(ServerLogic):
         self.bad_rounds = int(config["bad_rounds"])  # type: ignore[arg-type]
         self.stopped = bool(config["stopped"])
         self.changes = json.loads(str(config["changes"]))
-        self.fusions = json.loads(str(config.get("fusions", "[]")))
+        self.fusions = json.loads(str(config["fusions"]))
         self.curves = json.loads(str(config["curves"]))
         self.model = None
         if config["graph"]:

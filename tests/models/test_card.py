@@ -1,0 +1,86 @@
+"""Model folders: what a run writes, and the one-line errors for folders that cannot be loaded."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import fedmosaic
+from fedmosaic.models.card import ModelFileError
+
+
+def copy_of(folder: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(folder, tmp_path / "model"))
+
+
+def test_a_run_writes_one_model_per_run_with_weights_card_and_examples(digits_run) -> None:
+    folders = sorted((digits_run.out / "model").iterdir())
+    assert [f.name for f in folders] == ["00-fedavg", "01-fedcfa", "02-fedmix"]
+    for folder in folders:
+        assert sorted(p.name for p in folder.iterdir()) == ["card.json", "examples.csv", "model.safetensors"]
+        card = json.loads((folder / "card.json").read_text())
+        assert card["kind"] == "classifier" and card["family"] == "mlp" and card["seed"] == 0
+        assert card["inputs"]["shape"] == [1, 8, 8] and len(card["inputs"]["columns"]) == 64
+        assert card["classes"] == [str(k) for k in range(10)] and card["config"]["name"] == "digits"
+    results = digits_run.results["runs"]
+    assert [json.loads((f / "card.json").read_text())["metrics"] for f in folders] == [run["final"] for run in results]
+
+
+def test_the_examples_beside_a_model_are_test_rows_it_accepts(digits_run) -> None:
+    model = fedmosaic.load_model(digits_run.out / "model" / "00-fedavg")
+    examples = model.folder / model.card["examples"]
+    assert model.predict(pd.read_csv(examples)).probabilities.shape == (5, 10)
+
+
+def test_a_folder_without_a_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match=r"no model here \(expected card.json"):
+        fedmosaic.load_model(tmp_path)
+    with pytest.raises(ModelFileError, match="no such model folder"):
+        fedmosaic.load_model(tmp_path / "nowhere")
+
+
+def test_a_folder_holding_several_models_asks_for_one(digits_run) -> None:
+    with pytest.raises(ModelFileError, match="holds 3 models; pass one of them: .*00-fedavg, .*01-fedcfa, .*02-fedmix"):
+        fedmosaic.load_model(digits_run.out)
+
+
+def test_a_card_from_a_newer_fedmosaic_is_refused(digits_run, tmp_path: Path) -> None:
+    folder = copy_of(digits_run.out / "model" / "00-fedavg", tmp_path)
+    card = json.loads((folder / "card.json").read_text())
+    (folder / "card.json").write_text(json.dumps({**card, "fedmosaic_version": "99.0.0"}))
+    with pytest.raises(ModelFileError, match="written by fedmosaic 99.0.0, newer than this 0.1.0; upgrade fedmosaic"):
+        fedmosaic.load_model(folder)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda card: {k: v for k, v in card.items() if k != "architecture"}, "model card lacks architecture"),
+        (lambda card: {**card, "format": 2}, "card format 2 is not one this fedmosaic reads"),
+        (lambda card: {**card, "kind": "forest"}, "kind 'forest' is not one this fedmosaic loads"),
+    ],
+    ids=["field-missing", "newer-format", "unknown-kind"],
+)
+def test_a_card_this_fedmosaic_cannot_read_is_refused(digits_run, tmp_path: Path, change, message: str) -> None:
+    folder = copy_of(digits_run.out / "model" / "00-fedavg", tmp_path)
+    card = json.loads((folder / "card.json").read_text())
+    (folder / "card.json").write_text(json.dumps(change(card)))
+    with pytest.raises(ModelFileError, match=message):
+        fedmosaic.load_model(folder)
+
+
+def test_a_missing_part_names_who_keeps_it(vfl_run, tmp_path: Path) -> None:
+    folder = copy_of(vfl_run.out / "model" / "00-false-vfl", tmp_path)
+    (folder / "party-1.safetensors").unlink()
+    with pytest.raises(ModelFileError, match=r"part 'party-1' is not here; passive party 1 \(client 0\) keeps it"):
+        fedmosaic.load_model(folder)
+
+
+def test_a_model_without_concepts_cannot_be_intervened_on(digits_run) -> None:
+    model = fedmosaic.load_model(digits_run.out / "model" / "00-fedavg")
+    x = digits_run.workload.test.x[:2]
+    with pytest.raises(ModelFileError, match="a fedavg model has no concepts to intervene on"):
+        model.intervene(x, {"smoke": "yes"})
+    assert model.concepts == {} and model.graph is None
