@@ -52,6 +52,6 @@ def describe_vertical_tables(tables: TablesSection) -> dict[str, Any]:
     return {"inputs": schema, "classes": list(tables.classes)}
 
 
-def table_test_inputs(workload: TableWorkload) -> np.ndarray:
+def table_evaluation_inputs(workload: TableWorkload) -> np.ndarray:
     """The coordinator's raw test features (the model scales them itself)."""
     return np.zeros((0, len(workload.tables.features)), np.float32) if workload.test is None else workload.test.x
