@@ -116,3 +116,21 @@ def test_bad_tables_give_one_line_exit_code_2_and_write_nothing(
     assert err.startswith(expected), err
     assert err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_deploy_checks_each_nodes_own_table_before_starting_anything(
+    examples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare
+    folder = examples / "asia"
+    for k in range(3):
+        (folder / f"hospital-{k}.csv").rename(folder / f"node-{k}.csv")
+    _edit(folder / "node-2.csv", _set_cell("smoke", 0, "sometimes"))
+    monkeypatch.chdir(tmp_path)
+    args = ["deploy", str(folder / "asia.toml"), "--node-file", str(folder / "node-{node}.csv"), "--out", "out"]
+    # Execute
+    code, err = _main([*args, "--set", 'runs=[{name="F-CMs",method="fcm"}]'], capsys, monkeypatch)
+    # Assert
+    assert code == 2
+    assert err.startswith("error: tables.sites.2.file: node-2.csv, column 'smoke', row 1: 'sometimes' is not a category"), err
+    assert not (tmp_path / "out").exists()

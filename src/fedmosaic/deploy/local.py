@@ -12,7 +12,7 @@ from fedmosaic.deploy.submit import submit
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, apply_overrides, load_config
 from fedmosaic.experiments.outputs import prepare_out_dir
-from fedmosaic.experiments.table_workload import NODE_FILE, NODE_GRAPH
+from fedmosaic.experiments.table_workload import NODE_FILE, NODE_GRAPH, node_workload
 from fedmosaic.experiments.workloads import prepare_workload
 
 
@@ -78,6 +78,7 @@ def deploy_experiment(
         raise ConfigError("--nodes", f"must equal the experiment's number of clients ({config.num_clients}), got {nodes}")
     prepare_workload(config, data_dir=data_dir)
     files = node_files(config, node_file, node_graph)
+    check_node_tables(config, files)
     prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
 
     def node_config(index: int) -> dict[str, str]:
@@ -123,4 +124,19 @@ def node_files(config: ExperimentConfig, node_file: str | None, node_graph: str 
             entry[key] = str(path)
         files[index] = entry
     return files
+
+
+def check_node_tables(config: ExperimentConfig, files: dict[int, dict[str, str]]) -> None:
+    """Read each node's own table as its node will (all on this machine), so a bad table stops the deployment before it starts.
+
+    Raises
+    ------
+    ConfigError
+        For the first bad table (as ``fedmosaic run`` reports it).
+    """
+    tables = config.tables
+    if tables is None or tables.kind == "vertical":
+        return
+    for index in range(len(tables.sites)):
+        node_workload(config, index, files.get(index, {}), {}).sites[index]
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from fedmosaic import __version__
 from fedmosaic.experiments.config import ExperimentConfig
-from fedmosaic.experiments.table_cards import describe_tables, describe_vertical_tables, table_test_inputs
+from fedmosaic.experiments.table_cards import describe_tables, describe_vertical_tables, table_evaluation_inputs
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload
@@ -165,7 +165,7 @@ def evaluation_inputs(workload: Workload) -> np.ndarray:
     if isinstance(workload, ConceptWorkload):
         return workload.splits.test.x
     if isinstance(workload, TableWorkload):
-        return table_test_inputs(workload)
+        return table_evaluation_inputs(workload)
     if isinstance(workload, VerticalWorkload):
         return np.concatenate(next(iter(workload.data.tests.values())).blocks, axis=1)
     return workload.test.x.reshape(len(workload.test.x), -1)

@@ -38,7 +38,7 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
     }
 
 
-VERTICAL_SCALING = "each party's columns standardised by that party over the rows it holds (its statistics stay with it)"
+VERTICAL_SCALING = "each party's columns standardised by that party (the active party over all its rows, a passive party over the rows it serves; the statistics stay with it)"
 """The card's description of a vertical table model's inputs."""
 
 
@@ -52,6 +52,6 @@ def describe_vertical_tables(tables: TablesSection) -> dict[str, Any]:
     return {"inputs": schema, "classes": list(tables.classes)}
 
 
-def table_test_inputs(workload: TableWorkload) -> np.ndarray:
+def table_evaluation_inputs(workload: TableWorkload) -> np.ndarray:
     """The coordinator's raw test features (the model scales them itself)."""
     return np.zeros((0, len(workload.tables.features)), np.float32) if workload.test is None else workload.test.x

@@ -5,7 +5,7 @@ each passive party's by :mod:`fedmosaic.methods.tables.alignment` (messages
 over a grid, as any federation), so the active party learns which of its
 rows each passive party holds and the passive party learns which of its rows
 to serve and where; no ID crosses. Each party standardises its own columns
-over the rows it holds. A seeded share of the active party's labeled rows is
+with its own statistics (a passive party: over the rows it serves). A seeded share of the active party's labeled rows is
 held out as the test split, whose missing blocks are the alignment's.
 """
 
@@ -137,7 +137,7 @@ def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver 
 
 
 def _standardised(x: np.ndarray) -> np.ndarray:
-    """A party's own columns standardised over the rows it holds (its statistics stay with it)."""
+    """A party's own columns standardised over the rows given (its statistics stay with it)."""
     mean, spread = x.mean(axis=0), x.std(axis=0)
     spread[spread == 0] = 1.0
     return ((x - mean) / spread).astype(np.float32)
