@@ -19,19 +19,21 @@ from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.federation import ServerLogic
-from fedmosaic.methods.vertical import false_vfl
+from fedmosaic.methods.vertical import baselines, false_vfl, split_server
 
 
 @dataclasses.dataclass
 class FinishedRun:
     """A finished run: its output folder, results, the servers it built (in order), its workload,
-    and the class probabilities FALSE-VFL's server predicted, in order."""
+    the class probabilities FALSE-VFL's server predicted, in order, and, by run index, those of the
+    votes whose accuracy the split-network methods' servers counted, in order."""
 
     out: Path
     results: dict[str, Any]
     servers: list[ServerLogic]
     workload: Any
     vfl_predictions: list[Any]
+    split_predictions: dict[int, list[Any]]
 
 
 DIGITS = {
@@ -50,6 +52,24 @@ VERTICAL = {
     "vertical": {"num_parties": 2, "label_budget": 100, "train_rows": 300, "test_rows": 100, "test_missing": ["mcar:0.3", "mcar:0"]},
     "federation": {"rounds": 3, "workers": 1},
     "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8}}],
+}
+
+SPLIT = {
+    "name": "split",
+    "seed": 2,
+    "data": {"dataset": "digits"},
+    "vertical": {"num_parties": 3, "split": "even", "label_budget": 150, "train_rows": 300, "test_rows": 100, "test_missing": ["mcar:0.4", "mcar:0"]},
+    "federation": {"rounds": 3, "workers": 1},
+    "runs": [
+        {"name": name, "method": method, "params": {"hidden": 8, "embedding": 4, **extra}}
+        for name, method, extra in [
+            ("Local", "vfl-local", {}),
+            ("Vanilla VFL", "vanilla-vfl", {}),
+            ("PlugVFL", "plug-vfl", {}),
+            ("LASER-VFL", "laser-vfl", {}),
+            ("FedHSSL", "fedhssl", {"pretrain_rounds": 1, "passes": 1}),
+        ]
+    ],
 }
 
 
@@ -78,6 +98,12 @@ def vfl_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> FinishedRu
 
 
 @pytest.fixture(scope="session")
+def split_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> FinishedRun:
+    """Local, Vanilla VFL, PlugVFL, LASER-VFL and FedHSSL on digits cut into three parties, tested under two missingness settings."""
+    return finished_run(SPLIT)
+
+
+@pytest.fixture(scope="session")
 def asia_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> Callable[[str], FinishedRun]:
     """F-CMs on asia, by model family."""
     return lambda family: finished_run(asia(family))
@@ -100,12 +126,17 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[dict[str
 def _run(source: dict[str, Any], out: Path) -> FinishedRun:
     servers: list[ServerLogic] = []
     predictions: list[Any] = []
+    split_predictions: dict[int, list[Any]] = {}
     original = runner.get_method
-    predict = false_vfl.predictive_probabilities
+    predict, count = false_vfl.predictive_probabilities, split_server.accuracy
 
     def recorded(*args: Any) -> Any:
         predictions.append(predict(*args).numpy().copy())
         return predict(*args)
+
+    def counted(votes: baselines.Votes, y: Any) -> float:
+        split_predictions.setdefault(len(servers) - 1, []).append(baselines.probabilities(votes).numpy().copy())
+        return count(votes, y)
 
     def recording(name: str, **kwargs: Any):
         method = original(name, **kwargs)
@@ -120,8 +151,9 @@ def _run(source: dict[str, Any], out: Path) -> FinishedRun:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "get_method", recording)
         patch.setattr(false_vfl, "predictive_probabilities", recorded)
+        patch.setattr(split_server, "accuracy", counted)
         patch.setattr(workloads, "sample_concept_splits", functools.partial(bayesnet.sample_concept_splits, epochs=1))
         config = load_config(source)
         results = run_experiment(config, out / "run")
         workload = prepare_workload(config)
-    return FinishedRun(out / "run", results, servers, workload, predictions)
+    return FinishedRun(out / "run", results, servers, workload, predictions, split_predictions)

@@ -7,7 +7,7 @@ from typing import Callable
 
 from fedmosaic.models.card import CARD_FILE, ModelFileError, read_card
 from fedmosaic.models.loaded import ClassifierModel, ConceptModelFile, LoadedModel
-from fedmosaic.models.vertical import FalseVFLModel
+from fedmosaic.models.vertical import FalseVFLModel, SplitVFLModel
 
 MODEL_DIR = "model"
 """The folder of a run's output that holds its models."""
@@ -16,6 +16,7 @@ KINDS: dict[str, Callable[..., LoadedModel]] = {
     "classifier": ClassifierModel,
     "concepts": ConceptModelFile,
     "false-vfl": FalseVFLModel,
+    "split-vfl": SplitVFLModel,
 }
 """The loaded-model class of each card ``kind``."""
 

@@ -1,6 +1,9 @@
-"""A loaded FALSE-VFL model: every party's networks, joined again to predict from whatever parties a row has.
+"""Loaded vertical models: every party's networks, joined again to predict from whatever parties a row has.
 
-The parts come from the model folder: ``party-0`` (the active party's
+Inputs are every party's columns side by side, NaN in all of a party's
+columns where it does not hold the row (:class:`VerticalModel`).
+
+FALSE-VFL (:class:`FalseVFLModel`): the parts come from the model folder: ``party-0`` (the active party's
 encoder, decoder, top layer and classifier) and ``party-k`` (passive party
 ``k``'s encoder and decoder, which that party keeps). Prediction follows the
 run's protocol step for step, with each party's networks applied where the
@@ -9,6 +12,17 @@ run applied them: posteriors of the present parties fused into
 its block, self-normalised importance weights, ``p(y | x_obs) = sum_l w_l
 p_phi(y | h_l)``. With the seed of a test setting (``card["sampling"]``) it
 reproduces the run's predictions of that setting exactly.
+
+The split-network methods (:class:`SplitVFLModel`: Local, Vanilla VFL,
+PlugVFL, LASER-VFL, and FedHSSL's fine-tuned Vanilla VFL): ``party-0`` holds
+the active party's encoder and head, ``party-k`` passive party ``k``'s
+encoder (Local has none). Each present party embeds its block, absent ones
+are handled as the method's test time handles them (the baseline's own
+code: zero-filled blocks for Vanilla VFL and FedHSSL, zero embeddings for
+PlugVFL, the mean over the present parties for LASER-VFL, the majority
+training class where Local lacks the active party), and the probabilities
+are the head's softmax (LASER-VFL: the present parties' heads' softmax,
+averaged).
 """
 
 from __future__ import annotations
@@ -19,27 +33,54 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.baselines import Votes, baseline_from_spec, probabilities
 from fedmosaic.methods.vertical.networks import PartyModel
-from fedmosaic.methods.vertical.params import FalseVFLParams
-from fedmosaic.methods.vertical.tensors import spread
+from fedmosaic.methods.vertical.params import FalseVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.split_server import active_model, encoder, filled_at_test, stack_embeddings
+from fedmosaic.methods.vertical.tensors import heard, spread
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.files import read_part
 from fedmosaic.models.loaded import LoadedModel, Prediction
 
 
-class FalseVFLModel(LoadedModel):
-    """FALSE-VFL's parties joined: inputs are every party's columns side by side, NaN where a party lacks the row."""
+class VerticalModel(LoadedModel):
+    """A vertical model: inputs are every party's columns side by side (``architecture.widths``), NaN where a party lacks the row."""
+
+    def __init__(self, folder: Path, card: dict[str, Any]) -> None:
+        super().__init__(folder, card)
+        self.widths = [int(w) for w in card["architecture"]["widths"]]
+
+    def _blocks(self, x: np.ndarray) -> tuple[list[Tensor], Tensor]:
+        """Each party's block (zeros where absent) and the ``(n, K)`` presence."""
+        bounds = np.cumsum([0, *self.widths])
+        blocks, present = [], []
+        for k, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+            block = x[:, start:stop]
+            missing = np.isnan(block)
+            partial = missing.any(1) & ~missing.all(1)
+            if partial.any():
+                raise ModelFileError(f"inputs: row {int(np.argmax(partial))}: party {k}'s columns are partly NaN (all NaN: the party lacks the row)")
+            blocks.append(torch.from_numpy(np.nan_to_num(block)))
+            present.append(~missing.all(1))
+        presence = np.stack(present, axis=1)
+        if not presence.any(1).all():
+            raise ModelFileError(f"inputs: row {int(np.argmin(presence.any(1)))} has no party's columns (all NaN)")
+        return blocks, torch.from_numpy(presence)
+
+
+class FalseVFLModel(VerticalModel):
+    """FALSE-VFL's parties joined."""
 
     def __init__(self, folder: Path, card: dict[str, Any]) -> None:
         super().__init__(folder, card)
         architecture = card["architecture"]
         self.params = FalseVFLParams.model_validate_json(json.dumps(architecture["params"]))
-        widths, likelihood = [int(w) for w in architecture["widths"]], architecture["likelihood"]
+        widths, likelihood = self.widths, architecture["likelihood"]
         params = self.params
         self.active = ActiveModel(widths[0], int(architecture["num_classes"]), params, likelihood)
         load_arrays(self.active, read_part(folder, card, "party-0"))
@@ -48,7 +89,6 @@ class FalseVFLModel(LoadedModel):
         ]
         for k, party in enumerate(self.passive, start=1):
             load_arrays(party, read_part(folder, card, f"party-{k}"))
-        self.widths = widths
         for network in (self.active, *self.passive):
             network.eval()
 
@@ -90,23 +130,6 @@ class FalseVFLModel(LoadedModel):
             probabilities.numpy(), torch.log(probabilities).numpy(), columns={"class": [f"class={c}" for c in self.classes]}
         )
 
-    def _blocks(self, x: np.ndarray) -> tuple[list[Tensor], Tensor]:
-        """Each party's block (zeros where absent) and the ``(n, K)`` presence."""
-        bounds = np.cumsum([0, *self.widths])
-        blocks, present = [], []
-        for k, (start, stop) in enumerate(zip(bounds, bounds[1:])):
-            block = x[:, start:stop]
-            missing = np.isnan(block)
-            partial = missing.any(1) & ~missing.all(1)
-            if partial.any():
-                raise ModelFileError(f"inputs: row {int(np.argmax(partial))}: party {k}'s columns are partly NaN (all NaN: the party lacks the row)")
-            blocks.append(torch.from_numpy(np.nan_to_num(block)))
-            present.append(~missing.all(1))
-        presence = np.stack(present, axis=1)
-        if not presence.any(1).all():
-            raise ModelFileError(f"inputs: row {int(np.argmin(presence.any(1)))} has no party's columns (all NaN)")
-        return blocks, torch.from_numpy(presence)
-
     def _posterior(self, blocks: list[Tensor], present: Tensor) -> tuple[Tensor, Tensor]:
         """``q(h | x_obs)``: the present parties' posteriors fused as in training."""
         posteriors = [party.encoder(blocks[k][present[:, k]]) for k, party in enumerate([self.active.party, *self.passive])]
@@ -114,3 +137,52 @@ class FalseVFLModel(LoadedModel):
         means = torch.stack([spread(m, fused[:, k]) for k, (m, _) in enumerate(posteriors)], dim=1)
         logvars = torch.stack([spread(lv, fused[:, k]) for k, (_, lv) in enumerate(posteriors)], dim=1)
         return fuse_posteriors(means, logvars, fused, self.params.fusion)
+
+
+class SplitVFLModel(VerticalModel):
+    """A split-network model: every party's encoder and the active party's head (see the module docstring)."""
+
+    def __init__(self, folder: Path, card: dict[str, Any]) -> None:
+        super().__init__(folder, card)
+        architecture = card["architecture"]
+        params = SplitVFLParams.model_validate({key: architecture[key] for key in ("hidden", "embedding", "layers")})
+        self.baseline = baseline_from_spec(architecture["baseline"])
+        self.fallback = int(architecture["fallback"])
+        self.active = active_model(self.widths[0], len(self.widths), int(architecture["num_classes"]), params, self.baseline)
+        load_arrays(self.active, read_part(folder, card, "party-0"))
+        takes_part = len(card["parts"]) > 1  # Local: the active party alone
+        self.passive = [encoder(width, params) for width in self.widths[1:]] if takes_part else []
+        for k, network in enumerate(self.passive, start=1):
+            load_arrays(network, read_part(folder, card, f"party-{k}"))
+        for network in (self.active, *self.passive):
+            network.eval()
+
+    @torch.no_grad()
+    def votes(self, inputs: Any) -> Votes:
+        """The heads' votes for each row of ``inputs``, as the run's test time casts them (their accuracy is the run's)."""
+        blocks, present = self._blocks(self._checked(inputs))
+        present = heard(present, range(len(self.passive)))
+        filled = filled_at_test(self.baseline, present)
+        encoders: list[nn.Module] = [self.active["encoder"], *self.passive]
+        embeddings = [network(blocks[k][filled[:, k]]) for k, network in enumerate(encoders)]
+        stacked = stack_embeddings(embeddings + [None] * (len(self.widths) - len(encoders)), filled)
+        return self.baseline.votes(self.active["head"], stacked, present, self.fallback)
+
+    def predict(self, inputs: Any) -> Prediction:
+        """Class probabilities from the parties each row has.
+
+        Parameters
+        ----------
+        inputs : numpy.ndarray or pandas.DataFrame
+            Every party's columns in the card's order; a party that does not
+            hold a row has NaN in all its columns there.
+
+        Raises
+        ------
+        ModelFileError
+            If a row has a party's columns partly NaN, or no party at all.
+        """
+        votes = self.votes(inputs)
+        predicted = probabilities(votes)
+        logits = votes.logits[:, 0] if votes.logits.shape[1] == 1 else torch.log(predicted)
+        return Prediction(predicted.numpy(), logits.numpy(), columns={"class": [f"class={c}" for c in self.classes]})

@@ -14,8 +14,10 @@ from fedmosaic.methods.vertical.baselines import (
     Concatenation,
     LaserVFL,
     Local,
+    accuracy,
     fully_aligned_labeled_rows,
     laser_weight,
+    probabilities,
     sample_subsets,
 )
 from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_local, build_plug, build_vanilla
@@ -135,10 +137,12 @@ def test_local_predicts_the_majority_class_where_the_active_party_is_absent() ->
     head = lambda e: torch.tensor([[0.0, 5.0]] * len(e))  # noqa: E731
 
     # Execute
-    accuracy = Local().accuracy(head, torch.zeros(3, 2, 4), present, torch.tensor([1, 0, 0]), fallback=0)  # type: ignore[arg-type]
+    votes = Local().votes(head, torch.zeros(3, 2, 4), present, fallback=0)  # type: ignore[arg-type]
 
     # Assert
-    assert accuracy == 1.0
+    assert accuracy(votes, torch.tensor([1, 0, 0])) == 1.0
+    expected = torch.cat([torch.softmax(torch.tensor([[0.0, 5.0]]), -1), torch.tensor([[1.0, 0.0]] * 2)])
+    np.testing.assert_array_equal(probabilities(votes).numpy(), expected.numpy())
 
 
 def test_laser_accuracy_averages_over_the_present_heads() -> None:
@@ -155,10 +159,12 @@ def test_laser_accuracy_averages_over_the_present_heads() -> None:
     present = torch.tensor([[True, True], [True, False]])
 
     # Execute
-    accuracy = LaserVFL().accuracy(heads, torch.ones(2, 2, 3), present, torch.tensor([0, 0]), fallback=0)
+    votes = LaserVFL().votes(heads, torch.ones(2, 2, 3), present, fallback=0)
 
     # Assert: row 0: one of two heads right; row 1: its only head right
-    assert accuracy == pytest.approx((0.5 + 1.0) / 2)
+    assert accuracy(votes, torch.tensor([0, 0])) == pytest.approx((0.5 + 1.0) / 2)
+    one_hot = torch.softmax(torch.eye(2), -1)
+    np.testing.assert_allclose(probabilities(votes).numpy(), torch.stack([one_hot.mean(0), one_hot[0]]).numpy())
 
 
 @pytest.mark.parametrize("build", [build_local, build_vanilla, build_plug, build_laser])

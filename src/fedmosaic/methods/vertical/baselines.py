@@ -2,12 +2,16 @@
 
 Each is a :class:`~fedmosaic.methods.vertical.split_server.Baseline` for the
 one training loop of :class:`~fedmosaic.methods.vertical.split_server.SplitServer`.
+At test time a baseline casts :class:`Votes`: one or more heads' logits per
+row; the run's accuracy (:func:`accuracy`) and a loaded model's class
+probabilities (:func:`probabilities`) both come from them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -19,12 +23,46 @@ from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.params import SplitVFLParams
 
 
+class Votes(NamedTuple):
+    """A baseline's test-time prediction: each voting head's logits, and which heads vote in which row."""
+
+    logits: Tensor
+    """``(n, V, C)``: every head's logits (one-hot-like for a row predicted by the fallback class)."""
+    voting: Tensor
+    """bool ``(n, V)``: the heads that vote in each row (at least one)."""
+
+
+def single_vote(logits: Tensor) -> Votes:
+    """The votes of a baseline with one head: ``logits`` ``(n, C)``."""
+    return Votes(logits[:, None], torch.ones(len(logits), 1, dtype=torch.bool))
+
+
+def fallback_logits(rows: int, num_classes: int, fallback: int) -> Tensor:
+    """``(rows, C)`` logits whose softmax is one-hot on ``fallback`` (the majority training class)."""
+    logits = torch.full((rows, num_classes), -math.inf)
+    logits[:, fallback] = 0.0
+    return logits
+
+
+def accuracy(votes: Votes, y: Tensor) -> float:
+    """Share of the voting heads whose most likely class is ``y``, averaged over the rows."""
+    correct = (votes.logits.argmax(-1) == y[:, None]) & votes.voting
+    return float((correct.sum(1) / votes.voting.sum(1)).mean())
+
+
+def probabilities(votes: Votes) -> Tensor:
+    """``(n, C)``: the voting heads' class probabilities, averaged."""
+    voting = votes.voting[..., None]
+    return torch.where(voting, torch.softmax(votes.logits, -1), 0.0).sum(1) / voting.sum(1)
+
+
 def fully_aligned_labeled_rows(split: VerticalSplit) -> np.ndarray:
     """Labeled rows that every party holds."""
     labeled = split.labeled
     return labeled[split.present[labeled].all(axis=1)]
 
 
+@dataclass(frozen=True)
 class Local:
     """The active party alone, trained on its labeled rows.
 
@@ -43,9 +81,9 @@ class Local:
     def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
         return F.cross_entropy(head(embeddings[:, 0]), y)
 
-    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
-        predicted = torch.where(present[:, 0], head(embeddings[:, 0]).argmax(-1), torch.tensor(fallback))
-        return float((predicted == y).float().mean())
+    def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
+        logits = head(embeddings[:, 0])
+        return single_vote(torch.where(present[:, :1], logits, fallback_logits(len(logits), logits.shape[1], fallback)))
 
 
 @dataclass(frozen=True)
@@ -86,8 +124,8 @@ class Concatenation:
         kept[:, 0] = True
         return F.cross_entropy(head((embeddings * kept[..., None]).flatten(1)), y)
 
-    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
-        return float((head(embeddings.flatten(1)).argmax(-1) == y).float().mean())
+    def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
+        return single_vote(head(embeddings.flatten(1)))
 
 
 @dataclass(frozen=True)
@@ -138,15 +176,35 @@ class LaserVFL:
                 total = total + (weight * F.cross_entropy(head[party](mean), y[rows], reduction="none")).sum()
         return total / len(y)
 
-    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
+    def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
         assert isinstance(head, nn.ModuleList)
         mean = (embeddings * present[..., None]).sum(1) / present.sum(1, keepdim=True)
-        correct = torch.stack([head[k](mean).argmax(-1) == y for k in range(present.shape[1])], dim=1)
-        per_row = (correct & present).sum(1) / present.sum(1)
+        logits = torch.stack([head[k](mean) for k in range(present.shape[1])], dim=1)
         unheard = ~present.any(1)
-        if unheard.any():  # every block of the row lost to rejected replies: the majority class
-            per_row = torch.where(unheard, (y == fallback).to(per_row.dtype), per_row)
-        return float(per_row.mean())
+        if not unheard.any():
+            return Votes(logits, present)
+        # every block of the row lost to rejected replies: head 0 votes for the majority class
+        voting = present.clone()
+        voting[unheard, 0] = True
+        logits[unheard, 0] = fallback_logits(int(unheard.sum()), logits.shape[2], fallback)
+        return Votes(logits, voting)
+
+
+BASELINES: dict[str, type] = {"local": Local, "concatenation": Concatenation, "laser": LaserVFL}
+"""The baselines by the name their specification gives."""
+
+
+def baseline_spec(baseline: Any) -> dict[str, Any]:
+    """JSON-ready: the baseline's name and its fields (:func:`baseline_from_spec` rebuilds it)."""
+    name = next(key for key, kind in BASELINES.items() if isinstance(baseline, kind))
+    return {"name": name, **asdict(baseline)}
+
+
+def baseline_from_spec(spec: dict[str, Any]) -> Local | Concatenation | LaserVFL:
+    """The baseline :func:`baseline_spec` described."""
+    fields = {key: value for key, value in spec.items() if key != "name"}
+    baseline: Local | Concatenation | LaserVFL = BASELINES[spec["name"]](**fields)
+    return baseline
 
 
 def laser_weight(observed: Tensor, size: int) -> Tensor:

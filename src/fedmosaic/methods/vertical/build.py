@@ -12,10 +12,10 @@ from fedmosaic.methods.vertical.false_vfl import FalseVFLServer
 from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
 from fedmosaic.methods.vertical.fedhssl import FedHSSLServer
 from fedmosaic.methods.vertical.fedhssl_client import FedHSSLClient
-from fedmosaic.methods.vertical.networks import PartyModel, mlp
+from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
-from fedmosaic.methods.vertical.split_server import Baseline, SplitServer
+from fedmosaic.methods.vertical.split_server import Baseline, SplitServer, encoder
 from fedmosaic.methods.vertical.task import VerticalTask
 
 
@@ -49,9 +49,7 @@ def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[Ver
 
         def party(client: int) -> SplitClient:
             width = data.widths[client + 1]
-            return SplitClient(
-                client + 1, data.splits, lambda: mlp(width, params.hidden, params.embedding, params.layers), params.lr
-            )
+            return SplitClient(client + 1, data.splits, lambda: encoder(width, params), params.lr)
 
         return SplitServer(task, params, baseline(params)), party
 

@@ -189,13 +189,15 @@ class FalseVFLServer(ServerLogic):
         return self._task.test_accuracies(accuracy) | ess
 
     def exported_model(self) -> ModelExport:
-        """The final model: the active party's networks here, each passive party's in its own part.
+        """The model the run tests: the active party's networks here (the classifier selected on validation, else the
+        final one), each passive party's in its own part.
 
         ``details`` holds the seed each test setting's prediction drew its
-        samples from in the last round (which always evaluates).
+        samples from.
         """
         data = self._task.data
-        seeds = {name: derive_seed(self._seed, self._task.rounds, "predict", name) for name in data.tests}
+        seeds = {name: derive_seed(self._seed, "predict", name) for name in data.tests}
+        arrays = model_to_arrays(self._model) | {f"classifier.{k}": v for k, v in self._best_classifier.items()}
         return ModelExport(
             "false-vfl",
             {
@@ -204,7 +206,7 @@ class FalseVFLServer(ServerLogic):
                 "likelihood": data.likelihood,
                 "params": self._params.model_dump(mode="json"),
             },
-            model_to_arrays(self._model),
+            arrays,
             part="party-0",
             client_parts=tuple(f"party-{k}" for k in range(1, data.num_parties)),
             details={"sampling": {"samples": self._params.predict_samples, "seeds": seeds}},

@@ -59,6 +59,7 @@ from fedmosaic.methods.vertical.simsiam import (
 from fedmosaic.methods.vertical.split_server import SplitServer
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.tensors import gradient, leaf, tensor
+from fedmosaic.models.export import ModelExport
 
 SSL, FINETUNE = "ssl.", "finetune."
 
@@ -102,6 +103,10 @@ class FedHSSLServer(ServerLogic):
 
     def artifacts(self) -> dict[str, Any]:
         return self._finetune.artifacts() | {"pretrain_rounds": self._params.pretrain_rounds, "aligned_rows": len(self._aligned)}
+
+    def exported_model(self) -> ModelExport:
+        """The fine-tuned model, exported as Vanilla VFL's (the pre-training networks above the encoders are not part of it)."""
+        return self._finetune.exported_model()
 
     # ------------------------------------------------------------ pre-training
     def _pretrain_epoch(self, ctx: RoundContext) -> dict[str, float]:

@@ -36,6 +36,7 @@ from fedmosaic.methods.vertical.simsiam import SimSiamParty, local_epoch, spread
 from fedmosaic.methods.vertical.split_client import SplitClient
 
 PRETRAINING = frozenset({"cross", "local", "average"})
+ENCODER = "encoder."
 
 
 class FedHSSLClient(SplitClient):
@@ -80,6 +81,11 @@ class FedHSSLClient(SplitClient):
             self.save(state, model, optimizer)
             return Message(kind=message.kind)
         return self._local(message, state, context, model, optimizer)
+
+    def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
+        """The encoder fine-tuning tests (the projector and predictor of pre-training stay with the party)."""
+        part = super().exported_part(state)
+        return None if part is None else {k[len(ENCODER) :]: v for k, v in part.items() if k.startswith(ENCODER)}
 
     def _local(
         self, message: Message, state: ClientState, context: ClientContext, model: SimSiamParty, optimizer: torch.optim.Optimizer

@@ -62,7 +62,7 @@ class PartyClient(ClientLogic):
     def load(self, state: ClientState, seed: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         """The model and optimizer kept in ``state`` (built from ``seed`` on first use)."""
         model = seeded(seed, self._build)
-        saved = self.exported_part(state)
+        saved = self.current(state)
         if saved:
             load_arrays(model, saved)
         optimizer = torch.optim.Adam(model.parameters(), lr=self._lr)
@@ -73,7 +73,17 @@ class PartyClient(ClientLogic):
 
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
         """The party's trained model, as kept in ``state`` (None before its first message)."""
+        return self.current(state)
+
+    @staticmethod
+    def current(state: ClientState) -> dict[str, np.ndarray] | None:
+        """The party's current model in ``state`` (None before its first message)."""
         return {k[len(MODEL) :]: v for k, v in state.arrays.items() if k.startswith(MODEL)} or None
+
+    @staticmethod
+    def kept(state: ClientState) -> dict[str, np.ndarray]:
+        """The model :meth:`keep_best` kept in ``state`` (empty if none)."""
+        return {k[len(BEST) :]: v for k, v in state.arrays.items() if k.startswith(BEST)}
 
     @staticmethod
     def keep_best(state: ClientState) -> None:
@@ -82,7 +92,7 @@ class PartyClient(ClientLogic):
 
     def load_best(self, state: ClientState, seed: int) -> nn.Module:
         """The model kept by :meth:`keep_best` (the current one if none was kept)."""
-        kept = {k[len(BEST) :]: v for k, v in state.arrays.items() if k.startswith(BEST)}
+        kept = self.kept(state)
         if not kept:
             return self.load(state, seed)[0]
         model = seeded(seed, self._build)

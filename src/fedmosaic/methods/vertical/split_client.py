@@ -46,3 +46,7 @@ class SplitClient(PartyClient):
         with torch.no_grad():
             embedding = embedder(selected)
         return Message(arrays={"embedding": embedding.numpy()}, kind=message.kind)
+
+    def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
+        """The encoder the run tests: the one kept on validation, else the current one."""
+        return self.kept(state) or self.current(state)

@@ -9,13 +9,14 @@ every round then embeds the validation rows (one exchange); when their
 accuracy is the best so far, every party keeps its model (one ``keep``
 exchange), and training stops after ``patience`` rounds without a better one.
 Evaluation rounds embed the test rows with the kept models (the round
-selected on validation; the current ones without a validation split).
+selected on validation; the current ones without a validation split); those
+are the models the run exports, each party's encoder in its own part.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ from torch import Tensor, nn
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.vertical.baselines import Votes, accuracy, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import SplitVFLParams
@@ -31,6 +33,7 @@ from fedmosaic.methods.vertical.selection import Selection
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, embedding_spec
 from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
+from fedmosaic.models.export import ModelExport
 
 
 class Baseline(Protocol):
@@ -50,8 +53,8 @@ class Baseline(Protocol):
     def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
         """Training loss of a batch; ``embeddings`` ``(n, K, e)`` hold zeros for absent parties."""
 
-    def accuracy(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, fallback: int) -> float:
-        """Test accuracy; ``fallback`` is the majority training class."""
+    def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
+        """Test-time prediction; ``fallback`` is the majority training class."""
 
 
 class SplitServer(ServerLogic):
@@ -73,12 +76,7 @@ class SplitServer(ServerLogic):
     def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline) -> None:
         self._task, self._params, self._baseline = task, params, baseline
         data = task.data
-        self._build = lambda: nn.ModuleDict(
-            {
-                "encoder": mlp(data.widths[0], params.hidden, params.embedding, params.layers),
-                "head": baseline.head(data.num_parties, params, data.num_classes),
-            }
-        )
+        self._build = lambda: active_model(data.widths[0], data.num_parties, data.num_classes, params, baseline)
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
         self._seed = 0
@@ -130,6 +128,22 @@ class SplitServer(ServerLogic):
             **self._selection.record(0 if validation is None else len(validation), self._steps, self._trained_round),
         }
 
+    def exported_model(self) -> ModelExport:
+        """The models the run tests (:meth:`_evaluate`): the active party's encoder and head here, each passive party's encoder in its own part."""
+        data, params = self._task.data, self._params
+        tested = self._best if data.validation is not None and self._best else model_to_arrays(self._model)
+        architecture = {
+            "widths": list(data.widths),
+            "num_classes": data.num_classes,
+            "hidden": params.hidden,
+            "embedding": params.embedding,
+            "layers": params.layers,
+            "baseline": baseline_spec(self._baseline),
+            "fallback": self._majority,
+        }
+        passive = tuple(f"party-{k}" for k in range(1, data.num_parties)) if self._baseline.uses_passive_parties else ()
+        return ModelExport("split-vfl", architecture, tested, part="party-0", client_parts=passive)
+
     def _keep(self, ctx: RoundContext) -> None:
         """Every party keeps its current model as the one selected on validation."""
         self._best = model_to_arrays(self._model)
@@ -177,11 +191,10 @@ class SplitServer(ServerLogic):
             load_arrays(model, self._best)
         with torch.no_grad():
             remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, present, {}, train=False, best=best).items()}
-            filled = heard(torch.ones_like(present) if self._baseline.zero_fill_at_test else present, remote)
+            filled = heard(filled_at_test(self._baseline, present), remote)
             embeddings = self._embeddings(model, split, rows, filled, remote)
-            return self._baseline.accuracy(
-                model["head"], embeddings, heard(present, remote), torch.from_numpy(split.y), self._majority
-            )
+            votes = self._baseline.votes(model["head"], embeddings, heard(present, remote), self._majority)
+            return accuracy(votes, torch.from_numpy(split.y))
 
     def _embed(
         self,
@@ -212,13 +225,8 @@ class SplitServer(ServerLogic):
     ) -> Tensor:
         """``(n, K, e)`` embeddings, zeros for parties absent from ``filled`` (or not taking part)."""
         x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
-        parts = [spread(model["encoder"](x[filled[:, 0]]), filled[:, 0])]
-        for party in range(1, self._task.data.num_parties):
-            if party - 1 in remote:
-                parts.append(spread(remote[party - 1], filled[:, party]))
-            else:
-                parts.append(torch.zeros_like(parts[0]))
-        return torch.stack(parts, dim=1)
+        own = model["encoder"](x[filled[:, 0]])
+        return stack_embeddings([own] + [remote.get(party - 1) for party in range(1, self._task.data.num_parties)], filled)
 
     def state_dict(self) -> ClientState:
         arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()} | optimizer_to_arrays(self._optimizer)
@@ -236,3 +244,29 @@ class SplitServer(ServerLogic):
         self._steps, self._trained_round = int(state.config["steps"]), int(state.config["trained_round"])
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)
+
+
+def encoder(width: int, params: SplitVFLParams) -> nn.Sequential:
+    """A party's encoder of its block of ``width`` columns (every party has one)."""
+    return mlp(width, params.hidden, params.embedding, params.layers)
+
+
+def active_model(width: int, num_parties: int, num_classes: int, params: SplitVFLParams, baseline: Baseline) -> nn.ModuleDict:
+    """The active party's networks: its ``encoder`` and the baseline's ``head``."""
+    return nn.ModuleDict({"encoder": encoder(width, params), "head": baseline.head(num_parties, params, num_classes)})
+
+
+def filled_at_test(baseline: Baseline, present: Tensor) -> Tensor:
+    """The blocks embedded at test time: every row's (zero-filled where absent) for Vanilla VFL, else the present ones."""
+    return torch.ones_like(present) if baseline.zero_fill_at_test else present
+
+
+def stack_embeddings(embeddings: Sequence[Tensor | None], filled: Tensor) -> Tensor:
+    """``(n, K, e)``: each party's embeddings of its ``filled`` rows spread to all rows, zeros elsewhere and for a party
+    without embeddings (None: not taking part or not heard); party 0's are given."""
+    first = embeddings[0]
+    assert first is not None
+    parts = [spread(first, filled[:, 0])]
+    for party, embedding in enumerate(embeddings[1:], start=1):
+        parts.append(torch.zeros_like(parts[0]) if embedding is None else spread(embedding, filled[:, party]))
+    return torch.stack(parts, dim=1)
