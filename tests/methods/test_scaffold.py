@@ -116,6 +116,10 @@ def test_scaffold_is_registered_for_classification_and_rejects_a_bad_server_lr()
         ScaffoldParams(server_lr=0.0)
 
 
+def _without_wall_times(results: dict) -> list:
+    return [[{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]] for run in results["runs"]]
+
+
 @pytest.mark.slow
 def test_scaffold_on_flower_simulation_is_bit_identical_to_the_in_process_run(tmp_path) -> None:
     """3 rounds, 2 of 3 clients a round: the client control variates live in Flower's ``context.state``."""
@@ -137,12 +141,9 @@ def test_scaffold_on_flower_simulation_is_bit_identical_to_the_in_process_run(tm
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")
     simulated = run_experiment(load_config(simulation), tmp_path / "simulation")
 
-    # Assert
-    strip = lambda results: [  # noqa: E731 - wall times are the only engine-dependent numbers
-        [{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]] for run in results["runs"]
-    ]
-    assert strip(simulated) == strip(in_process)
-    assert in_process["runs"][0]["final"]["accuracy"] > 0.5
+    # Assert: wall times are the only numbers that may depend on the engine
+    assert _without_wall_times(simulated) == _without_wall_times(in_process)
+    assert [row["replies"] for row in simulated["runs"][0]["history"]] == [2, 2, 2]
 
 
 @pytest.mark.parametrize("momentum", [0.0, 0.5, 0.9])
