@@ -17,7 +17,10 @@ prints one JSON document with:
 - ``plug_vs_local``: PlugVFL minus Local under MCAR 0 testing per training setting;
 - ``steps``: mean optimizer steps and selected round per run and dataset.
 
-Usage: python benchmarks/vfl_grid_summary.py GRID_DIR [GRID_DIR ...] [--out FILE]
+With ``--markdown`` it prints, instead, one table per point (accuracy in
+percent, the best of each column in bold) for the results document.
+
+Usage: python benchmarks/vfl_grid_summary.py GRID_DIR [GRID_DIR ...] [--out FILE] [--markdown]
 """
 
 from __future__ import annotations
@@ -124,12 +127,45 @@ def steps(points: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]
     return {d: {n: {k: statistics.mean(v) for k, v in ks.items()} for n, ks in runs.items()} for d, runs in values.items()}
 
 
+def label(metric: str) -> str:
+    """``accuracy_mnar9`` -> ``MNAR 9``."""
+    name = metric.removeprefix("accuracy_")
+    return f"{name.rstrip('0123456789').upper()} {name.lstrip('abcdefghijklmnopqrstuvwxyz')}"
+
+
+def markdown_tables(points: list[dict[str, Any]]) -> str:
+    """One table per point: runs by test settings, percent, the best of each column in bold."""
+    parts = []
+    for point in points:
+        runs = point["runs"]
+        metrics = [m for m in next(iter(runs.values()))["final"] if m.startswith("accuracy_")]
+        best = {m: max(run["final"][m] for run in runs.values()) for m in metrics}
+        lines = [
+            f"**{point['dataset']}, train {point['train']}, seed {point['seed']}**",
+            "",
+            "| run | " + " | ".join(label(m) for m in metrics) + " | selected round | steps |",
+            "|---|" + "---|" * (len(metrics) + 2),
+        ]
+        for name, run in runs.items():
+            cells = [
+                f"**{100 * run['final'][m]:.1f}**" if run["final"][m] == best[m] else f"{100 * run['final'][m]:.1f}" for m in metrics
+            ]
+            record = run["record"]
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {record.get('selected_round', '')} | {record.get('optimizer_steps', '')} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     points = load_points(args.folders)
+    if args.markdown:
+        print(markdown_tables(points), end="")
+        return
     cells = cell_means(points)
     names = {name for point in points for name in point["runs"]}
     baselines = names - {METHOD, OPTION}

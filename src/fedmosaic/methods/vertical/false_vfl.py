@@ -256,8 +256,8 @@ class FalseVFLServer(ServerLogic):
         posteriors = [self._fuse(local, mask) for mask in masks]
         h = torch.cat([sample(mean, logvar, kappa, generator) for mean, logvar in posteriors])
         scope = self._scope(present)
-        # the terms of the full bound count where the party is in scope, those of a subset bound where it is in the subset
-        weights = torch.cat([(scope if i == 0 else mask).float().expand(kappa, -1, -1) for i, mask in enumerate(masks)])
+        # a party's term counts in the full bound where it is in scope, in a subset's bound where it is in the subset
+        weights = torch.cat([terms.float().expand(kappa, -1, -1) for terms in [scope, *masks[1:]]])
         loglik_rows = self._loglik_rows(scope)
         replies = ctx.exchange(
             {
@@ -276,9 +276,10 @@ class FalseVFLServer(ServerLogic):
             jacobian = torch.from_numpy(np.array(replies[c].arrays["dloglik_dh"]))
             surrogates[c] = value + ((part - part.detach()) * jacobian).sum(-1)
         loglik = self._total_loglik(split, rows, present, h, surrogates, loglik_rows, weights)
+        samples = [slice(i * kappa, (i + 1) * kappa) for i in range(len(posteriors))]  # each bound's samples
         bounds = [
-            iwae_bound(self._model.log_weights(h[i * kappa : (i + 1) * kappa], mean, logvar, loglik[i * kappa : (i + 1) * kappa], generator)).mean()
-            for i, (mean, logvar) in enumerate(posteriors)
+            iwae_bound(self._model.log_weights(h[own], mean, logvar, loglik[own], generator)).mean()
+            for own, (mean, logvar) in zip(samples, posteriors)
         ]
         self._generative_optimizer.zero_grad()
         (-sum(bounds)).backward()

@@ -48,6 +48,7 @@ class PartyClient(ClientLogic):
         }
         self._build = build
         self._lr = lr
+        self._model: nn.Module | None = None
 
     def features(self, split: str, rows: np.ndarray) -> tuple[Tensor, Tensor]:
         """The party's features of ``rows`` (zeros where absent) and their presence."""
@@ -60,9 +61,16 @@ class PartyClient(ClientLogic):
         return np.flatnonzero(self._splits[split][1].numpy())
 
     def load(self, state: ClientState, seed: int) -> tuple[nn.Module, torch.optim.Optimizer]:
-        """The model and optimizer kept in ``state`` (built from ``seed`` on first use)."""
-        model = seeded(seed, self._build)
+        """The model and optimizer kept in ``state`` (built from ``seed`` on first use).
+
+        The network object is reused between messages and overwritten with
+        every tensor kept in ``state`` (building and seeding one per message
+        costs more than the party's whole computation).
+        """
         saved = self.current(state)
+        if self._model is None or not saved:
+            self._model = seeded(seed, self._build)
+        model = self._model
         if saved:
             load_arrays(model, saved)
         optimizer = torch.optim.Adam(model.parameters(), lr=self._lr)
