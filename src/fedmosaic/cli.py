@@ -146,7 +146,7 @@ def run(
                 config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, jobs=jobs
             )
     _print_summary(results)
-    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}")
+    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -184,7 +184,7 @@ def deploy(
         node_file=node_file, node_graph=node_graph, resume=resume, overwrite=overwrite, write=lambda line: err_console.out(line, end="", highlight=False),
     )
     _print_summary(results)
-    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}")
+    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True)
 
 
 def _run_on_superlink(
@@ -225,9 +225,7 @@ def demo(
     out_console.print(
         f"try:     fedmosaic intervene {shlex.quote(str(folder))} {shlex.quote(str(folder / EXAMPLES))} --set {concept}={categories[0]}", highlight=False, soft_wrap=True
     )
-    out_console.print(
-        f"report:  {out / 'report.html'}\nexplore: fedmosaic explore {shlex.quote(str(out))}", highlight=False, soft_wrap=True
-    )
+    out_console.print(f"explore: fedmosaic explore {shlex.quote(str(out))}", highlight=False, soft_wrap=True)
 
 
 @app.command()
