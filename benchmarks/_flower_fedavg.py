@@ -113,7 +113,9 @@ def server_app_for(source: str, rounds: int, timings: list[tuple[float, float]])
             timings.append((time.perf_counter(), tree_cpu_seconds(os.getpid())))
             messages = [
                 Message(
-                    content=RecordDict({"arrays": _to_record(params), "config": ConfigRecord({"round": rnd, "source": source})}),
+                    content=RecordDict(
+                        {"arrays": _to_record(params), "config": ConfigRecord({"round": rnd, "source": source})}
+                    ),
                     message_type="train",
                     dst_node_id=node,
                 )

@@ -17,12 +17,13 @@ import time
 from pathlib import Path
 
 import torch
+from _common import default_data_dir, emit, machine
 from torch.nn import functional as F
 
-from _common import default_data_dir, emit, machine
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.workloads import ClassificationWorkload as FederatedData
-from fedmosaic.experiments.workloads import federated_schedule, prepare_classification as prepare_data
+from fedmosaic.experiments.workloads import federated_schedule
+from fedmosaic.experiments.workloads import prepare_classification as prepare_data
 from fedmosaic.federation import Federation, InProcessGrid, derive_seed
 from fedmosaic.methods.arrays import seeded
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
@@ -52,7 +53,11 @@ def run_engine(config, data: FederatedData) -> tuple[float, float]:
     grid = InProcessGrid(lambda k: FedAvgClient(factory, data.clients[k], config.train), config.seed)
     schedule = federated_schedule(config.federation, len(data.clients))
     history = Federation(
-        server, grid, schedule, seed=config.seed, rounds=config.federation.rounds,
+        server,
+        grid,
+        schedule,
+        seed=config.seed,
+        rounds=config.federation.rounds,
         evaluate_every=config.federation.evaluate_every,
     ).run()
     return time.perf_counter() - start, history[-1].metrics["accuracy"]

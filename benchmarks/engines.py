@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import emit, machine
+
 from fedmosaic.deploy.local import deploy_experiment
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import resolve_experiment

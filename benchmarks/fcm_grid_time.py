@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from _common import emit, machine
+
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.presets import preset_source
 from fedmosaic.experiments.runner import run_experiment

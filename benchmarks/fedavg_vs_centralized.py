@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from _common import default_data_dir, emit, machine
+
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import preset_source
 from fedmosaic.experiments.runner import run_experiment

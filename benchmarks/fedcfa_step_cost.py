@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import torch
-
 from _common import emit, machine
+
 from fedmosaic.methods.arrays import seeded
 from fedmosaic.methods.fedcfa import FedCFAParams, split_model
 from fedmosaic.methods.fedcfa.objective import CounterfactualObjective, frozen_copy
@@ -55,7 +55,9 @@ def main() -> None:
     x = torch.rand(BATCH * BLOCK, 1, 28, 28, generator=generator)
     y = torch.randint(0, 10, (len(x),), generator=generator)
     runs = _losses((1, 28, 28))
-    optimizers = {k: make_optimizer(m, TrainParams(batch_size=BATCH, lr=0.01, momentum=0.9)) for k, (m, _) in runs.items()}
+    optimizers = {
+        k: make_optimizer(m, TrainParams(batch_size=BATCH, lr=0.01, momentum=0.9)) for k, (m, _) in runs.items()
+    }
 
     def block(kind: str) -> float:
         model, loss_fn = runs[kind]

@@ -19,8 +19,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 from _common import emit, machine
+
 from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph
 
 NETWORK, TASK = "hailfinder", "R5Fcst"

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import tomli_w
-
 from _common import REPO, emit, machine
 
 EXPERIMENT: dict[str, Any] = {
@@ -48,11 +47,23 @@ EXPERIMENT: dict[str, Any] = {
 
 def start(work: Path, out: str, *, resume: bool) -> subprocess.Popen:
     """The CLI running the experiment into ``work/out`` as a separate process."""
-    command = [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "exp.toml", "--out", out, "--quiet"]
+    command = [
+        sys.executable,
+        "-c",
+        "from fedmosaic.cli import main; main()",
+        "run",
+        "exp.toml",
+        "--out",
+        out,
+        "--quiet",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.Popen(
-        [*command, *(["--resume"] if resume else [])], cwd=work, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [*command, *(["--resume"] if resume else [])],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -96,10 +107,18 @@ def trial(work: Path, index: int, after: int, delay: float, reference: dict[str,
     if killed:
         process.send_signal(signal.SIGKILL)
     process.wait()
-    checkpoints = sorted(str(p.relative_to(work / out)) for p in (work / out).rglob("*.npz")) if (work / out).exists() else []
+    checkpoints = (
+        sorted(str(p.relative_to(work / out)) for p in (work / out).rglob("*.npz")) if (work / out).exists() else []
+    )
     finish(work, out, resume=True)
     same = outcome(work / out) == reference
-    return {"after_messages": after, "delay_s": round(delay, 3), "killed": killed, "checkpoints_at_kill": checkpoints, "identical": same}
+    return {
+        "after_messages": after,
+        "delay_s": round(delay, 3),
+        "killed": killed,
+        "checkpoints_at_kill": checkpoints,
+        "identical": same,
+    }
 
 
 def main() -> None:

@@ -81,8 +81,18 @@ def main() -> None:
         return
     rows = []
     for clients in args.clients:
-        command = [sys.executable, __file__, "--one", str(clients), "--rounds", str(args.rounds),
-                   "--workers", str(args.workers), "--data-dir", str(args.data_dir)]
+        command = [
+            sys.executable,
+            __file__,
+            "--one",
+            str(clients),
+            "--rounds",
+            str(args.rounds),
+            "--workers",
+            str(args.workers),
+            "--data-dir",
+            str(args.data_dir),
+        ]
         rows.append(json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout))
     base = rows[0]
     emit(

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from _common import emit, machine
+
 from fedmosaic.examples import copy_examples
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import resolve_experiment

@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 
 import torch
-
 from _common import REPO, default_data_dir, emit, machine
 from engine_overhead import _config, run_bare
+
 from fedmosaic.experiments.inprocess_grid import make_grid
 from fedmosaic.experiments.workloads import federated_schedule, prepare_classification
 from fedmosaic.federation import Federation, RoundRecord
@@ -65,7 +65,9 @@ def measure_bare(config, data) -> dict:
     times = []
     cpu = _cpu_seconds()
     for _ in range(config.federation.rounds):
-        seconds, _ = run_bare(config.model_copy(update={"federation": config.federation.model_copy(update={"rounds": 1})}), data)
+        seconds, _ = run_bare(
+            config.model_copy(update={"federation": config.federation.model_copy(update={"rounds": 1})}), data
+        )
         times.append(seconds)
     return _summary(0.0, times, None, _cpu_seconds() - cpu)
 
@@ -77,9 +79,13 @@ def measure_engine(config, data, workers: int) -> dict:
     schedule = federated_schedule(federation, len(data.clients))
     start, cpu = time.perf_counter(), _cpu_seconds()
     first: list[float] = []
-    with make_grid(federation, lambda k: FedAvgClient(factory, data.clients[k], config.train), config.seed, schedule) as grid:
+    with make_grid(
+        federation, lambda k: FedAvgClient(factory, data.clients[k], config.train), config.seed, schedule
+    ) as grid:
         server = FedAvgServer(factory, data.test)
-        run = Federation(server, grid, schedule, seed=config.seed, rounds=federation.rounds, evaluate_every=federation.rounds)
+        run = Federation(
+            server, grid, schedule, seed=config.seed, rounds=federation.rounds, evaluate_every=federation.rounds
+        )
         original = server.initialize
 
         def initialize(seed: int) -> None:
@@ -95,10 +101,11 @@ def measure_engine(config, data, workers: int) -> dict:
 def measure_flower(config, rounds: int, cpus: int) -> dict:
     """Flower's simulation engine (Ray) with ``cpus`` CPUs, one per client."""
     os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO / "benchmarks"), os.environ.get("PYTHONPATH", "")])
-    from flwr.simulation import run_simulation
-
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO / "src"), str(REPO / "benchmarks"), os.environ.get("PYTHONPATH", "")]
+    )
     from _flower_fedavg import client_app, server_app_for
+    from flwr.simulation import run_simulation
 
     source = json.dumps(config.model_dump(mode="json", exclude_none=True))
     timings: list[tuple[float, float]] = []
@@ -107,7 +114,10 @@ def measure_flower(config, rounds: int, cpus: int) -> dict:
         server_app=server_app_for(source, rounds, timings),
         client_app=client_app,
         num_supernodes=config.partition.num_clients,
-        backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"num_cpus": cpus, "num_gpus": 0}},
+        backend_config={
+            "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+            "init_args": {"num_cpus": cpus, "num_gpus": 0},
+        },
     )
     if len(timings) != rounds + 1:
         raise RuntimeError(f"Flower ran {len(timings) - 1} of {rounds} rounds")
@@ -140,12 +150,18 @@ def main() -> None:
     ratios = {
         "sequential_over_bare": results["sequential"]["per_round_seconds"] / results["bare"]["per_round_seconds"],
         "parallel_over_bare": results["parallel"]["per_round_seconds"] / results["bare"]["per_round_seconds"],
-        "sequential_over_bare_cpu": results["sequential"]["cpu_seconds_per_round"] / results["bare"]["cpu_seconds_per_round"],
-        "parallel_over_bare_cpu": results["parallel"]["cpu_seconds_per_round"] / results["bare"]["cpu_seconds_per_round"],
+        "sequential_over_bare_cpu": results["sequential"]["cpu_seconds_per_round"]
+        / results["bare"]["cpu_seconds_per_round"],
+        "parallel_over_bare_cpu": results["parallel"]["cpu_seconds_per_round"]
+        / results["bare"]["cpu_seconds_per_round"],
     }
     if "flower" in results:
-        ratios["parallel_over_flower"] = results["parallel"]["per_round_seconds"] / results["flower"]["per_round_seconds"]
-        ratios["parallel_over_flower_cpu"] = results["parallel"]["cpu_seconds_per_round"] / results["flower"]["cpu_seconds_per_round"]
+        ratios["parallel_over_flower"] = (
+            results["parallel"]["per_round_seconds"] / results["flower"]["per_round_seconds"]
+        )
+        ratios["parallel_over_flower_cpu"] = (
+            results["parallel"]["cpu_seconds_per_round"] / results["flower"]["cpu_seconds_per_round"]
+        )
     emit(
         {
             "benchmark": "parallel_engine",

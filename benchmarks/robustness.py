@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import emit, machine
+
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import hostile_clients
@@ -94,9 +95,20 @@ def rejected(entry: dict[str, Any]) -> int:
 
 def classification(work: Path) -> list[dict[str, Any]]:
     rows = []
-    clean = {name: run(DIGITS, work, f"digits-clean-{i}", aggregation=agg) for i, (name, agg) in enumerate(AGGREGATORS.items())}
+    clean = {
+        name: run(DIGITS, work, f"digits-clean-{i}", aggregation=agg)
+        for i, (name, agg) in enumerate(AGGREGATORS.items())
+    }
     for name, entry in clean.items():
-        rows.append({"attack": "none", "fraction": 0.0, "aggregator": name, "accuracy": entry["final"]["accuracy"], "rejected": 0})
+        rows.append(
+            {
+                "attack": "none",
+                "fraction": 0.0,
+                "aggregator": name,
+                "accuracy": entry["final"]["accuracy"],
+                "rejected": 0,
+            }
+        )
     for attack in ("sign-flip", "scale", "malformed"):
         for fraction in FRACTIONS[1:]:
             hostile = sorted(hostile_clients(DIGITS["partition"]["num_clients"], fraction, DIGITS["seed"]))
@@ -104,9 +116,13 @@ def classification(work: Path) -> list[dict[str, Any]]:
                 label = f"digits-{attack}-{fraction}-{i}"
                 entry = run(DIGITS, work, label, aggregation=agg, attack={"fraction": fraction, "kind": attack})
                 row = {
-                    "attack": attack, "fraction": fraction, "aggregator": name, "hostile": hostile,
+                    "attack": attack,
+                    "fraction": fraction,
+                    "aggregator": name,
+                    "hostile": hostile,
                     "accuracy": entry["final"]["accuracy"],
-                    "clean_accuracy": clean[name]["final"]["accuracy"], "rejected": rejected(entry),
+                    "clean_accuracy": clean[name]["final"]["accuracy"],
+                    "rejected": rejected(entry),
                 }
                 if attack == "malformed":
                     failures = [{"clients": hostile, "round": r} for r in range(1, DIGITS["federation"]["rounds"] + 1)]
@@ -123,17 +139,40 @@ def _metrics(entry: dict[str, Any]) -> list[dict[str, float]]:
 def concepts(work: Path) -> list[dict[str, Any]]:
     clean = run(ASIA, work, "asia-clean")
     truth = edges(clean)
-    rows = [{"attack": "none", "fraction": 0.0, "aggregator": "mean", "accuracy": clean["final"]["accuracy"], "added": 0, "lost": 0, "rejected": 0}]
+    rows = [
+        {
+            "attack": "none",
+            "fraction": 0.0,
+            "aggregator": "mean",
+            "accuracy": clean["final"]["accuracy"],
+            "added": 0,
+            "lost": 0,
+            "rejected": 0,
+        }
+    ]
     cases = [(a, f, "mean") for a in ("reversed-graph", "random-graph") for f in FRACTIONS[1:]]
     cases += [("sign-flip", f, agg) for f in (0.1, 0.3) for agg in ("mean", "median")]
     for attack, fraction, name in cases:
-        entry = run(ASIA, work, f"asia-{attack}-{fraction}-{name}", aggregation=AGGREGATORS[name], attack={"fraction": fraction, "kind": attack})
+        entry = run(
+            ASIA,
+            work,
+            f"asia-{attack}-{fraction}-{name}",
+            aggregation=AGGREGATORS[name],
+            attack={"fraction": fraction, "kind": attack},
+        )
         found = edges(entry)
-        rows.append({
-            "attack": attack, "fraction": fraction, "aggregator": name, "accuracy": entry["final"]["accuracy"],
-            "clean_accuracy": clean["final"]["accuracy"], "added": len(found - truth), "lost": len(truth - found),
-            "rejected": rejected(entry),
-        })
+        rows.append(
+            {
+                "attack": attack,
+                "fraction": fraction,
+                "aggregator": name,
+                "accuracy": entry["final"]["accuracy"],
+                "clean_accuracy": clean["final"]["accuracy"],
+                "added": len(found - truth),
+                "lost": len(truth - found),
+                "rejected": rejected(entry),
+            }
+        )
     return rows
 
 
@@ -147,15 +186,23 @@ def privacy(work: Path) -> list[dict[str, Any]]:
                 entry = clean
             elif mechanism.startswith("randomized"):
                 params = {**ASIA["runs"][0]["params"], "graph_epsilon": epsilon}
-                entry = run(ASIA, work, f"asia-rr-{epsilon}", runs=[{"name": "F-CMs", "method": "fcm", "params": params}])
+                entry = run(
+                    ASIA, work, f"asia-rr-{epsilon}", runs=[{"name": "F-CMs", "method": "fcm", "params": params}]
+                )
             else:
                 entry = run(ASIA, work, f"asia-dp-{epsilon}", privacy={"target_epsilon": epsilon, "clip_norm": 1.0})
             found = edges(entry)
             spent = [row["metrics"].get("dp_epsilon") for row in entry["history"] if "dp_epsilon" in row["metrics"]]
-            rows.append({
-                "epsilon": epsilon, "mechanism": mechanism, "accuracy": entry["final"]["accuracy"],
-                "added": len(found - truth), "lost": len(truth - found), "epsilon_spent": spent[-1] if spent else None,
-            })
+            rows.append(
+                {
+                    "epsilon": epsilon,
+                    "mechanism": mechanism,
+                    "accuracy": entry["final"]["accuracy"],
+                    "added": len(found - truth),
+                    "lost": len(truth - found),
+                    "epsilon_spent": spent[-1] if spent else None,
+                }
+            )
     return rows
 
 
@@ -185,7 +232,11 @@ def markdown(document: dict[str, Any]) -> str:
                 continue
             accuracy = " | ".join(f"{100 * r['accuracy']:.1f}" for r in cells)
             dropped = max(r["rejected"] for r in cells)
-            same = "" if attack != "malformed" else ("yes" if all(r.get("equals_clean_without_them") for r in cells) else "no")
+            same = (
+                ""
+                if attack != "malformed"
+                else ("yes" if all(r.get("equals_clean_without_them") for r in cells) else "no")
+            )
             lines.append(f"| {attack} | {100 * fraction:.0f}% | {accuracy} | {dropped} | {same} |")
     lines += [
         "",
@@ -234,7 +285,11 @@ def main() -> None:
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="robustness-"))
     began = time.perf_counter()
-    document: dict[str, Any] = {"benchmark": "robustness", "classification": classification(work), "concepts": concepts(work)}
+    document: dict[str, Any] = {
+        "benchmark": "robustness",
+        "classification": classification(work),
+        "concepts": concepts(work),
+    }
     if args.privacy:
         document["privacy"] = privacy(work)
     document["seconds"] = round(time.perf_counter() - began, 1)

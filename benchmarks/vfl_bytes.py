@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import default_data_dir, emit, machine
+
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Federation, InProcessGrid, RoundRecord
@@ -39,7 +40,9 @@ def _records(method: str, params: dict[str, Any], rounds: int, data_dir: Path) -
     (job,) = prepare_vertical(config).jobs("federated", config)
     registered = get_method(method)
     server, factory = registered.build(job.task, registered.params(**params))
-    federation = Federation(server, InProcessGrid(factory, config.seed), job.schedule, seed=0, rounds=rounds, evaluate_every=rounds)
+    federation = Federation(
+        server, InProcessGrid(factory, config.seed), job.schedule, seed=0, rounds=rounds, evaluate_every=rounds
+    )
     with torch_threads(1):
         return federation.run()
 

@@ -32,7 +32,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-PAPER_METRICS = ["accuracy_mcar0", "accuracy_mcar2", "accuracy_mcar5", "accuracy_mar1", "accuracy_mar2", "accuracy_mnar7", "accuracy_mnar9"]
+PAPER_METRICS = [
+    "accuracy_mcar0",
+    "accuracy_mcar2",
+    "accuracy_mcar5",
+    "accuracy_mar1",
+    "accuracy_mar2",
+    "accuracy_mnar7",
+    "accuracy_mnar9",
+]
 METHOD, OPTION = "FALSE-VFL", "FALSE-VFL + party subsets"
 RECORD = ("validation_rows", "selected_round", "optimizer_steps", "stage1_steps", "classifier_steps", "training_rows")
 
@@ -81,7 +89,15 @@ def tally(cells: dict[tuple[str, str, str], dict[str, float]], run: str, rivals:
         if metric not in PAPER_METRICS or run not in means or not others:
             continue
         best = max(others, key=others.__getitem__)
-        rows.append({"dataset": dataset, "train": train, "metric": metric, "margin": 100 * (means[run] - others[best]), "best_other": best})
+        rows.append(
+            {
+                "dataset": dataset,
+                "train": train,
+                "metric": metric,
+                "margin": 100 * (means[run] - others[best]),
+                "best_other": best,
+            }
+        )
 
     def summary(selected: list[dict[str, Any]]) -> dict[str, Any]:
         wins = sum(row["margin"] > 0 for row in selected)
@@ -92,7 +108,9 @@ def tally(cells: dict[tuple[str, str, str], dict[str, float]], run: str, rivals:
         "overall": summary(rows),
         "by_test": {m: summary([r for r in rows if r["metric"] == m]) for m in PAPER_METRICS},
         "by_train": {t: summary([r for r in rows if r["train"] == t]) for t in sorted({r["train"] for r in rows})},
-        "by_dataset": {d: summary([r for r in rows if r["dataset"] == d]) for d in sorted({r["dataset"] for r in rows})},
+        "by_dataset": {
+            d: summary([r for r in rows if r["dataset"] == d]) for d in sorted({r["dataset"] for r in rows})
+        },
         "losses": [r for r in rows if r["margin"] <= 0],
     }
 
@@ -105,13 +123,21 @@ def by_parties(points: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, fl
             for metric, value in run["final"].items():
                 if metric.startswith("accuracy_keep") or metric == "accuracy_mcar0":
                     values[point["dataset"]][name][metric].append(100 * value)
-    return {d: {n: {m: statistics.mean(v) for m, v in ms.items()} for n, ms in runs.items()} for d, runs in values.items()}
+    return {
+        d: {n: {m: statistics.mean(v) for m, v in ms.items()} for n, ms in runs.items()} for d, runs in values.items()
+    }
 
 
 def plug_vs_local(cells: dict[tuple[str, str, str], dict[str, float]]) -> list[dict[str, Any]]:
     """PlugVFL minus Local (points) under MCAR 0 testing, per dataset and training setting."""
     return [
-        {"dataset": d, "train": t, "plug": 100 * m["PlugVFL"], "local": 100 * m["Local"], "difference": 100 * (m["PlugVFL"] - m["Local"])}
+        {
+            "dataset": d,
+            "train": t,
+            "plug": 100 * m["PlugVFL"],
+            "local": 100 * m["Local"],
+            "difference": 100 * (m["PlugVFL"] - m["Local"]),
+        }
         for (d, t, metric), m in sorted(cells.items())
         if metric == "accuracy_mcar0" and "PlugVFL" in m and "Local" in m
     ]
@@ -124,7 +150,9 @@ def steps(points: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]
         for name, run in point["runs"].items():
             for key, value in run["record"].items():
                 values[point["dataset"]][name][key].append(float(value))
-    return {d: {n: {k: statistics.mean(v) for k, v in ks.items()} for n, ks in runs.items()} for d, runs in values.items()}
+    return {
+        d: {n: {k: statistics.mean(v) for k, v in ks.items()} for n, ks in runs.items()} for d, runs in values.items()
+    }
 
 
 def label(metric: str) -> str:
@@ -148,10 +176,15 @@ def markdown_tables(points: list[dict[str, Any]]) -> str:
         ]
         for name, run in runs.items():
             cells = [
-                f"**{100 * run['final'][m]:.1f}**" if run["final"][m] == best[m] else f"{100 * run['final'][m]:.1f}" for m in metrics
+                f"**{100 * run['final'][m]:.1f}**" if run["final"][m] == best[m] else f"{100 * run['final'][m]:.1f}"
+                for m in metrics
             ]
             record = run["record"]
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {record.get('selected_round', '')} | {record.get('optimizer_steps', '')} |")
+            lines.append(
+                f"| {name} | "
+                + " | ".join(cells)
+                + f" | {record.get('selected_round', '')} | {record.get('optimizer_steps', '')} |"
+            )
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
 

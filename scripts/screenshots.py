@@ -23,8 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "docs" / "images"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 VIEWPORT = {"width": 1280, "height": 520}
 """The explorer's page is captured whole (``full_page``); this height only bounds it from below."""
@@ -45,7 +51,9 @@ def explorer_screenshot(page: Page, run_dir: Path, out: Path) -> None:
     """Start the explorer on ``run_dir``, set :data:`INTERVENTION` and capture the page."""
     process = subprocess.Popen(
         [sys.executable, "-c", "from fedmosaic.cli import main; main()", "explore", str(run_dir), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert process.stdout is not None

@@ -26,8 +26,14 @@ CHROMIUM = "/usr/bin/chromium"
 """Debian's chromium, the browser the browser tests drive (``make test`` installs it when missing)."""
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 SMALL_FCM_RUN = {
@@ -72,4 +78,3 @@ def chromium() -> Iterator[Any]:
             pytest.fail(f"chromium does not start: {error}")
         yield browser
         browser.close()
-

@@ -24,30 +24,68 @@ def _fedmosaic(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "FEDMOSAIC_DATA": str(cwd / "no-data-here")}
     return subprocess.run(
         [sys.executable, "-c", "from fedmosaic.cli import main; main()", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (["run", "digits-fedavg", "--set", "partition.alpah=1"], "error: partition.alpah: unknown key; did you mean 'alpha'?"),
-        (["run", "digits-fedavg", "--set", "federation.rounds=ten"], "error: federation.rounds: input should be a valid integer"),
-        (["run", "digits-fedavg", "--set", "partition.alpha=0"], "error: partition.alpha: input should be greater than 0"),
-        (["run", "digits-fedavg", "--set", "federation.fraction=1.5"], "error: federation.fraction: input should be less than or equal to 1"),
-        (["run", "digits-fedavg", "--set", "partition.num_clients=5000"], "error: partition.num_clients: more clients (5000) than training samples"),
-        (["run", "digits-fedavg", "--set", "data.dataset=mnist"], "error: data file not found: mnist/train-images-idx3-ubyte.gz"),
-        (["run", "digits-fedavgg"], "error: experiment: 'digits-fedavgg' is neither a preset nor a .toml file; did you mean 'digits-fedavg'?"),
+        (
+            ["run", "digits-fedavg", "--set", "partition.alpah=1"],
+            "error: partition.alpah: unknown key; did you mean 'alpha'?",
+        ),
+        (
+            ["run", "digits-fedavg", "--set", "federation.rounds=ten"],
+            "error: federation.rounds: input should be a valid integer",
+        ),
+        (
+            ["run", "digits-fedavg", "--set", "partition.alpha=0"],
+            "error: partition.alpha: input should be greater than 0",
+        ),
+        (
+            ["run", "digits-fedavg", "--set", "federation.fraction=1.5"],
+            "error: federation.fraction: input should be less than or equal to 1",
+        ),
+        (
+            ["run", "digits-fedavg", "--set", "partition.num_clients=5000"],
+            "error: partition.num_clients: more clients (5000) than training samples",
+        ),
+        (
+            ["run", "digits-fedavg", "--set", "data.dataset=mnist"],
+            "error: data file not found: mnist/train-images-idx3-ubyte.gz",
+        ),
+        (
+            ["run", "digits-fedavgg"],
+            "error: experiment: 'digits-fedavgg' is neither a preset nor a .toml file; did you mean 'digits-fedavg'?",
+        ),
         (["run", "missing.toml"], "error: experiment: no such file: missing.toml"),
         (["report", "nowhere"], "error: no results.json in nowhere"),
-        (["run", "digits-fedavg", "--engine", "ray"], "error: federation.engine: input should be 'inprocess', 'flower-simulation' or 'flower'"),
+        (
+            ["run", "digits-fedavg", "--engine", "ray"],
+            "error: federation.engine: input should be 'inprocess', 'flower-simulation' or 'flower'",
+        ),
         (["run", "digits-fedavg", "--engine", "flower"], "error: federation.engine: 'flower' runs on a SuperLink"),
-        (["run", "digits-fedavg", "--engine", "inprocess", "--superlink", "127.0.0.1:9"], "error: --superlink: needs federation.engine = flower"),
-        (["deploy", "digits-fedavg", "--nodes", "3"], "error: --nodes: must equal the experiment's number of clients (10), got 3"),
+        (
+            ["run", "digits-fedavg", "--engine", "inprocess", "--superlink", "127.0.0.1:9"],
+            "error: --superlink: needs federation.engine = flower",
+        ),
+        (
+            ["deploy", "digits-fedavg", "--nodes", "3"],
+            "error: --nodes: must equal the experiment's number of clients (10), got 3",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_exit_code_2_and_no_results(tmp_path: Path, args, expected: str) -> None:
-    result = _fedmosaic(*args, "--out", "out", cwd=tmp_path) if args[0] in ("run", "deploy") else _fedmosaic(*args, cwd=tmp_path)
+    result = (
+        _fedmosaic(*args, "--out", "out", cwd=tmp_path)
+        if args[0] in ("run", "deploy")
+        else _fedmosaic(*args, cwd=tmp_path)
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -64,7 +102,9 @@ def test_invalid_toml_file_is_one_line(tmp_path: Path) -> None:
 
 
 def test_run_writes_results_and_prints_a_summary(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["run", "digits-fedavg", *FAST, "--out", str(tmp_path / "out"), "--quiet", "--seed", "5"])
+    result = CliRunner().invoke(
+        app, ["run", "digits-fedavg", *FAST, "--out", str(tmp_path / "out"), "--quiet", "--seed", "5"]
+    )
     assert result.exit_code == 0, result.output
     assert "FedAvg" in result.output and "Centralized" in result.output
     assert "Task accuracy" in result.output and "Sent (MB)" in result.output
@@ -92,13 +132,26 @@ def test_presets_lists_every_preset_with_its_description() -> None:
 def test_killed_run_resumes_to_exactly_the_uninterrupted_results(tmp_path: Path) -> None:
     """SIGKILL at an arbitrary moment, then --resume: same final results."""
     # Prepare
-    overrides = {"federation": {"rounds": 60}, "partition": {"num_clients": 4, "min_size": 20},
-                 "model": {"hidden": [16]}, "runs": [{"name": "FedAvg", "method": "fedavg"}]}
+    overrides = {
+        "federation": {"rounds": 60},
+        "partition": {"num_clients": 4, "min_size": 20},
+        "model": {"hidden": [16]},
+        "runs": [{"name": "FedAvg", "method": "fedavg"}],
+    }
     source = {**preset_source("digits-fedavg"), **overrides}
     (tmp_path / "exp.toml").write_text(_toml(source))
     reference = run_experiment(load_config(source), tmp_path / "reference")
     env = {**os.environ}
-    command = [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "exp.toml", "--out", "out", "--quiet"]
+    command = [
+        sys.executable,
+        "-c",
+        "from fedmosaic.cli import main; main()",
+        "run",
+        "exp.toml",
+        "--out",
+        "out",
+        "--quiet",
+    ]
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoint = tmp_path / "out" / "checkpoints" / "00-fedavg" / "federated.npz"
     deadline = time.monotonic() + 60
@@ -165,7 +218,10 @@ def test_ctrl_c_on_parallel_jobs_and_workers_leaves_no_process_behind(tmp_path: 
     (tmp_path / "grid.toml").write_text(tomli_w.dumps(experiment))
     process = subprocess.Popen(
         [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "grid.toml", "--jobs", "2", "--quiet"],
-        cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         preexec_fn=_default_ctrl_c,
     )
@@ -195,8 +251,21 @@ def test_a_grid_with_parallel_jobs_shows_one_progress_display_and_its_table(tmp_
     }
     (tmp_path / "grid.toml").write_text(tomli_w.dumps(experiment))
     result = subprocess.run(
-        [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "grid.toml", "--jobs", "2", "--out", "out"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "from fedmosaic.cli import main; main()",
+            "run",
+            "grid.toml",
+            "--jobs",
+            "2",
+            "--out",
+            "out",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "120"},
     )
     assert result.returncode == 0, result.stderr

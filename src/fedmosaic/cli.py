@@ -102,13 +102,11 @@ class RichProgress:
 @app.command()
 def run(
     experiment: Annotated[str, typer.Argument(help="A preset name (see `fedmosaic presets`) or a TOML file.")],
-    set_: Annotated[
-        Optional[list[str]], typer.Option("--set", help="Override a key: --set partition.alpha=0.1")
-    ] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Output folder [default: runs/<name>].")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Experiment seed (overrides the config).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a key: --set partition.alpha=0.1")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder [default: runs/<name>].")] = None,
+    seed: Annotated[int | None, typer.Option(help="Experiment seed (overrides the config).")] = None,
     data_dir: Annotated[
-        Optional[Path], typer.Option(help="Data folder [default: $FEDMOSAIC_DATA, then the cache folder].")
+        Path | None, typer.Option(help="Data folder [default: $FEDMOSAIC_DATA, then the cache folder].")
     ] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
@@ -118,13 +116,13 @@ def run(
         typer.Option(min=1, help="Run the independent runs (grid points, compared runs) in N parallel processes."),
     ] = 1,
     engine: Annotated[
-        Optional[str], typer.Option(help="inprocess, flower-simulation or flower (overrides federation.engine).")
+        str | None, typer.Option(help="inprocess, flower-simulation or flower (overrides federation.engine).")
     ] = None,
     superlink: Annotated[
-        Optional[str], typer.Option(help="Engine flower: the SuperLink's HOST:PORT (its ServerApp writes --out).")
+        str | None, typer.Option(help="Engine flower: the SuperLink's HOST:PORT (its ServerApp writes --out).")
     ] = None,
     root_certificates: Annotated[
-        Optional[Path], typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
+        Path | None, typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
     ] = None,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
@@ -146,30 +144,32 @@ def run(
                 config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, jobs=jobs
             )
     _print_summary(results)
-    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True)
+    out_console.print(
+        f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True
+    )
 
 
 @app.command()
 def deploy(
     experiment: Annotated[str, typer.Argument(help="A preset name (see `fedmosaic presets`) or a TOML file.")],
     nodes: Annotated[
-        Optional[int], typer.Option(help="SuperNodes to start, one per client [default: the experiment's clients].")
+        int | None, typer.Option(help="SuperNodes to start, one per client [default: the experiment's clients].")
     ] = None,
     tls: Annotated[bool, typer.Option(help="TLS with a certificate authority generated on the spot.")] = False,
     auth: Annotated[bool, typer.Option(help="Generate and register SuperNode keys; refuse unknown nodes.")] = False,
-    set_: Annotated[
-        Optional[list[str]], typer.Option("--set", help="Override a key: --set federation.rounds=3")
-    ] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Output folder [default: runs/<name>].")] = None,
-    data_dir: Annotated[Optional[Path], typer.Option(help="The server's data folder.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a key: --set federation.rounds=3")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder [default: runs/<name>].")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="The server's data folder.")] = None,
     node_data_dir: Annotated[
-        Optional[str], typer.Option(help="Each SuperNode's data folder; {node} stands for its index [default: --data-dir].")
+        str | None,
+        typer.Option(help="Each SuperNode's data folder; {node} stands for its index [default: --data-dir]."),
     ] = None,
     node_file: Annotated[
-        Optional[str], typer.Option(help="[tables] experiments: each SuperNode's own table, e.g. 'hospital-{node}.csv'.")
+        str | None,
+        typer.Option(help="[tables] experiments: each SuperNode's own table, e.g. 'hospital-{node}.csv'."),
     ] = None,
     node_graph: Annotated[
-        Optional[str], typer.Option(help="[tables] experiments: the graph belief of each node whose site has one.")
+        str | None, typer.Option(help="[tables] experiments: the graph belief of each node whose site has one.")
     ] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
@@ -180,11 +180,23 @@ def deploy(
     source = apply_overrides(resolve_experiment(experiment), list(set_ or []))
     out_dir = out or Path("runs") / load_config(source).name
     results = deploy_experiment(
-        source, out_dir, nodes=nodes, tls=tls, auth=auth, data_dir=data_dir, node_data_dir=node_data_dir,
-        node_file=node_file, node_graph=node_graph, resume=resume, overwrite=overwrite, write=lambda line: err_console.out(line, end="", highlight=False),
+        source,
+        out_dir,
+        nodes=nodes,
+        tls=tls,
+        auth=auth,
+        data_dir=data_dir,
+        node_data_dir=node_data_dir,
+        node_file=node_file,
+        node_graph=node_graph,
+        resume=resume,
+        overwrite=overwrite,
+        write=lambda line: err_console.out(line, end="", highlight=False),
     )
     _print_summary(results)
-    out_console.print(f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True)
+    out_console.print(
+        f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True
+    )
 
 
 def _run_on_superlink(
@@ -203,8 +215,13 @@ def _run_on_superlink(
     prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
     with tempfile.TemporaryDirectory(prefix="fedmosaic-submit-") as workdir:
         return submit(
-            source, out_dir, Connection(superlink, root_certificates.resolve() if root_certificates else None),
-            Path(workdir), data_dir=data_dir, resume=resume, overwrite=overwrite,
+            source,
+            out_dir,
+            Connection(superlink, root_certificates.resolve() if root_certificates else None),
+            Path(workdir),
+            data_dir=data_dir,
+            resume=resume,
+            overwrite=overwrite,
             write=lambda line: err_console.out(line, end="", highlight=False),
         )
 
@@ -223,7 +240,9 @@ def demo(
     concept, categories = next(iter(model.concepts.items()))
     out_console.print(f"model:   {folder}", highlight=False, soft_wrap=True)
     out_console.print(
-        f"try:     fedmosaic intervene {shlex.quote(str(folder))} {shlex.quote(str(folder / EXAMPLES))} --set {concept}={categories[0]}", highlight=False, soft_wrap=True
+        f"try:     fedmosaic intervene {shlex.quote(str(folder))} {shlex.quote(str(folder / EXAMPLES))} --set {concept}={categories[0]}",
+        highlight=False,
+        soft_wrap=True,
     )
     out_console.print(f"explore: fedmosaic explore {shlex.quote(str(out))}", highlight=False, soft_wrap=True)
 
@@ -233,7 +252,7 @@ def explore(
     run_dir: Annotated[Path, typer.Argument(help="The output folder of an F-CMs run (it holds model/).")],
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1; 0 for any free one.")] = 8765,
     run_name: Annotated[
-        Optional[str], typer.Option("--run", help="Which F-CMs run's model [default: the first federated one].")
+        str | None, typer.Option("--run", help="Which F-CMs run's model [default: the first federated one].")
     ] = None,
 ) -> None:
     """Open a local page over the run's F-CMs model: pick a row, set concepts, watch the graph answer."""
@@ -248,7 +267,7 @@ def explore(
 def predict(
     model_dir: Annotated[Path, typer.Argument(help="A model folder (or a run folder holding one model).")],
     inputs: Annotated[Path, typer.Argument(metavar="INPUT", help="Examples, one per row: .npy, .csv or .parquet.")],
-    out: Annotated[Optional[Path], typer.Option(help="CSV to write [default: standard output].")] = None,
+    out: Annotated[Path | None, typer.Option(help="CSV to write [default: standard output].")] = None,
 ) -> None:
     """Predict with a saved model: one CSV column per class (and concept) probability."""
     _write_table(model_dir, inputs, None, out)
@@ -259,9 +278,9 @@ def intervene(
     model_dir: Annotated[Path, typer.Argument(help="An F-CMs model folder (or a run folder holding one model).")],
     inputs: Annotated[Path, typer.Argument(metavar="INPUT", help="Examples, one per row: .npy, .csv or .parquet.")],
     set_: Annotated[
-        Optional[list[str]], typer.Option("--set", help="Fix a concept for every row: --set smoke=yes (repeatable).")
+        list[str] | None, typer.Option("--set", help="Fix a concept for every row: --set smoke=yes (repeatable).")
     ] = None,
-    out: Annotated[Optional[Path], typer.Option(help="CSV to write [default: standard output].")] = None,
+    out: Annotated[Path | None, typer.Option(help="CSV to write [default: standard output].")] = None,
 ) -> None:
     """Predict with concepts fixed: their descendants and the task are recomputed through the graph."""
     from fedmosaic.models.apply import parse_settings
@@ -276,8 +295,14 @@ def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, o
 
     model = load_model(model_dir)
     rows = read_inputs(inputs)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err_console, disable=len(rows) <= CHUNK_ROWS) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=len(rows) <= CHUNK_ROWS,
+    ) as progress:
         task = progress.add_task("rows", total=len(rows))
         table = prediction_table(model, rows, values, advance=lambda done, total: progress.update(task, completed=done))
     if out is None:

@@ -46,6 +46,4 @@ class DataFileMissing(FedmosaicError, FileNotFoundError):
         self.path = path
         self.searched = searched
         self.source = source
-        super().__init__(
-            f"data file not found: {path} (searched {searched}; the dataset is published at {source})"
-        )
+        super().__init__(f"data file not found: {path} (searched {searched}; the dataset is published at {source})")

@@ -44,9 +44,7 @@ def test_file_datasets_are_read_from_the_given_folder(
     assert (len(splits.train), len(splits.test)) == sizes
 
 
-def test_the_environment_variable_points_at_the_data(
-    fake_data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_environment_variable_points_at_the_data(fake_data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Prepare
     monkeypatch.setenv("FEDMOSAIC_DATA", str(fake_data_dir))
 
@@ -104,8 +102,7 @@ def test_an_unknown_name_lists_the_accepted_ones(name: str, suggestion: str) -> 
     # Assert
     assert caught.value.field == "data.dataset"
     assert str(caught.value) == (
-        f"data.dataset: unknown dataset '{name}'; "
-        f"expected one of: digits, fashion-mnist, isolet, mnist{suggestion}"
+        f"data.dataset: unknown dataset '{name}'; expected one of: digits, fashion-mnist, isolet, mnist{suggestion}"
     )
 
 

@@ -261,9 +261,7 @@ def test_learned_confidence_orients_an_identifiable_collider() -> None:
     c = np.where(rng.random(600) < 0.9, a + b, rng.integers(0, 3, 600))
 
     # Execute
-    _, matrix = learned_confidence(
-        np.stack([a, b, c], axis=1), ["a", "b", "c"], np.random.default_rng(1)
-    )
+    _, matrix = learned_confidence(np.stack([a, b, c], axis=1), ["a", "b", "c"], np.random.default_rng(1))
 
     # Assert: hill climbing sometimes ends in a complete (unoriented) graph, never in a reversed collider
     assert matrix[0, 2] >= 0.6 and matrix[1, 2] >= 0.6
@@ -276,9 +274,7 @@ def test_learned_confidence_orients_an_identifiable_collider() -> None:
         (lambda edges: concept_subsets(edges, "dysq", np.random.default_rng(0)), "data.task"),
         (lambda edges: concept_subsets(edges, "asia", np.random.default_rng(0)), "data.task"),
         (
-            lambda edges: concept_subsets(
-                edges, "dysp", np.random.default_rng(0), num_subgraphs_range=(3, 2)
-            ),
+            lambda edges: concept_subsets(edges, "dysp", np.random.default_rng(0), num_subgraphs_range=(3, 2)),
             "partition.num_subgraphs_range",
         ),
     ],

@@ -14,9 +14,7 @@ WriteIdx = Callable[[Path, np.ndarray], Path]
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.float32, np.float64])
-def test_read_idx_returns_values_and_shape_of_any_type(
-    tmp_path: Path, write_idx: WriteIdx, dtype: type
-) -> None:
+def test_read_idx_returns_values_and_shape_of_any_type(tmp_path: Path, write_idx: WriteIdx, dtype: type) -> None:
     # Prepare
     values: np.ndarray = (np.arange(24).reshape(2, 3, 4) - 5).astype(dtype)
     path = write_idx(tmp_path / "values.gz", values)
@@ -57,9 +55,7 @@ def test_corrupt_idx_is_reported_in_one_line(raw: bytes, expected: str) -> None:
     assert "\n" not in str(caught.value)
 
 
-def write_split(
-    folder: Path, write_idx: WriteIdx, prefix: str, images: np.ndarray, labels: np.ndarray
-) -> None:
+def write_split(folder: Path, write_idx: WriteIdx, prefix: str, images: np.ndarray, labels: np.ndarray) -> None:
     write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", images)
     write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", labels)
 

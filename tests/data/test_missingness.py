@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from fedmosaic.data.missingness import MAR_RATES, Missingness, draw_mask, fit_mechanism, missing_probabilities, parse_missingness
+from fedmosaic.data.missingness import (
+    MAR_RATES,
+    Missingness,
+    draw_mask,
+    fit_mechanism,
+    missing_probabilities,
+    parse_missingness,
+)
 from fedmosaic.errors import ConfigError
 
 
@@ -150,7 +157,9 @@ def test_keep_cannot_exceed_the_parties() -> None:
 
 
 @pytest.mark.parametrize(("mechanism", "values"), [("mar", (1, 2)), ("mnar", (0.7, 0.9))])
-def test_a_fitted_mechanism_is_one_model_for_reference_and_new_rows(mechanism: str, values: tuple[float, float]) -> None:
+def test_a_fitted_mechanism_is_one_model_for_reference_and_new_rows(
+    mechanism: str, values: tuple[float, float]
+) -> None:
     # Prepare: reference rows, and new rows whose first half repeats them
     reference = gaussian_blocks(3000, [3, 2, 4])
     new = [np.concatenate([block[:500], block[500:1000] + 1.0]) for block in reference]

@@ -165,8 +165,7 @@ def test_the_dispatcher_calls_the_named_partitioner() -> None:
         ({"scheme": "dirichlet", "min_size": -1}, "partition.min_size: must be >= 0 (got -1)"),
         (
             {"scheme": "pathological", "num_clients": 10, "min_size": 101},
-            "partition.min_size: cannot be met: 10 clients x 101 samples exceeds the 1000 samples; "
-            "must be <= 100",
+            "partition.min_size: cannot be met: 10 clients x 101 samples exceeds the 1000 samples; must be <= 100",
         ),
         (
             {"scheme": "pathological", "num_clients": 101, "classes_per_client": 10, "min_size": 1},
@@ -183,9 +182,7 @@ def test_the_dispatcher_calls_the_named_partitioner() -> None:
         ),
     ],
 )
-def test_impossible_settings_name_the_field_and_what_is_accepted(
-    kwargs: dict[str, Any], expected: str
-) -> None:
+def test_impossible_settings_name_the_field_and_what_is_accepted(kwargs: dict[str, Any], expected: str) -> None:
     # Prepare
     settings: dict[str, Any] = {"num_clients": 4, "rng": np.random.default_rng(0), **kwargs}
 

@@ -24,7 +24,13 @@ from fedmosaic.errors import ConfigError, FedmosaicError
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SMALL = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50, "validation_samples": 20, "design": "bands"}
+SMALL = {
+    "num_clients": 5,
+    "samples_per_client": 40,
+    "pretrain_samples": 50,
+    "validation_samples": 20,
+    "design": "bands",
+}
 CONFLICTING = {"num_clients": 5, "samples_per_client": 40, "pretrain_samples": 50, "validation_samples": 20}
 
 
@@ -173,8 +179,7 @@ def test_within_every_client_the_1s_are_darker_than_the_7s(splits: SimpsonSplits
 
     # Execute
     correlations = [
-        shade_label_correlation(shades, client.y)
-        for shades, client in zip(splits.shades, splits.clients, strict=True)
+        shade_label_correlation(shades, client.y) for shades, client in zip(splits.shades, splits.clients, strict=True)
     ]
 
     # Assert
@@ -238,7 +243,9 @@ def test_no_pretraining_sample_is_allowed(mnist: DatasetSplits) -> None:
     # Prepare: nothing
 
     # Execute
-    splits = simpson_mnist(mnist, seed=0, num_clients=3, samples_per_client=10, pretrain_samples=0, validation_samples=0)
+    splits = simpson_mnist(
+        mnist, seed=0, num_clients=3, samples_per_client=10, pretrain_samples=0, validation_samples=0
+    )
 
     # Assert
     assert splits.pretrain.x.shape == (0, 3, 28, 28)
@@ -320,9 +327,7 @@ def test_the_sample_grid_rejects_an_impossible_row_length(splits: SimpsonSplits,
         ({"samples_per_client": 100}, "simpson.samples_per_client: .*need 285 training images of digit 1"),
     ],
 )
-def test_invalid_parameters_are_config_errors(
-    mnist: DatasetSplits, options: dict[str, object], message: str
-) -> None:
+def test_invalid_parameters_are_config_errors(mnist: DatasetSplits, options: dict[str, object], message: str) -> None:
     # Prepare
     arguments = {**SMALL, **options}
 
@@ -370,8 +375,7 @@ def test_on_real_mnist_every_client_shows_the_local_trend_and_the_pool_the_rever
     assert [len(client) for client in splits.clients] == [1000] * 5
     assert (len(splits.pretrain), len(splits.test)) == (1000, 2163)
     within = [
-        shade_label_correlation(shades, client.y)
-        for shades, client in zip(splits.shades, splits.clients, strict=True)
+        shade_label_correlation(shades, client.y) for shades, client in zip(splits.shades, splits.clients, strict=True)
     ]
     assert min(within) > 0.6
     assert shade_label_correlation(*pooled(splits)) < -0.35

@@ -29,9 +29,7 @@ def test_explicit_folder_wins_over_the_environment(clean_env: pytest.MonkeyPatch
     assert chosen == (tmp_path / "flag", "--data-dir")
 
 
-def test_environment_variable_is_used_without_explicit_folder(
-    clean_env: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_environment_variable_is_used_without_explicit_folder(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # Prepare
     clean_env.setenv("FEDMOSAIC_DATA", str(tmp_path / "env"))
 

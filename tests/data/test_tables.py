@@ -24,7 +24,9 @@ def _tables(folder: Path, **site) -> TablesSection:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
-    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, 0.0, -1.0], "c": ["lo", "", "hi"], "d": ["", "", ""], "y": ["0", "1", "1"]})
+    frame = pd.DataFrame(
+        {"a": [1.0, 2.0, 3.0], "b": [0.5, 0.0, -1.0], "c": ["lo", "", "hi"], "d": ["", "", ""], "y": ["0", "1", "1"]}
+    )
     frame.to_csv(tmp_path / "site.csv", index=False)
     return tmp_path
 

@@ -80,7 +80,9 @@ def test_with_node_keys_an_unregistered_supernode_is_refused(tmp_path: Path) -> 
 
     # Assert
     assert code != 0
-    assert "[code: 2004] Failed to activate SuperNode" in (tmp_path / "deployment" / "logs" / "stranger.log").read_text()
+    assert (
+        "[code: 2004] Failed to activate SuperNode" in (tmp_path / "deployment" / "logs" / "stranger.log").read_text()
+    )
     assert deployment.remaining() == []
 
 
@@ -88,7 +90,9 @@ def test_with_node_keys_an_unregistered_supernode_is_refused(tmp_path: Path) -> 
 def test_deploy_with_tls_and_registered_keys_runs_end_to_end(tmp_path: Path) -> None:
     lines: list[str] = []
 
-    results = deploy_experiment(_changed(DIGITS, rounds=1), tmp_path / "out", nodes=3, tls=True, auth=True, write=lines.append)
+    results = deploy_experiment(
+        _changed(DIGITS, rounds=1), tmp_path / "out", nodes=3, tls=True, auth=True, write=lines.append
+    )
 
     assert results["runs"][0]["history"][0]["replies"] == 3
     assert any("(TLS, node auth)" in line for line in lines)

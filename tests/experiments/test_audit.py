@@ -44,7 +44,11 @@ VERTICAL = {
     "vertical": {"num_parties": 4, "label_budget": 100, "train_rows": 300, "test_rows": 100},
     "federation": {"rounds": 2, "audit": True},
     "runs": [
-        {"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8}},
+        {
+            "name": "FALSE-VFL",
+            "method": "false-vfl",
+            "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8},
+        },
         {"name": "Vanilla", "method": "vanilla-vfl", "params": {"embedding": 4, "hidden": 8}},
         {"name": "PlugVFL", "method": "plug-vfl", "params": {"embedding": 4, "hidden": 8}},
         {"name": "LASER", "method": "laser-vfl", "params": {"embedding": 4, "hidden": 8}},
@@ -103,7 +107,13 @@ def test_the_check_finds_raw_rows(tmp_path: Path) -> None:
     # The detector itself: an upload of one row per example is found.
     entries = [
         {"round": 1, "client": 0, "direction": "down", "arrays": {"w": {"shape": [4]}}},
-        {"round": 1, "client": 0, "direction": "up", "arrays": {"w": {"shape": [4]}, "rows": {"shape": [37, 64]}}, "metrics": {"num_examples": 37.0}},
+        {
+            "round": 1,
+            "client": 0,
+            "direction": "up",
+            "arrays": {"w": {"shape": [4]}, "rows": {"shape": [37, 64]}},
+            "metrics": {"num_examples": 37.0},
+        },
     ]
     assert len(_per_sample(entries)) == 1
 

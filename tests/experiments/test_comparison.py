@@ -67,5 +67,9 @@ def test_several_compared_metrics_are_one_more_cell_axis() -> None:
     point["runs"][0]["accuracy_hard"], point["runs"][1]["accuracy_hard"] = 0.1, 0.4
     comparison = compare_with_best_other(grid, [point])
     assert comparison is not None
-    assert comparison["by_axis"]["metric"]["accuracy_hard"] == {"count": 1, "best": 0, "mean_margin": pytest.approx(-0.3)}
+    assert comparison["by_axis"]["metric"]["accuracy_hard"] == {
+        "count": 1,
+        "best": 0,
+        "mean_margin": pytest.approx(-0.3),
+    }
     assert (comparison["count"], comparison["best"]) == (2, 1)

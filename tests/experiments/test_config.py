@@ -38,7 +38,11 @@ def test_a_minimal_config_gets_documented_defaults() -> None:
     [
         (_with(partition={"alpah": 0.1}), "partition.alpah", "did you mean 'alpha'?"),
         (_with(federaton={}), "federaton", "did you mean 'federation'?"),
-        (_with(runs=[{"name": "x", "method": "fedavg", "setings": "local"}]), "runs.0.setings", "did you mean 'setting'?"),
+        (
+            _with(runs=[{"name": "x", "method": "fedavg", "setings": "local"}]),
+            "runs.0.setings",
+            "did you mean 'setting'?",
+        ),
         (_with(partition={"alpha": 0}), "partition.alpha", "greater than 0"),
         (_with(partition={"alpha": -1.0}), "partition.alpha", "greater than 0"),
         (_with(federation={"fraction": 1.5}), "federation.fraction", "less than or equal to 1"),
@@ -76,7 +80,9 @@ def test_method_parameters_are_validated_by_the_method() -> None:
 
 def test_overrides_parse_toml_values_and_reach_nested_keys() -> None:
     source = _with(runs=[{"name": "a", "method": "fedavg"}, {"name": "b", "method": "fedprox", "params": {"mu": 0.1}}])
-    result = apply_overrides(source, ["partition.alpha=0.1", "federation.rounds=3", "runs.1.params.mu=0.5", "name=demo"])
+    result = apply_overrides(
+        source, ["partition.alpha=0.1", "federation.rounds=3", "runs.1.params.mu=0.5", "name=demo"]
+    )
     assert result["partition"] == {"alpha": 0.1}
     assert result["federation"] == {"rounds": 3}
     assert result["runs"][1]["params"]["mu"] == 0.5
@@ -97,7 +103,9 @@ def test_fingerprint_depends_on_content_not_key_order() -> None:
 
 
 def test_a_method_must_match_the_kind_of_task_the_data_gives() -> None:
-    error = _error(_with(data={"dataset": "bnlearn"}, runs=[{"name": "x", "method": "fedavg", "params": {"model": {}}}]))
+    error = _error(
+        _with(data={"dataset": "bnlearn"}, runs=[{"name": "x", "method": "fedavg", "params": {"model": {}}}])
+    )
     assert error.field == "runs.0.method"
     assert "'fedavg' is a classification method" in str(error)
 

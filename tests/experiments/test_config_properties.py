@@ -12,16 +12,43 @@ from fedmosaic.experiments.config import ExperimentConfig, apply_overrides, load
 
 BASE = {"name": "t", "runs": [{"name": "FedAvg", "method": "fedavg"}]}
 KEYS = [
-    "seed", "name", "description", "data.dataset", "data.test_fraction", "partition.num_clients",
-    "partition.alpha", "partition.scheme", "federation.rounds", "federation.fraction",
-    "federation.min_replies", "federation.dropout", "federation.retries", "federation.max_reply_bytes",
-    "federation.failures", "attack.fraction", "attack.kind", "train.lr", "train.batch_size", "model.family",
-    "runs.0.method", "runs.0.setting", "runs.0.params.mu", "runs.*.params", "runs.1.name", "grid.axes",
-    "concepts.num_clients", "unknown.key", "runs", "data",
+    "seed",
+    "name",
+    "description",
+    "data.dataset",
+    "data.test_fraction",
+    "partition.num_clients",
+    "partition.alpha",
+    "partition.scheme",
+    "federation.rounds",
+    "federation.fraction",
+    "federation.min_replies",
+    "federation.dropout",
+    "federation.retries",
+    "federation.max_reply_bytes",
+    "federation.failures",
+    "attack.fraction",
+    "attack.kind",
+    "train.lr",
+    "train.batch_size",
+    "model.family",
+    "runs.0.method",
+    "runs.0.setting",
+    "runs.0.params.mu",
+    "runs.*.params",
+    "runs.1.name",
+    "grid.axes",
+    "concepts.num_clients",
+    "unknown.key",
+    "runs",
+    "data",
 ]
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(10**12), max_value=10**12),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
 )
 values = st.recursive(
     scalars,
@@ -58,7 +85,11 @@ def test_any_set_of_values_at_any_keys_is_accepted_or_one_line_config_error(chan
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(overrides=st.lists(st.one_of(st.text(max_size=30), st.builds("{}={}".format, paths, st.text(max_size=12))), max_size=4))
+@given(
+    overrides=st.lists(
+        st.one_of(st.text(max_size=30), st.builds("{}={}".format, paths, st.text(max_size=12))), max_size=4
+    )
+)
 def test_any_override_text_is_applied_and_checked_or_one_line_config_error(overrides: list[str]) -> None:
     try:
         config = load_config(apply_overrides(BASE, overrides))
@@ -69,7 +100,9 @@ def test_any_override_text_is_applied_and_checked_or_one_line_config_error(overr
 
 
 @settings(max_examples=100, deadline=None)
-@given(source=st.one_of(values, st.dictionaries(st.sampled_from(["name", "runs", "seed", "grid", "federation"]), values)))
+@given(
+    source=st.one_of(values, st.dictionaries(st.sampled_from(["name", "runs", "seed", "grid", "federation"]), values))
+)
 def test_any_document_is_accepted_or_one_line_config_error(source: object) -> None:
     try:
         load_config(source)  # type: ignore[arg-type]

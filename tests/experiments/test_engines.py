@@ -1,8 +1,8 @@
 """Engines: the same experiment gives the same numbers in process and on Flower's simulation."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -72,7 +72,10 @@ def _with_engine(source: dict, engine: str) -> dict:
 def _numbers(results: dict) -> list[dict]:
     """Each run's history without wall times: what must not depend on the engine."""
     return [
-        {"final": run["final"], "history": [{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]]}
+        {
+            "final": run["final"],
+            "history": [{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]],
+        }
         for run in results["runs"]
     ]
 
@@ -117,7 +120,9 @@ def test_a_node_rebuilds_from_the_header_the_client_the_runner_builds(
     job = workload.jobs("federated", config)[0]
     server, factory = get_method(config.runs[run].method).build(job.task, method_params(config, run))
     server.initialize(config.seed)
-    spec = JobSpec(config.model_dump(mode="json", exclude_none=True), run, job.label, job.schedule, config.seed, factory)
+    spec = JobSpec(
+        config.model_dump(mode="json", exclude_none=True), run, job.label, job.schedule, config.seed, factory
+    )
     header = spec.header() | {"round": 1, "client": 2}
     node = Context(run_id=1, node_id=5, node_config={"partition-id": 2}, state=RecordDict(), run_config={})
     message = request_for(server)

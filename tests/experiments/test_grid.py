@@ -16,7 +16,10 @@ GRID = {
     "partition": {"num_clients": 3, "min_size": 20},
     "federation": {"rounds": 2},
     "model": {"hidden": [8]},
-    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "Centralized", "method": "fedavg", "setting": "centralized"}],
+    "runs": [
+        {"name": "FedAvg", "method": "fedavg"},
+        {"name": "Centralized", "method": "fedavg", "setting": "centralized"},
+    ],
     "grid": {
         "axes": {"train.lr": [0.05, 0.2], "seed": [0, 1]},
         "rows": "train.lr",
@@ -40,8 +43,11 @@ def test_grid_points_are_every_combination_in_axis_order() -> None:
 
 
 def test_a_wildcard_axis_sets_every_run() -> None:
-    source = {**GRID, "grid": {**GRID["grid"], "axes": {"runs.*.setting": ["local"], "seed": [0]}, "rows": "seed", "columns": "seed"}}
-    (_, point), = grid_points(source)
+    source = {
+        **GRID,
+        "grid": {**GRID["grid"], "axes": {"runs.*.setting": ["local"], "seed": [0]}, "rows": "seed", "columns": "seed"},
+    }
+    ((_, point),) = grid_points(source)
     assert [run["setting"] for run in point["runs"]] == ["local", "local"]
 
 
@@ -70,7 +76,12 @@ def test_a_grid_runs_every_point_and_tabulates_the_metric(tmp_path: Path) -> Non
         assert (out / entry["folder"] / "results.json").exists()
     table = results["table"]
     assert table["header"] == ["train.lr", "run", "0", "1"]
-    assert [row[:2] for row in table["rows"]] == [["0.05", "FedAvg"], ["0.05", "Centralized"], ["0.2", "FedAvg"], ["0.2", "Centralized"]]
+    assert [row[:2] for row in table["rows"]] == [
+        ["0.05", "FedAvg"],
+        ["0.05", "Centralized"],
+        ["0.2", "FedAvg"],
+        ["0.2", "Centralized"],
+    ]
     point = json.loads((out / results["points"][2]["folder"] / "results.json").read_text())
     expected = f"{100 * point['runs'][0]['final']['accuracy']:.1f}"  # one seed: no spread
     assert table["rows"][2][2] == expected

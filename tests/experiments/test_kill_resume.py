@@ -31,7 +31,17 @@ SOURCE = {
 
 
 def _start(folder: Path, out: str, *resume: str) -> subprocess.Popen:
-    command = [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", "exp.toml", "--out", out, "--quiet", *resume]
+    command = [
+        sys.executable,
+        "-c",
+        "from fedmosaic.cli import main; main()",
+        "run",
+        "exp.toml",
+        "--out",
+        out,
+        "--quiet",
+        *resume,
+    ]
     env = {**os.environ, "PYTHONPATH": str(Path(fedmosaic.__file__).resolve().parents[1])}  # this checkout's sources
     return subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

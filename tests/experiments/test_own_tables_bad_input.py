@@ -84,7 +84,9 @@ ASIA_CASES = {
 
 VERTICAL_CASES = {
     "duplicate IDs in a party's table": (
-        lambda d: _edit(d / "lab.csv", _set_cell("patient_id", 7, pd.read_csv(d / "lab.csv", dtype=str)["patient_id"][2])),
+        lambda d: _edit(
+            d / "lab.csv", _set_cell("patient_id", 7, pd.read_csv(d / "lab.csv", dtype=str)["patient_id"][2])
+        ),
         "error: tables.parties.1.file: lab.csv, column 'patient_id': ID in rows 3 and 8 repeats (IDs must be unique)",
     ),
     "an empty intersection": (
@@ -132,5 +134,7 @@ def test_deploy_checks_each_nodes_own_table_before_starting_anything(
     code, err = _main([*args, "--set", 'runs=[{name="F-CMs",method="fcm"}]'], capsys, monkeypatch)
     # Assert
     assert code == 2
-    assert err.startswith("error: tables.sites.2.file: node-2.csv, column 'smoke', row 1: 'sometimes' is not a category"), err
+    assert err.startswith(
+        "error: tables.sites.2.file: node-2.csv, column 'smoke', row 1: 'sometimes' is not a category"
+    ), err
     assert not (tmp_path / "out").exists()

@@ -15,8 +15,17 @@ def test_every_preset_validates_and_describes_itself(name: str) -> None:
 
 
 def test_the_documented_presets_are_shipped() -> None:
-    assert {"digits-fedavg", "mnist-fedavg", "fcm-asia", "fcm-sachs", "fcm-alarm", "fcm-insurance",
-            "fcm-hailfinder", "fcm-table", "fcm-ablation"} <= set(preset_names())
+    assert {
+        "digits-fedavg",
+        "mnist-fedavg",
+        "fcm-asia",
+        "fcm-sachs",
+        "fcm-alarm",
+        "fcm-insurance",
+        "fcm-hailfinder",
+        "fcm-table",
+        "fcm-ablation",
+    } <= set(preset_names())
     assert dict(describe_presets())["fcm-asia"].startswith("F-CMs vs centralized")
 
 

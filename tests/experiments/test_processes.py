@@ -19,7 +19,10 @@ GRID = {
     "partition": {"num_clients": 3, "min_size": 20},
     "federation": {"rounds": 2},
     "model": {"hidden": [8]},
-    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "Centralized", "method": "fedavg", "setting": "centralized"}],
+    "runs": [
+        {"name": "FedAvg", "method": "fedavg"},
+        {"name": "Centralized", "method": "fedavg", "setting": "centralized"},
+    ],
     "grid": {"axes": {"train.lr": [0.05, 0.2], "seed": [0]}, "rows": "train.lr", "columns": "seed", "secondary": None},
 }
 COMPARISON = {
@@ -116,7 +119,9 @@ def test_a_grid_with_parallel_jobs_writes_what_a_sequential_grid_writes(tmp_path
         assert _without_times(ours) == _without_times(theirs)
     assert (tmp_path / "two" / "report.html").exists()
     assert ("point", 2, 2) in progress.events
-    assert {e[1] for e in progress.events if e[0] == "start"} == {f"p{i} {run}" for i in range(2) for run in ("FedAvg", "Centralized")}
+    assert {e[1] for e in progress.events if e[0] == "start"} == {
+        f"p{i} {run}" for i in range(2) for run in ("FedAvg", "Centralized")
+    }
 
 
 def test_the_runs_of_a_comparison_run_in_parallel_with_the_sequential_results(tmp_path: Path) -> None:

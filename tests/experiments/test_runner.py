@@ -42,7 +42,9 @@ def test_a_run_writes_results_summary_and_report(tmp_path: Path) -> None:
     results = run_experiment(load_config(SMALL), tmp_path / "out")
     # Assert
     out = tmp_path / "out"
-    assert {"results.json", "summary.json", "report.md", "report.html", "config.toml"} <= {p.name for p in out.iterdir()}
+    assert {"results.json", "summary.json", "report.md", "report.html", "config.toml"} <= {
+        p.name for p in out.iterdir()
+    }
     assert not (out / "checkpoints").exists()
     saved = json.loads((out / "results.json").read_text())
     assert saved["seed"] == 3 and saved["config"]["partition"]["num_clients"] == 4

@@ -21,7 +21,12 @@ def _message_bytes(message: Message) -> bytes:
 
 def _forms(identifier: str) -> list[bytes]:
     raw = identifier.encode()
-    return [raw, hashlib.sha256(raw).digest(), hashlib.sha256(raw).hexdigest().encode(), hashlib.md5(raw).hexdigest().encode()]
+    return [
+        raw,
+        hashlib.sha256(raw).digest(),
+        hashlib.sha256(raw).hexdigest().encode(),
+        hashlib.md5(raw).hexdigest().encode(),
+    ]
 
 
 def test_the_vertical_example_aligns_by_psi_and_no_message_carries_an_id(tmp_path) -> None:
@@ -29,7 +34,10 @@ def test_the_vertical_example_aligns_by_psi_and_no_message_carries_an_id(tmp_pat
     copy_examples(tmp_path)
     folder = tmp_path / "vertical"
     source = resolve_experiment(str(folder / "vertical.toml"))
-    source |= {"federation": {"rounds": 2}, "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1}}]}
+    source |= {
+        "federation": {"rounds": 2},
+        "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1}}],
+    }
     config = load_config(source)
     clinic = pd.read_csv(folder / "clinic.csv", dtype=str)["patient_id"].tolist()
     lab = pd.read_csv(folder / "lab.csv", dtype=str)["patient_id"].tolist()

@@ -40,7 +40,10 @@ def _iris_sites(folder: Path) -> dict:
         "federation": {"rounds": 4},
         "model": {"hidden": [16]},
         "train": {"lr": 0.1, "epochs": 5, "batch_size": 16},
-        "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "Centralized", "method": "fedavg", "setting": "centralized"}],
+        "runs": [
+            {"name": "FedAvg", "method": "fedavg"},
+            {"name": "Centralized", "method": "fedavg", "setting": "centralized"},
+        ],
     }
 
 
@@ -84,8 +87,14 @@ def test_the_pooled_site_leaves_unlabeled_what_a_site_does_not_label_and_average
     tables = load_config(
         {
             "name": "x",
-            "tables": {"kind": "concepts", "features": ["f"], "task": "y", "test": "t.csv", "sites": [{"file": "a.csv"}],
-                       "concepts": {"c": ["0", "1"], "d": ["0", "1"], "y": ["0", "1"]}},
+            "tables": {
+                "kind": "concepts",
+                "features": ["f"],
+                "task": "y",
+                "test": "t.csv",
+                "sites": [{"file": "a.csv"}],
+                "concepts": {"c": ["0", "1"], "d": ["0", "1"], "y": ["0", "1"]},
+            },
             "runs": [{"name": "F-CMs", "method": "fcm"}],
         }
     ).tables

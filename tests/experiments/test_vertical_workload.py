@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from fedmosaic.data.missingness import Missingness
-
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.vertical_workload import shared_mechanism
@@ -14,7 +13,10 @@ from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.methods.vertical.task import VerticalTask
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-RUNS = [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 2}}, {"name": "LASER", "method": "laser-vfl"}]
+RUNS = [
+    {"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 2}},
+    {"name": "LASER", "method": "laser-vfl"},
+]
 
 
 def vertical(**section):  # type: ignore[no-untyped-def]
@@ -39,7 +41,7 @@ def test_digits_are_cut_into_patches_with_bernoulli_pixels_and_a_budget_of_label
     # a fifth of the labels is held out for validation (rows still in the training split, unlabeled there)
     assert len(data.train.labeled) == 80 and data.train.present[data.train.labeled, 0].all()
     assert data.validation is not None and len(data.validation) == 20 and (data.validation.y >= 0).all()
-    (label, test), = data.tests.items()
+    ((label, test),) = data.tests.items()
     assert label == "MAR 1" and test.present[:, 0].all() and not test.present.all()
     (job,) = workload.jobs("federated", config)
     assert job.schedule.num_clients == 3 and job.schedule.min_replies == config.federation.min_replies
@@ -69,8 +71,16 @@ def test_isolet_is_standardised_and_split_evenly_with_gaussian_features() -> Non
         (vertical(test_missing=["mcar:0.0", "keep:5"]), "vertical.test_missing", "keep:<k> needs k <= the 4 parties"),
         (vertical(num_parties=1), "vertical.num_parties", "greater than or equal to 2"),
         (vertical() | {"data": {"dataset": "simpson-mnist"}}, "data.dataset", "a vertical task needs one of"),
-        (vertical() | {"runs": [{"name": "x", "method": "fedavg"}]}, "runs.0.method", "a [vertical] section gives a vertical task"),
-        (vertical() | {"runs": [{"name": "x", "method": "laser-vfl", "setting": "local"}]}, "runs.0.setting", "'federated' only"),
+        (
+            vertical() | {"runs": [{"name": "x", "method": "fedavg"}]},
+            "runs.0.method",
+            "a [vertical] section gives a vertical task",
+        ),
+        (
+            vertical() | {"runs": [{"name": "x", "method": "laser-vfl", "setting": "local"}]},
+            "runs.0.setting",
+            "'federated' only",
+        ),
         (
             vertical() | {"runs": [{"name": "x", "method": "false-vfl", "params": {"stage1_rounds": 3}}]},
             "runs.0.params.stage1_rounds",

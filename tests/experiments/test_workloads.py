@@ -15,7 +15,12 @@ def test_simpson_mnist_gives_one_client_per_shade_band_a_pretraining_sample_and_
     config = load_config(
         {
             "name": "simpson",
-            "data": {"dataset": "simpson-mnist", "data_dir": str(SHARED_DATA), "samples_per_client": 50, "pretrain_samples": 40},
+            "data": {
+                "dataset": "simpson-mnist",
+                "data_dir": str(SHARED_DATA),
+                "samples_per_client": 50,
+                "pretrain_samples": 40,
+            },
             "partition": {"num_clients": 5},
             "runs": [{"name": "FedAvg", "method": "fedavg"}],
         }
@@ -24,7 +29,7 @@ def test_simpson_mnist_gives_one_client_per_shade_band_a_pretraining_sample_and_
     assert [len(c) for c in workload.clients] == [50] * 5
     assert workload.clients[0].x.shape[1:] == (3, 28, 28)
     assert workload.pretrain is not None and len(workload.pretrain) == 40
-    (name, caption, png), = workload.figures
+    ((name, caption, png),) = workload.figures
     assert png.startswith(b"\x89PNG") and name == "simpson_samples"
     task = workload.jobs("federated", config)[0].task
     assert task.pretrain is workload.pretrain

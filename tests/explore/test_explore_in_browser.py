@@ -24,7 +24,10 @@ def explorer_url(small_fcm_run: Path) -> Iterator[str]:
     """Start ``fedmosaic explore`` on any free port; stop it after the module's tests."""
     process = subprocess.Popen(
         [sys.executable, "-c", "from fedmosaic.cli import main; main()", "explore", str(small_fcm_run), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=os.environ.copy(),
     )
     try:
         assert process.stdout is not None
@@ -75,7 +78,8 @@ def test_setting_a_concept_shows_the_task_probability_intervene_computes(
     untouched = set(model.concepts) - model.descendants(concept) - {concept}
     assert untouched and all(
         after[f"prob-{node}-{value}"] == before[f"prob-{node}-{value}"]
-        for node in untouched for value in model.concepts[node]
+        for node in untouched
+        for value in model.concepts[node]
     )
     assert reset == before
 

@@ -114,9 +114,7 @@ def test_a_crash_while_writing_keeps_the_previous_checkpoint_and_no_temp_file(
     assert [p.name for p in tmp_path.iterdir()] == ["c.npz"]
 
 
-def test_a_crash_on_the_first_write_leaves_no_file_at_all(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_crash_on_the_first_write_leaves_no_file_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Prepare
     def failing_savez(handle: Any, **arrays: np.ndarray) -> None:
         handle.write(b"partial")
@@ -168,9 +166,7 @@ def test_loading_never_unpickles(tmp_path: Path) -> None:
     """An object array (which only pickle can store) makes the checkpoint unreadable."""
     # Prepare
     path = tmp_path / "c.npz"
-    checkpoint = Checkpoint(
-        fingerprint="f", server=ClientState(arrays={"evil": np.array([{"a": 1}], dtype=object)})
-    )
+    checkpoint = Checkpoint(fingerprint="f", server=ClientState(arrays={"evil": np.array([{"a": 1}], dtype=object)}))
     save_checkpoint(checkpoint, path)
 
     # Execute / Assert

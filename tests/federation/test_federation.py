@@ -328,9 +328,7 @@ def test_without_resume_an_existing_checkpoint_is_ignored_and_replaced(make_toy,
     assert len(load_checkpoint(path).history) == 3
 
 
-def test_a_server_that_is_done_ends_the_run_early_and_its_last_round_is_evaluated(
-    make_toy, tmp_path: Path
-) -> None:
+def test_a_server_that_is_done_ends_the_run_early_and_its_last_round_is_evaluated(make_toy, tmp_path: Path) -> None:
     # Prepare: a toy server that declares itself done after two aggregations
     path = tmp_path / "checkpoint.npz"
     toy = make_toy(rounds=6, evaluate_every=5, checkpoint=path)

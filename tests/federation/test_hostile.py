@@ -15,9 +15,14 @@ SENT = Message(arrays={"l.w": np.ones(3, np.float32)})
 class Honest(Grid):
     """Every client moves ``l.w`` by +1 and reports a confidence matrix."""
 
-    def send_and_receive(self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]) -> dict[int, Message]:
+    def send_and_receive(
+        self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
+    ) -> dict[int, Message]:
         confidence = np.array([[0.0, 0.8], [0.1, 0.0]])
-        return {c: Message(arrays={"l.w": m.arrays["l.w"] + 1, "confidence": confidence}, metrics={"num_examples": 5.0}) for c, m in messages.items()}
+        return {
+            c: Message(arrays={"l.w": m.arrays["l.w"] + 1, "confidence": confidence}, metrics={"num_examples": 5.0})
+            for c, m in messages.items()
+        }
 
 
 def _replies(attack: str, max_bytes: int = 1000) -> dict[int, Message]:

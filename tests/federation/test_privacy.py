@@ -51,7 +51,9 @@ def test_a_clients_whole_update_is_bounded_by_clip_norm() -> None:
 
 def test_the_noise_of_a_module_is_scaled_by_the_clients_that_uploaded_it() -> None:
     # Prepare: identical zero updates, so the output is the noise alone; module b held by 2 of 5.
-    uploads = [({n: np.zeros_like(a) for n, a in REFERENCE.items() if k < 2 or n.startswith("a.")}, 1.0) for k in range(5)]
+    uploads = [
+        ({n: np.zeros_like(a) for n, a in REFERENCE.items() if k < 2 or n.startswith("a.")}, 1.0) for k in range(5)
+    ]
     mechanism = GaussianMechanism(clip_norm=1.0, noise_multiplier=2.0)
 
     # Execute: many draws
@@ -62,7 +64,9 @@ def test_the_noise_of_a_module_is_scaled_by_the_clients_that_uploaded_it() -> No
     assert np.std([d["b.w"] for d in draws]) == pytest.approx(2.0 / 2, rel=0.05)
 
 
-@pytest.mark.parametrize(("sigma", "rates", "delta"), [(1.0, [0.1] * 20, 1e-5), (0.7, [0.5, 0.5, 1.0], 1e-3), (3.0, [1.0] * 50, 1e-6)])
+@pytest.mark.parametrize(
+    ("sigma", "rates", "delta"), [(1.0, [0.1] * 20, 1e-5), (0.7, [0.5, 0.5, 1.0], 1e-3), (3.0, [1.0] * 50, 1e-6)]
+)
 def test_the_epsilon_is_opacus_rdp_accountants_for_the_same_noise_sampling_and_steps(sigma, rates, delta) -> None:
     # Prepare: Opacus's accountant stepped by hand.
     accountant = RDPAccountant()
@@ -76,7 +80,9 @@ def test_the_epsilon_is_opacus_rdp_accountants_for_the_same_noise_sampling_and_s
 def test_a_private_federation_records_the_epsilon_spent_each_round_and_resumes_it(make_toy, tmp_path) -> None:
     # Prepare: the toy method with the Gaussian mechanism, 3 of 6 clients per round.
     def toy(rounds: int):
-        made = make_toy(rounds=rounds, schedule=Schedule(num_clients=6, clients_per_round=3), checkpoint=tmp_path / "c.npz")
+        made = make_toy(
+            rounds=rounds, schedule=Schedule(num_clients=6, clients_per_round=3), checkpoint=tmp_path / "c.npz"
+        )
         made.federation.aggregator = GaussianMechanism(clip_norm=1.0, noise_multiplier=1.1)
         made.federation.privacy = PrivacyBudget(1.1, 1e-5)
         return made

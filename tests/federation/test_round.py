@@ -19,11 +19,7 @@ class EchoGrid(Grid):
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:
         self.calls.append((sorted(messages), rnd, failing))
-        return {
-            c: Message(arrays=dict(m.arrays), metrics={"n": 1.0})
-            for c, m in messages.items()
-            if c not in failing
-        }
+        return {c: Message(arrays=dict(m.arrays), metrics={"n": 1.0}) for c, m in messages.items() if c not in failing}
 
 
 def _message(size: int) -> Message:
@@ -65,9 +61,7 @@ def test_messages_to_clients_not_selected_are_refused_before_sending() -> None:
 
 def test_fewer_replies_than_min_replies_raise_quorum_not_met() -> None:
     # Prepare
-    ctx = RoundContext(
-        round=1, clients=[0, 1, 2], seed=0, grid=EchoGrid(), failing=frozenset({0, 1}), min_replies=2
-    )
+    ctx = RoundContext(round=1, clients=[0, 1, 2], seed=0, grid=EchoGrid(), failing=frozenset({0, 1}), min_replies=2)
 
     # Execute / Assert
     with pytest.raises(QuorumNotMet, match="1 valid replies < min_replies 2"):

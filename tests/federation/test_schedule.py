@@ -45,9 +45,7 @@ def test_a_client_never_sampled_outside_its_availability() -> None:
     assert any(7 in samples[r] for r in range(5, 20))
 
 
-@pytest.mark.parametrize(
-    ("fraction", "expected"), [(1.0, 10), (0.3, 3), (0.71, 7), (0.01, 1)]
-)
+@pytest.mark.parametrize(("fraction", "expected"), [(1.0, 10), (0.3, 3), (0.71, 7), (0.01, 1)])
 def test_fraction_sets_the_sample_size_with_at_least_one_client(fraction: float, expected: int) -> None:
     schedule = Schedule(num_clients=10, fraction=fraction)
     assert len(schedule.sample(1, seed=0)) == expected

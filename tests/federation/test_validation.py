@@ -89,28 +89,39 @@ def test_label_means_must_pair_fit_the_examples_and_be_distributions() -> None:
     assert "hold 0 and 0 rows" in str(check_reply(reply(0, 0.5), spec))
 
 
-
 @pytest.mark.parametrize(
     ("dtype", "logvar", "accepted"),
-    [("float32", 80.0, True), ("float32", -80.0, True), ("float32", 100.0, False), ("float32", -100.0, False), ("float64", 100.0, True)],
+    [
+        ("float32", 80.0, True),
+        ("float32", -80.0, True),
+        ("float32", 100.0, False),
+        ("float32", -100.0, False),
+        ("float64", 100.0, True),
+    ],
 )
-def test_log_variances_must_stand_for_positive_finite_variances_in_their_dtype(dtype: str, logvar: float, accepted: bool) -> None:
+def test_log_variances_must_stand_for_positive_finite_variances_in_their_dtype(
+    dtype: str, logvar: float, accepted: bool
+) -> None:
     spec = ReplySpec(arrays={"logvar": ArraySpec((2,), dtype)}, checks=(log_variance_check("logvar"),))
     reply = Message(arrays={"logvar": np.array([0.0, logvar], dtype)})
     reason = check_reply(reply, spec)
     assert (reason is None) == accepted
     assert accepted or f"variance exp({logvar:g}) is not a positive finite {dtype}" in str(reason)
 
+
 # ----------------------------------------------------------------------------- property-based
 
 names = st.text(min_size=0, max_size=12)
 dtypes = st.sampled_from(["float32", "float64", "int64", "int8", "bool", "complex64", "uint8", "U3"])
-arrays = dtypes.flatmap(
-    lambda dt: hnp.arrays(np.dtype(dt), hnp.array_shapes(min_dims=0, max_dims=3, max_side=4))
-)
+arrays = dtypes.flatmap(lambda dt: hnp.arrays(np.dtype(dt), hnp.array_shapes(min_dims=0, max_dims=3, max_side=4)))
 odd_values = st.one_of(
-    st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=5), st.lists(st.integers(), max_size=3),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), arrays,
+    st.none(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    arrays,
 )
 metrics = st.dictionaries(
     st.one_of(st.sampled_from(["num_examples", "train_loss"]), names, st.integers()),

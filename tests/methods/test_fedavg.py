@@ -82,8 +82,13 @@ def test_server_averages_replies_weighted_by_examples() -> None:
     server.initialize(seed=0)
     names = list(server.params)
     replies = {
-        0: Message(arrays={k: np.zeros_like(server.params[k]) for k in names}, metrics={"num_examples": 10.0, "train_loss": 1.0}),
-        1: Message(arrays={k: np.ones_like(server.params[k]) for k in names}, metrics={"num_examples": 30.0, "train_loss": 3.0}),
+        0: Message(
+            arrays={k: np.zeros_like(server.params[k]) for k in names},
+            metrics={"num_examples": 10.0, "train_loss": 1.0},
+        ),
+        1: Message(
+            arrays={k: np.ones_like(server.params[k]) for k in names}, metrics={"num_examples": 30.0, "train_loss": 3.0}
+        ),
     }
 
     class FixedReplies:

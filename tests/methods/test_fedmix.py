@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import pydantic
@@ -176,9 +176,7 @@ def test_a_client_shares_only_its_means_and_only_when_asked() -> None:
     start = model_to_arrays(_factory())
     client = FedMixClient(_factory, data, TRAIN, FedMixParams())
     # Execute
-    asked = client.handle(
-        Message(arrays=start, config={"send_means": True}), ClientState(), ClientContext(1, 1, 5)
-    )
+    asked = client.handle(Message(arrays=start, config={"send_means": True}), ClientState(), ClientContext(1, 1, 5))
     not_asked = client.handle(
         Message(arrays=start, config={"send_means": False}), ClientState(), ClientContext(1, 2, 5)
     )
@@ -214,8 +212,10 @@ def test_received_means_are_kept_in_state_and_a_repeat_is_ignored() -> None:
 
     def message(sources: list[int]) -> Message:
         rows = np.array(sources, np.float32)
-        means = {"global_x": np.broadcast_to(rows[:, None, None], (len(rows), *SHAPE)).copy(),
-                 "global_y": np.broadcast_to(rows[:, None], (len(rows), CLASSES)).copy()}
+        means = {
+            "global_x": np.broadcast_to(rows[:, None, None], (len(rows), *SHAPE)).copy(),
+            "global_y": np.broadcast_to(rows[:, None], (len(rows), CLASSES)).copy(),
+        }
         return Message(arrays={**start, **means}, config={"means_from": sources})
 
     # Execute
@@ -324,14 +324,16 @@ def test_means_are_resent_after_a_skipped_round_and_kept_once() -> None:
     assert spy.inner.client_states()[0].arrays["global_from"].tolist() == [1, 2]
 
 
-def _run(params: FedMixParams, *, seed: int, rounds: int, checkpoint: Path | None = None,
-         resume: bool = False) -> tuple[FedMixServer, InProcessGrid, list[dict[str, float]]]:
+def _run(
+    params: FedMixParams, *, seed: int, rounds: int, checkpoint: Path | None = None, resume: bool = False
+) -> tuple[FedMixServer, InProcessGrid, list[dict[str, float]]]:
     server, factory = build_fedmix(_task(_clients()), params)
     assert isinstance(server, FedMixServer)
     grid = InProcessGrid(factory, seed=seed)
     schedule = Schedule(num_clients=3, clients_per_round=2)
-    history = Federation(server, grid, schedule, seed=seed, rounds=rounds, checkpoint=checkpoint,
-                         fingerprint="fedmix").run(resume=resume)
+    history = Federation(
+        server, grid, schedule, seed=seed, rounds=rounds, checkpoint=checkpoint, fingerprint="fedmix"
+    ).run(resume=resume)
     return server, grid, [r.metrics for r in history]
 
 

@@ -31,8 +31,14 @@ def test_training_lowers_the_loss_and_visits_every_example_each_epoch() -> None:
 
     before = evaluate_classifier(model, x, y)["loss"]
     # Execute
-    train_epochs(model, x, y, params=TrainParams(epochs=3, batch_size=10, lr=0.5),
-                 generator=torch.Generator().manual_seed(1), loss_fn=counting_loss)
+    train_epochs(
+        model,
+        x,
+        y,
+        params=TrainParams(epochs=3, batch_size=10, lr=0.5),
+        generator=torch.Generator().manual_seed(1),
+        loss_fn=counting_loss,
+    )
     # Assert
     assert sum(seen) == 3 * 64 and max(seen) == 10
     assert evaluate_classifier(model, x, y)["loss"] < before

@@ -8,8 +8,9 @@ about a second.
 import dataclasses
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -43,22 +44,45 @@ DIGITS = {
     "federation": {"rounds": 2, "workers": 1},
     "model": {"hidden": [16]},
     "train": {"batch_size": 64, "lr": 0.1},
-    "runs": [{"name": "FedAvg", "method": "fedavg"}, {"name": "FedCFA", "method": "fedcfa"}, {"name": "FedMix", "method": "fedmix"}],
+    "runs": [
+        {"name": "FedAvg", "method": "fedavg"},
+        {"name": "FedCFA", "method": "fedcfa"},
+        {"name": "FedMix", "method": "fedmix"},
+    ],
 }
 VERTICAL = {
     "name": "vfl",
     "seed": 1,
     "data": {"dataset": "digits"},
-    "vertical": {"num_parties": 2, "label_budget": 100, "train_rows": 300, "test_rows": 100, "test_missing": ["mcar:0.3", "mcar:0"]},
+    "vertical": {
+        "num_parties": 2,
+        "label_budget": 100,
+        "train_rows": 300,
+        "test_rows": 100,
+        "test_missing": ["mcar:0.3", "mcar:0"],
+    },
     "federation": {"rounds": 3, "workers": 1},
-    "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8}}],
+    "runs": [
+        {
+            "name": "FALSE-VFL",
+            "method": "false-vfl",
+            "params": {"stage1_rounds": 1, "latent": 4, "top_latent": 2, "hidden": 8},
+        }
+    ],
 }
 
 SPLIT = {
     "name": "split",
     "seed": 2,
     "data": {"dataset": "digits"},
-    "vertical": {"num_parties": 3, "split": "even", "label_budget": 150, "train_rows": 300, "test_rows": 100, "test_missing": ["mcar:0.4", "mcar:0"]},
+    "vertical": {
+        "num_parties": 3,
+        "split": "even",
+        "label_budget": 150,
+        "train_rows": 300,
+        "test_rows": 100,
+        "test_missing": ["mcar:0.4", "mcar:0"],
+    },
     "federation": {"rounds": 3, "workers": 1},
     "runs": [
         {"name": name, "method": method, "params": {"hidden": 8, "embedding": 4, **extra}}

@@ -28,14 +28,20 @@ def fedmosaic_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".npy"])
-def test_predict_writes_one_column_per_probability_as_the_api_predicts(asia_run, tmp_path, monkeypatch, capsys, suffix: str) -> None:
+def test_predict_writes_one_column_per_probability_as_the_api_predicts(
+    asia_run, tmp_path, monkeypatch, capsys, suffix: str
+) -> None:
     # Prepare
     run = asia_run("cgm")
     model = fedmosaic.load_model(run.out)
     x = run.workload.splits.test.x[:20]
     frame = pd.DataFrame(x, columns=model.card["inputs"]["columns"])
     path = tmp_path / f"in{suffix}"
-    {".csv": lambda: frame.to_csv(path, index=False), ".parquet": lambda: frame.to_parquet(path), ".npy": lambda: np.save(path, x)}[suffix]()
+    {
+        ".csv": lambda: frame.to_csv(path, index=False),
+        ".parquet": lambda: frame.to_parquet(path),
+        ".npy": lambda: np.save(path, x),
+    }[suffix]()
     # Execute
     code, _, err = fedmosaic_cli(monkeypatch, capsys, "predict", run.out, path, "--out", tmp_path / "p.csv")
     # Assert
@@ -47,7 +53,9 @@ def test_predict_writes_one_column_per_probability_as_the_api_predicts(asia_run,
     np.testing.assert_allclose(written.to_numpy(), expected.to_numpy(), rtol=1e-6)
 
 
-def test_intervene_sets_the_concept_for_every_row_and_writes_csv_to_standard_output(asia_run, monkeypatch, capsys) -> None:
+def test_intervene_sets_the_concept_for_every_row_and_writes_csv_to_standard_output(
+    asia_run, monkeypatch, capsys
+) -> None:
     run = asia_run("cgm")
     model = fedmosaic.load_model(run.out)
     examples = model.folder / model.card["examples"]
@@ -97,19 +105,45 @@ def bad_files(asia_run, digits_run, tmp_path: Path) -> dict[str, Path]:
     "args, expected",
     [
         (["predict", "empty", "examples"], "error: {empty}: no model here (expected card.json"),
-        (["predict", "newer", "examples"], "error: {newer}/card.json: written by fedmosaic 9.0.0, newer than this 0.1.0"),
+        (
+            ["predict", "newer", "examples"],
+            "error: {newer}/card.json: written by fedmosaic 9.0.0, newer than this 0.1.0",
+        ),
         (["predict", "fcm", "missing.csv"], "error: inputs: missing columns ['x3']"),
         (["predict", "fcm", "extra.csv"], "error: inputs: unexpected columns ['extra']"),
-        (["predict", "fcm", "narrow.npy"], "error: inputs: expected 32 columns per row (shape (n, 32)), got shape (5, 31)"),
+        (
+            ["predict", "fcm", "narrow.npy"],
+            "error: inputs: expected 32 columns per row (shape (n, 32)), got shape (5, 31)",
+        ),
         (["predict", "fcm", "text.csv"], "error: inputs: column 'x3' has dtype str, expected numbers (float32)"),
-        (["intervene", "fcm", "examples", "--set", "smok=yes"], "error: intervene: unknown concept 'smok'; did you mean 'smoke'?"),
-        (["intervene", "fcm", "examples", "--set", "smoke=maybe"], "error: intervene: smoke=maybe: unknown category (expected one of yes, no)"),
+        (
+            ["intervene", "fcm", "examples", "--set", "smok=yes"],
+            "error: intervene: unknown concept 'smok'; did you mean 'smoke'?",
+        ),
+        (
+            ["intervene", "fcm", "examples", "--set", "smoke=maybe"],
+            "error: intervene: smoke=maybe: unknown category (expected one of yes, no)",
+        ),
         (["intervene", "fcm", "examples", "--set", "smoke"], "error: --set: expected CONCEPT=VALUE (got 'smoke')"),
         (["intervene", "fcm", "examples"], "error: --set: give at least one CONCEPT=VALUE"),
-        (["intervene", "digits", "digits-examples", "--set", "smoke=yes"], "error: {digits}: a fedavg model has no concepts to intervene on"),
+        (
+            ["intervene", "digits", "digits-examples", "--set", "smoke=yes"],
+            "error: {digits}: a fedavg model has no concepts to intervene on",
+        ),
     ],
-    ids=["no-model", "newer-card", "missing-column", "extra-column", "wrong-width", "wrong-dtype", "unknown-concept",
-         "unknown-category", "malformed-set", "no-set", "no-concepts"],
+    ids=[
+        "no-model",
+        "newer-card",
+        "missing-column",
+        "extra-column",
+        "wrong-width",
+        "wrong-dtype",
+        "unknown-concept",
+        "unknown-category",
+        "malformed-set",
+        "no-set",
+        "no-concepts",
+    ],
 )
 def test_bad_input_is_one_line_with_exit_code_2(bad_files, monkeypatch, capsys, args: list[str], expected: str) -> None:
     # Prepare
@@ -122,7 +156,9 @@ def test_bad_input_is_one_line_with_exit_code_2(bad_files, monkeypatch, capsys, 
     assert err.startswith(expected.format(**{k: v for k, v in bad_files.items() if "-" not in k}))
 
 
-def test_the_demo_ends_with_its_model_an_intervene_command_that_works_its_report_and_explore(tmp_path, monkeypatch, capsys) -> None:
+def test_the_demo_ends_with_its_model_an_intervene_command_that_works_its_report_and_explore(
+    tmp_path, monkeypatch, capsys
+) -> None:
     # Prepare: the demo's command on a small F-CMs experiment with several runs
     import functools
     import shlex
@@ -138,7 +174,10 @@ def test_the_demo_ends_with_its_model_an_intervene_command_that_works_its_report
         "concepts": {"num_clients": 4, "initial_clients": 2, "join_round": 2},
         "federation": {"rounds": 2, "workers": 1},
         "train": {"epochs": 1, "batch_size": 256},
-        "runs": [{"name": "F-CMs", "method": "fcm"}, {"name": "Centralized", "method": "fcm", "setting": "centralized"}],
+        "runs": [
+            {"name": "F-CMs", "method": "fcm"},
+            {"name": "Centralized", "method": "fcm", "setting": "centralized"},
+        ],
     }
     (tmp_path / "demo.toml").write_text(tomli_w.dumps(source))
     monkeypatch.setattr(cli, "DEMO_PRESET", str(tmp_path / "demo.toml"))

@@ -44,7 +44,10 @@ def test_intervening_with_every_true_concept_gives_the_runs_full_intervention_ac
     # Execute
     prediction = model.intervene(test.x, {name: test.columns([name])[:, 0] for name in model.concepts})
     # Assert
-    assert accuracy(prediction.probabilities, test.columns([task])[:, 0]) == run.results["runs"][0]["final"]["full_intervention_accuracy"]
+    assert (
+        accuracy(prediction.probabilities, test.columns([task])[:, 0])
+        == run.results["runs"][0]["final"]["full_intervention_accuracy"]
+    )
 
 
 def test_setting_one_concept_changes_only_its_descendants(asia_run) -> None:

@@ -48,4 +48,7 @@ def test_false_vfl_model_joins_every_partys_part_and_reproduces_each_test_settin
         prediction = model.predict(rows, seed=model.settings[name])
         np.testing.assert_array_equal(prediction.probabilities, expected)
         assert float((prediction.probabilities.argmax(-1) == split.y).mean()) == final[vertical_data.test_metric(name)]
-    assert 0 < final[vertical_data.test_metric("MCAR 3")] and final[vertical_data.test_metric("MCAR 3")] == final["accuracy"]
+    assert (
+        0 < final[vertical_data.test_metric("MCAR 3")]
+        and final[vertical_data.test_metric("MCAR 3")] == final["accuracy"]
+    )

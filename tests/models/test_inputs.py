@@ -27,7 +27,10 @@ def test_images_are_accepted_flat_or_shaped() -> None:
 @pytest.mark.parametrize(
     "inputs, message",
     [
-        (pd.DataFrame({"a": [1.0], "b": [2.0]}), "inputs: missing columns ['c'] (the model reads 3 columns: ['a', 'b', 'c'])"),
+        (
+            pd.DataFrame({"a": [1.0], "b": [2.0]}),
+            "inputs: missing columns ['c'] (the model reads 3 columns: ['a', 'b', 'c'])",
+        ),
         (pd.DataFrame({"a": [1.0], "b": [2.0], "c": [3.0], "d": [4.0]}), "inputs: unexpected columns ['d']"),
         (pd.DataFrame({"a": [1.0], "b": ["x"], "c": [3.0]}), "inputs: column 'b' has dtype str, expected numbers"),
         (np.zeros((2, 4)), "inputs: expected 3 columns per row (shape (n, 3)), got shape (2, 4)"),
@@ -68,7 +71,9 @@ def test_every_input_file_type_reads_back_the_same_numbers(tmp_path: Path, suffi
 
 def test_unreadable_input_files_are_one_line_errors(tmp_path: Path) -> None:
     (tmp_path / "x.parquet").write_text("not parquet")
-    with pytest.raises(ModelFileError, match=r"x.txt: unsupported input file type '.txt' \(accepted: .npy, .csv, .parquet\)"):
+    with pytest.raises(
+        ModelFileError, match=r"x.txt: unsupported input file type '.txt' \(accepted: .npy, .csv, .parquet\)"
+    ):
         read_inputs(tmp_path / "x.txt")
     with pytest.raises(ModelFileError, match="no such input file"):
         read_inputs(tmp_path / "x.csv")

@@ -30,5 +30,7 @@ def test_split_model_joins_every_partys_encoder_and_reproduces_each_test_setting
         rows = np.concatenate(split.blocks, axis=1)
         prediction = model.predict(rows)
         np.testing.assert_array_equal(prediction.probabilities, probabilities)
-        assert baselines.accuracy(model.votes(rows), torch.from_numpy(split.y)) == final[vertical_data.test_metric(name)]
+        assert (
+            baselines.accuracy(model.votes(rows), torch.from_numpy(split.y)) == final[vertical_data.test_metric(name)]
+        )
     assert not tests["MCAR 4"].present.all() and 0 < final["accuracy"] == final[vertical_data.test_metric("MCAR 4")]

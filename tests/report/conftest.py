@@ -124,20 +124,34 @@ def concept_results(results: dict[str, Any]) -> dict[str, Any]:
     Client 0 joined at round 1 and labels smoke and lung, client 1 joined
     at round 2 and labels every node. Tests must not modify it.
     """
-    parents = {"asia": [], "smoke": [], "lung": ["asia", "smoke"], "either": ["lung"], "bronc": ["dysp"],
-               "dysp": ["either"]}
+    parents = {
+        "asia": [],
+        "smoke": [],
+        "lung": ["asia", "smoke"],
+        "either": ["lung"],
+        "bronc": ["dysp"],
+        "dysp": ["either"],
+    }
     run = copy.deepcopy(results["runs"][1])
     run.update(
         name="F-CMs",
         method="fcm",
         final={**run["final"], "bayes_optimal_accuracy": 0.857, "coverage": 1.0},
         artifacts={
-            "graph": {"nodes": sorted(parents), "task": "dysp", "parents": parents,
-                      "cardinalities": {node: 2 for node in parents}},
-            "registry": {"0": {"concepts": ["smoke", "lung"], "joined": 1},
-                         "1": {"concepts": ["asia", "smoke", "lung", "either", "bronc"], "joined": 2}},
-            "topological": [0.80, 0.82, 0.85], "random": [0.80, 0.81, 0.85],
-            "topological_clean": [0.84, 0.85, 0.857], "random_clean": [0.84, 0.84, 0.857],
+            "graph": {
+                "nodes": sorted(parents),
+                "task": "dysp",
+                "parents": parents,
+                "cardinalities": {node: 2 for node in parents},
+            },
+            "registry": {
+                "0": {"concepts": ["smoke", "lung"], "joined": 1},
+                "1": {"concepts": ["asia", "smoke", "lung", "either", "bronc"], "joined": 2},
+            },
+            "topological": [0.80, 0.82, 0.85],
+            "random": [0.80, 0.81, 0.85],
+            "topological_clean": [0.84, 0.85, 0.857],
+            "random_clean": [0.84, 0.84, 0.857],
         },
     )
     return {

@@ -201,7 +201,9 @@ def test_a_concept_report_shows_the_graph_who_labels_what_and_the_interventions(
         "3 correct, 1 reversed, 1 extra, 1 missing."
     )
     assert _after(document, "Answer").header[1:4] == (  # type: ignore[union-attr]
-        "Task accuracy (%)", "Concept accuracy (%)", "Concept coverage (%)"
+        "Task accuracy (%)",
+        "Concept accuracy (%)",
+        "Concept coverage (%)",
     )
     assert [image.path for image in document.images][:4] == [
         "plots/final_accuracy.png",

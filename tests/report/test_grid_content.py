@@ -21,8 +21,13 @@ def _point(train: str, seed: int, ours: float, other: float) -> dict[str, Any]:
 
 
 def _cell(train: str, metric: str, margin: float) -> dict[str, Any]:
-    return {"cell": {"vertical.train_missing": train, "metric": metric}, "value": 0.8, "best_other": "Local",
-            "best_other_value": 0.8 - margin, "margin": margin}
+    return {
+        "cell": {"vertical.train_missing": train, "metric": metric},
+        "value": 0.8,
+        "best_other": "Local",
+        "best_other_value": 0.8 - margin,
+        "margin": margin,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -34,17 +39,34 @@ def grid_results() -> dict[str, Any]:
         "experiment": "vfl-grid",
         "description": "FALSE-VFL vs Local",
         "config": {"runs": [{"name": "FALSE-VFL", "method": "false-vfl"}, {"name": "Local", "method": "vfl-local"}]},
-        "grid": {"axes": {"vertical.train_missing": ["mcar:0.2", "mar:1"], "seed": [0, 1]},
-                 "rows": "vertical.train_missing", "columns": "seed", "metric": "accuracy", "secondary": ""},
-        "table": {"header": ["vertical.train_missing", "run", "0", "1"],
-                  "rows": [["mcar:0.2", "FALSE-VFL", "80.0", "82.0"]], "metric": "accuracy"},
+        "grid": {
+            "axes": {"vertical.train_missing": ["mcar:0.2", "mar:1"], "seed": [0, 1]},
+            "rows": "vertical.train_missing",
+            "columns": "seed",
+            "metric": "accuracy",
+            "secondary": "",
+        },
+        "table": {
+            "header": ["vertical.train_missing", "run", "0", "1"],
+            "rows": [["mcar:0.2", "FALSE-VFL", "80.0", "82.0"]],
+            "metric": "accuracy",
+        },
         "points": [_point(t, s, 0.8 + s / 50, 0.7) for t in ("mcar:0.2", "mar:1") for s in (0, 1)],
         "comparison": {
-            "run": "FALSE-VFL", "metric": "accuracy", "count": 4, "best": 2, "mean_margin": 0.05,
-            "by_axis": {"vertical.train_missing": {"mcar:0.2": counts, "mar:1": counts},
-                        "metric": {"accuracy_mcar0": counts, "accuracy_mcar5": counts}},
-            "cells": [_cell(t, m, 0.1 if m.endswith("0") else -0.02)
-                      for t in ("mcar:0.2", "mar:1") for m in ("accuracy_mcar0", "accuracy_mcar5")],
+            "run": "FALSE-VFL",
+            "metric": "accuracy",
+            "count": 4,
+            "best": 2,
+            "mean_margin": 0.05,
+            "by_axis": {
+                "vertical.train_missing": {"mcar:0.2": counts, "mar:1": counts},
+                "metric": {"accuracy_mcar0": counts, "accuracy_mcar5": counts},
+            },
+            "cells": [
+                _cell(t, m, 0.1 if m.endswith("0") else -0.02)
+                for t in ("mcar:0.2", "mar:1")
+                for m in ("accuracy_mcar0", "accuracy_mcar5")
+            ],
         },
     }
 

@@ -43,9 +43,7 @@ def test_a_folder_without_results_is_a_one_line_error_naming_it(tmp_path: Path) 
     ],
     ids=["truncated", "not-an-object"],
 )
-def test_malformed_results_are_a_one_line_error_naming_the_file(
-    tmp_path: Path, content: str, reason: str
-) -> None:
+def test_malformed_results_are_a_one_line_error_naming_the_file(tmp_path: Path, content: str, reason: str) -> None:
     # Prepare
     path = tmp_path / "results.json"
     path.write_text(content, encoding="utf-8")

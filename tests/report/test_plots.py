@@ -32,9 +32,7 @@ def _without_std(results: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("plot", PLOTS.values(), ids=PLOTS.keys())
-def test_plots_are_png_images_of_fixed_size(
-    plot: Callable[[dict[str, Any]], bytes], results: dict[str, Any]
-) -> None:
+def test_plots_are_png_images_of_fixed_size(plot: Callable[[dict[str, Any]], bytes], results: dict[str, Any]) -> None:
     # Execute
     png = plot(results)
 
@@ -102,8 +100,9 @@ def test_traffic_of_runs_without_rounds_is_an_error(results: dict[str, Any]) -> 
 def test_small_multiples_draw_every_metric_in_one_figure_that_grows_by_rows(results: dict[str, Any]) -> None:
     # Execute
     one_row = plots.small_multiples(results, ["accuracy", "loss"], {"accuracy": "A", "loss": "L"})
-    percent = plots.small_multiples(results, ["accuracy", "loss"], {"accuracy": "A", "loss": "L"},
-                                    frozenset({"accuracy"}))
+    percent = plots.small_multiples(
+        results, ["accuracy", "loss"], {"accuracy": "A", "loss": "L"}, frozenset({"accuracy"})
+    )
     two_rows = plots.small_multiples(results, ["accuracy", "loss"] * 2, {})
 
     # Assert

@@ -22,9 +22,7 @@ def written(results: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     return write_report(results, out_dir)
 
 
-def test_both_reports_are_written_in_the_folder_which_is_created(
-    written: tuple[Path, Path], out_dir: Path
-) -> None:
+def test_both_reports_are_written_in_the_folder_which_is_created(written: tuple[Path, Path], out_dir: Path) -> None:
     assert written == (out_dir / "report.md", out_dir / "report.html")
     assert all(path.is_file() for path in written)
 
@@ -53,9 +51,7 @@ def test_markdown_links_figures_written_beside_it(written: tuple[Path, Path], ou
     assert written_files == sorted(Path(link).name for link in links)
 
 
-def test_figures_of_an_earlier_report_are_removed_and_other_files_kept(
-    results: dict[str, Any], tmp_path: Path
-) -> None:
+def test_figures_of_an_earlier_report_are_removed_and_other_files_kept(results: dict[str, Any], tmp_path: Path) -> None:
     # Prepare
     (tmp_path / "plots").mkdir()
     (tmp_path / "plots" / "final_loss.png").write_bytes(PNG_SIGNATURE)

@@ -25,7 +25,7 @@ def _document(text: str) -> Document:
 
 def test_text_is_escaped_in_every_block_kind() -> None:
     # Prepare
-    text = '<script>alert("x")</script> & \'q\''
+    text = "<script>alert(\"x\")</script> & 'q'"
 
     # Execute
     html = to_html(_document(text))

@@ -41,25 +41,21 @@ class ArrayDataset:
     def __post_init__(self) -> None:
         if self.x.dtype != np.float32 or self.x.ndim < 2:
             raise FedmosaicError(
-                f"ArrayDataset.x must be a float32 array of shape (n, ...) "
-                f"(got {self.x.dtype} of shape {self.x.shape})"
+                f"ArrayDataset.x must be a float32 array of shape (n, ...) (got {self.x.dtype} of shape {self.x.shape})"
             )
         if self.y.dtype != np.int64 or self.y.ndim != 1:
             raise FedmosaicError(
-                f"ArrayDataset.y must be an int64 array of shape (n,) "
-                f"(got {self.y.dtype} of shape {self.y.shape})"
+                f"ArrayDataset.y must be an int64 array of shape (n,) (got {self.y.dtype} of shape {self.y.shape})"
             )
         if len(self.x) != len(self.y):
             raise FedmosaicError(
-                f"ArrayDataset.x and ArrayDataset.y must have the same length "
-                f"(got {len(self.x)} and {len(self.y)})"
+                f"ArrayDataset.x and ArrayDataset.y must have the same length (got {len(self.x)} and {len(self.y)})"
             )
         if self.num_classes < 1:
             raise FedmosaicError(f"ArrayDataset.num_classes must be >= 1 (got {self.num_classes})")
         if len(self.y) and (self.y.min() < 0 or self.y.max() >= self.num_classes):
             raise FedmosaicError(
-                f"ArrayDataset.y must lie in [0, {self.num_classes}) "
-                f"(got values from {self.y.min()} to {self.y.max()})"
+                f"ArrayDataset.y must lie in [0, {self.num_classes}) (got values from {self.y.min()} to {self.y.max()})"
             )
 
     def __len__(self) -> int:

@@ -36,9 +36,9 @@ from pgmpy.readwrite import BIFReader
 from torch import nn
 
 from fedmosaic.data._choices import unknown_choice
-from fedmosaic.threads import torch_threads
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.federation.seeding import derive_rng, derive_seed
+from fedmosaic.threads import torch_threads
 
 with warnings.catch_warnings():
     # pgmpy 1.1.2's inference package imports its own deprecated estimators module.
@@ -209,8 +209,7 @@ class ConceptDataset:
     def __post_init__(self) -> None:
         if self.x.dtype != np.float32 or self.x.ndim != 2:
             raise FedmosaicError(
-                f"ConceptDataset.x must be a float32 array of shape (n, d) "
-                f"(got {self.x.dtype} of shape {self.x.shape})"
+                f"ConceptDataset.x must be a float32 array of shape (n, d) (got {self.x.dtype} of shape {self.x.shape})"
             )
         expected = (len(self.x), len(self.names))
         if self.concepts.dtype != np.int64 or self.concepts.shape != expected:
@@ -359,8 +358,7 @@ def sample_concept_splits(
     }
     features = _autoencoded_inputs(codes, names, cardinalities, inputs, latent_dim, epochs, seed, float(noise_share))
     datasets = {
-        split: ConceptDataset(features[split], codes[split], names, task, cardinalities, states)
-        for split in codes
+        split: ConceptDataset(features[split], codes[split], names, task, cardinalities, states) for split in codes
     }
     return ConceptSplits(
         train=datasets["train"],
@@ -436,9 +434,7 @@ def forward_sample(model: DiscreteBayesianNetwork, size: int, rng: np.random.Gen
         probabilities = _conditional_rows(model, node, samples, column)
         cumulative = np.cumsum(probabilities, axis=1)
         draws = rng.random(size)[:, np.newaxis] * cumulative[:, -1:]
-        samples[:, column[node]] = np.minimum(
-            (draws >= cumulative).sum(axis=1), probabilities.shape[1] - 1
-        )
+        samples[:, column[node]] = np.minimum((draws >= cumulative).sum(axis=1), probabilities.shape[1] - 1)
     return samples
 
 
@@ -483,10 +479,7 @@ def one_hot_inputs(
     >>> one_hot_inputs(np.array([[1, 0], [0, 1]]), ["a", "b"], {"a": 2, "b": 3}, ["b"]).tolist()
     [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
     """
-    blocks = [
-        np.eye(cardinalities[name], dtype=np.float32)[concepts[:, list(names).index(name)]]
-        for name in inputs
-    ]
+    blocks = [np.eye(cardinalities[name], dtype=np.float32)[concepts[:, list(names).index(name)]] for name in inputs]
     return np.concatenate(blocks, axis=1) if blocks else np.zeros((len(concepts), 0), np.float32)
 
 
@@ -521,9 +514,7 @@ def _autoencoded_inputs(
     noise_share: float,
 ) -> dict[str, np.ndarray]:
     """``x`` of every split: unit-scale latents of an autoencoder fitted on the train split, mixed with noise, standardised."""
-    one_hots = {
-        split: one_hot_inputs(values, names, cardinalities, inputs) for split, values in codes.items()
-    }
+    one_hots = {split: one_hot_inputs(values, names, cardinalities, inputs) for split, values in codes.items()}
     train_codes = codes["train"][:, [list(names).index(node) for node in inputs]]
     widths = [cardinalities[node] for node in inputs]
     with torch_threads(1):
@@ -588,9 +579,7 @@ def _train_autoencoder(
     for _ in range(epochs):
         for batch in torch.randperm(len(inputs), generator=order).split(AUTOENCODER_BATCH):
             blocks = model(inputs[batch]).split(list(cardinalities), dim=1)
-            loss = sum(
-                nn.functional.cross_entropy(block, targets[batch, j]) for j, block in enumerate(blocks)
-            )
+            loss = sum(nn.functional.cross_entropy(block, targets[batch, j]) for j, block in enumerate(blocks))
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -651,17 +640,12 @@ def bayes_optimal_accuracy(
     blanket = sorted(model.get_markov_blanket(task))
     missing = [node for node in (task, *blanket) if node not in names]
     if missing or len(test_concepts) == 0:
-        raise FedmosaicError(
-            f"bayes_optimal_accuracy needs samples with columns {', '.join(missing or [task])}"
-        )
+        raise FedmosaicError(f"bayes_optimal_accuracy needs samples with columns {', '.join(missing or [task])}")
     positions = [list(names).index(node) for node in blanket]
     evidence, inverse = np.unique(test_concepts[:, positions], axis=0, return_inverse=True)
     inference = VariableElimination(model)
     best = np.array(
-        [
-            _most_probable(inference, model, task, dict(zip(blanket, row, strict=True)))
-            for row in evidence
-        ],
+        [_most_probable(inference, model, task, dict(zip(blanket, row, strict=True))) for row in evidence],
         dtype=np.int64,
     )
     truth = test_concepts[:, list(names).index(task)]

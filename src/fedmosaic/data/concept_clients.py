@@ -72,9 +72,7 @@ class ConceptSubsets:
 
     def __post_init__(self) -> None:
         if len(self.additional) != len(self.subsets) or all(self.additional):
-            raise FedmosaicError(
-                "ConceptSubsets.additional needs one flag per subset, at least one of them False"
-            )
+            raise FedmosaicError("ConceptSubsets.additional needs one flag per subset, at least one of them False")
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,9 +225,7 @@ def concept_subsets(
     >>> sorted(set().union(*layout.subsets)), layout.additional.count(True)
     (['a', 'b', 'c', 'd', 'y'], 1)
     """
-    _check_subset_parameters(
-        num_subgraphs_range, num_additional_nodes, additional_subsets, drop_task_probability
-    )
+    _check_subset_parameters(num_subgraphs_range, num_additional_nodes, additional_subsets, drop_task_probability)
     graph = _ancestral_digraph(_digraph(edges, task), task)
     if graph.number_of_nodes() <= num_additional_nodes + 1:
         raise ConfigError(
@@ -289,9 +285,7 @@ def _ancestral_digraph(graph: nx.DiGraph, task: str) -> nx.DiGraph:
     return graph.subgraph(nx.ancestors(graph, task) | {task}).copy()
 
 
-def _pick_additional_nodes(
-    graph: nx.DiGraph, task: str, count: int, rng: np.random.Generator
-) -> set[str]:
+def _pick_additional_nodes(graph: nx.DiGraph, task: str, count: int, rng: np.random.Generator) -> set[str]:
     """Draw ``count`` ancestors of the task, not all of its parents."""
     candidates = sorted(set(graph) - {task})
     for _ in range(MAX_ADDITIONAL_DRAWS):
@@ -300,8 +294,7 @@ def _pick_additional_nodes(
             return picked
     raise ConfigError(
         "partition.num_additional_nodes",
-        f"no draw of {count} additional nodes out of {MAX_ADDITIONAL_DRAWS} leaves task {task!r} a "
-        "parent; lower it",
+        f"no draw of {count} additional nodes out of {MAX_ADDITIONAL_DRAWS} leaves task {task!r} a parent; lower it",
     )
 
 
@@ -452,13 +445,9 @@ def assign_clients(
     ]
 
 
-def _check_client_counts(
-    num_clients: int, initial: int, join_round: int, n_train: int, n_val: int
-) -> None:
+def _check_client_counts(num_clients: int, initial: int, join_round: int, n_train: int, n_val: int) -> None:
     if not 1 <= initial <= num_clients:
-        raise ConfigError(
-            "partition.initial_clients", f"must be from 1 to num_clients={num_clients} (got {initial})"
-        )
+        raise ConfigError("partition.initial_clients", f"must be from 1 to num_clients={num_clients} (got {initial})")
     if join_round < 1:
         raise ConfigError("partition.join_round", f"must be >= 1 (got {join_round})")
     if min(n_train, n_val) < num_clients:
@@ -504,9 +493,7 @@ def _deal_subsets(
     return choice
 
 
-def corrupted_clients(
-    num_clients: int, rng: np.random.Generator, fraction: float = 0.1
-) -> tuple[int, ...]:
+def corrupted_clients(num_clients: int, rng: np.random.Generator, fraction: float = 0.1) -> tuple[int, ...]:
     """Pick the clients whose oracle graph is corrupted: ``round(fraction * num_clients)`` at random.
 
     Examples
@@ -517,11 +504,7 @@ def corrupted_clients(
     """
     if not 0 <= fraction <= 1:
         raise ConfigError("partition.corrupted_fraction", f"must be in [0, 1] (got {fraction})")
-    return tuple(
-        sorted(
-            int(k) for k in rng.choice(num_clients, size=round(fraction * num_clients), replace=False)
-        )
-    )
+    return tuple(sorted(int(k) for k in rng.choice(num_clients, size=round(fraction * num_clients), replace=False)))
 
 
 def oracle_confidence(
@@ -593,9 +576,7 @@ def _perturb_pairs(matrix: np.ndarray, fraction: float, rng: np.random.Generator
     for index in rng.choice(len(pairs), size=max(1, round(fraction * len(pairs))), replace=False):
         i, j = pairs[int(index)]
         state = _FORWARD if matrix[i, j] else _BACKWARD if matrix[j, i] else _NO_EDGE
-        new = [other for other in (_NO_EDGE, _FORWARD, _BACKWARD) if other != state][
-            int(rng.integers(2))
-        ]
+        new = [other for other in (_NO_EDGE, _FORWARD, _BACKWARD) if other != state][int(rng.integers(2))]
         matrix[i, j], matrix[j, i] = float(new == _FORWARD), float(new == _BACKWARD)
 
 
@@ -656,9 +637,7 @@ def learned_confidence(
         rows = rng.integers(0, len(concept_values), size=len(concept_values))
         frame = pd.DataFrame(concept_values[rows], columns=list(names)).astype("category")
         learned = (
-            HillClimbSearch(scoring_method=score, return_type="pdag", show_progress=False)
-            .fit(frame)
-            .causal_graph_
+            HillClimbSearch(scoring_method=score, return_type="pdag", show_progress=False).fit(frame).causal_graph_
         )
         for parent, child in learned.directed_edges:
             matrix[position[parent], position[child]] += 1.0

@@ -104,9 +104,7 @@ def read_idx(path: Path) -> np.ndarray:
     return parse_idx(read_data_file(path), source=str(path))
 
 
-def load_idx_splits(
-    data_dir: Path, *, name: str, folder: str, how_chosen: str, source_url: str
-) -> DatasetSplits:
+def load_idx_splits(data_dir: Path, *, name: str, folder: str, how_chosen: str, source_url: str) -> DatasetSplits:
     """Load an MNIST-style dataset stored as four gzip IDX files.
 
     The files are ``<folder>/train-images-idx3-ubyte.gz``,
@@ -151,16 +149,12 @@ def load_idx_splits(
     """
     files = {
         split: [
-            require_file(
-                data_dir, f"{folder}/{prefix}-{kind}-ubyte.gz", how_chosen=how_chosen, source_url=source_url
-            )
+            require_file(data_dir, f"{folder}/{prefix}-{kind}-ubyte.gz", how_chosen=how_chosen, source_url=source_url)
             for kind in ("images-idx3", "labels-idx1")
         ]
         for split, prefix in _SPLIT_PREFIXES.items()
     }
-    return DatasetSplits(
-        train=_image_dataset(*files["train"]), test=_image_dataset(*files["test"]), name=name
-    )
+    return DatasetSplits(train=_image_dataset(*files["train"]), test=_image_dataset(*files["test"]), name=name)
 
 
 def _image_dataset(images_path: Path, labels_path: Path) -> ArrayDataset:

@@ -56,8 +56,7 @@ def parse_isolet(text: str, *, source: str) -> ArrayDataset:
     if not valid.all():
         row = int(np.argmin(valid))
         raise FedmosaicError(
-            f"corrupt ISOLET file {source}: class on line {row + 1} is {classes[row]}; "
-            f"expected 1. to {NUM_CLASSES}."
+            f"corrupt ISOLET file {source}: class on line {row + 1} is {classes[row]}; expected 1. to {NUM_CLASSES}."
         )
     features = np.ascontiguousarray(table[:, :NUM_FEATURES])
     return ArrayDataset(features, classes.astype(np.int64) - 1, NUM_CLASSES)

@@ -153,7 +153,9 @@ def fit_mechanism(blocks: list[np.ndarray], missingness: Missingness, rng: np.ra
     num_parties = len(blocks)
     if missingness.mechanism == "mcar":
         none = (None,) * num_parties
-        return MaskModel(missingness, none, none, (0.0,) * num_parties, (1.0,) * num_parties, (missingness.value,) * num_parties)
+        return MaskModel(
+            missingness, none, none, (0.0,) * num_parties, (1.0,) * num_parties, (missingness.value,) * num_parties
+        )
     if missingness.mechanism == "mar":
         sources: list[int | None] = [None] + [0] * (num_parties - 1)
         rate = MAR_RATES[int(missingness.value)]
@@ -215,9 +217,7 @@ def draw_mask(
     return _at_least_one(model.probabilities(blocks), rng)
 
 
-def missing_probabilities(
-    blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator
-) -> np.ndarray:
+def missing_probabilities(blocks: list[np.ndarray], missingness: Missingness, rng: np.random.Generator) -> np.ndarray:
     """The probability that each block of each row is missing (before conditioning), for MCAR, MAR and MNAR.
 
     - MCAR(p): ``p`` for every block.

@@ -296,14 +296,22 @@ def simpson_mnist(
     clients = [_shuffled(parts[k], derive_rng(seed, "simpson", "client", k)) for k in range(num_clients)]
     pretrain = _shuffled(_merge(parts[num_clients:]), derive_rng(seed, "simpson", "pretrain"))
     client_shades = [
-        rule_shades(part.bands, part.labels, num_clients, design, derive_rng(seed, "simpson", "shades", k).random(len(part.labels)))
+        rule_shades(
+            part.bands,
+            part.labels,
+            num_clients,
+            design,
+            derive_rng(seed, "simpson", "shades", k).random(len(part.labels)),
+        )
         for k, part in enumerate(clients)
     ]
     pretrain_rng = derive_rng(seed, "simpson", "shades", "pretrain")
     if design == "conflicting":
         pretrain_shades = pretrain_rng.random(len(pretrain.labels))
     else:
-        pretrain_shades = rule_shades(pretrain.bands, pretrain.labels, num_clients, design, pretrain_rng.random(len(pretrain.labels)))
+        pretrain_shades = rule_shades(
+            pretrain.bands, pretrain.labels, num_clients, design, pretrain_rng.random(len(pretrain.labels))
+        )
     test_rows, test_labels = _digit_rows(mnist.test.y)
     test_shades = _test_shades(test_labels, shares, design, test_colours, derive_rng(seed, "simpson", "test"))
     validation_shades = _test_shades(
@@ -323,7 +331,13 @@ def simpson_mnist(
         pretrain_sources=pretrain.rows,
         test_sources=test_rows,
         colour_swap=_colour_swap(
-            mnist.test, test_rows, test_labels, num_clients, design, resolution, derive_rng(seed, "simpson", "colour-swap")
+            mnist.test,
+            test_rows,
+            test_labels,
+            num_clients,
+            design,
+            resolution,
+            derive_rng(seed, "simpson", "colour-swap"),
         ),
         validation=_coloured(mnist.train, validation.rows, validation.labels, validation_shades, resolution),
         validation_swap=_colour_swap(
@@ -480,9 +494,7 @@ def shade_label_correlation(shades: np.ndarray, labels: np.ndarray) -> float:
     s = np.asarray(shades, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
     if s.shape != y.shape or s.ndim != 1:
-        raise FedmosaicError(
-            f"shades and labels must be 1-D of the same length (got {s.shape} and {y.shape})"
-        )
+        raise FedmosaicError(f"shades and labels must be 1-D of the same length (got {s.shape} and {y.shape})")
     s, y = s - s.mean(), y - y.mean()
     scale = np.sqrt((s @ s) * (y @ y))
     if scale == 0:
@@ -527,9 +539,7 @@ def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
     """
     smallest = min(len(client) for client in splits.clients)
     if not 1 <= per_client <= smallest:
-        raise ConfigError(
-            "simpson.per_client", f"must be from 1 to {smallest}, the smallest client (got {per_client})"
-        )
+        raise ConfigError("simpson.per_client", f"must be from 1 to {smallest}, the smallest client (got {per_client})")
     rows = len(splits.clients)
     size = (GRID_CELL_INCHES * per_client, GRID_CELL_INCHES * rows + 0.5)
     with matplotlib.style.context("default"):
@@ -570,8 +580,7 @@ def _check_parameters(
     if samples_per_client < MIN_SAMPLES_PER_CLIENT:
         raise ConfigError(
             "simpson.samples_per_client",
-            f"must be >= {MIN_SAMPLES_PER_CLIENT} so that every client holds both digits "
-            f"(got {samples_per_client})",
+            f"must be >= {MIN_SAMPLES_PER_CLIENT} so that every client holds both digits (got {samples_per_client})",
         )
     if pretrain_samples < 0:
         raise ConfigError("simpson.pretrain_samples", f"must be >= 0 (got {pretrain_samples})")
@@ -582,9 +591,7 @@ def _check_parameters(
 def _check_resolution(resolution: int | None, size: tuple[int, ...]) -> None:
     """Raise a ConfigError unless ``resolution`` is None or from 1 to the image side."""
     if resolution is not None and not 1 <= resolution <= min(size):
-        raise ConfigError(
-            "simpson.resolution", f"must be from 1 to the image side {min(size)} (got {resolution})"
-        )
+        raise ConfigError("simpson.resolution", f"must be from 1 to the image side {min(size)} (got {resolution})")
 
 
 def _check_images(mnist: DatasetSplits) -> None:
@@ -594,9 +601,7 @@ def _check_images(mnist: DatasetSplits) -> None:
         raise FedmosaicError(f"Simpson-MNIST needs greyscale images of shape (n, 1, H, W) (got {shape})")
     for digit in DIGITS:
         if not np.any(mnist.test.y == digit):
-            raise FedmosaicError(
-                f"Simpson-MNIST needs digit {digit} in the test split of {mnist.name!r}; it has none"
-            )
+            raise FedmosaicError(f"Simpson-MNIST needs digit {digit} in the test split of {mnist.name!r}; it has none")
 
 
 def _class_counts(sizes: np.ndarray, shares: np.ndarray) -> np.ndarray:

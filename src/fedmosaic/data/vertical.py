@@ -134,9 +134,7 @@ def image_patch_blocks(height: int, width: int, num_parties: int) -> list[np.nda
     [[0, 1, 4, 5], [2, 3, 6, 7]]
     """
     if num_parties < 2 or num_parties % 2:
-        raise ConfigError(
-            "vertical.num_parties", f"must be an even number >= 2 for image patches (got {num_parties})"
-        )
+        raise ConfigError("vertical.num_parties", f"must be an even number >= 2 for image patches (got {num_parties})")
     rows = max(r for r in range(1, math.isqrt(num_parties) + 1) if num_parties % r == 0)
     cols = num_parties // rows
     if rows > height or cols > width:
@@ -146,9 +144,7 @@ def image_patch_blocks(height: int, width: int, num_parties: int) -> list[np.nda
         )
     pixels = np.arange(height * width, dtype=np.int64).reshape(height, width)
     return [
-        patch.ravel()
-        for band in np.array_split(pixels, rows, axis=0)
-        for patch in np.array_split(band, cols, axis=1)
+        patch.ravel() for band in np.array_split(pixels, rows, axis=0) for patch in np.array_split(band, cols, axis=1)
     ]
 
 

@@ -165,7 +165,9 @@ def column_blocks(x: np.ndarray, columns: list[np.ndarray]) -> list[np.ndarray]:
     return [np.ascontiguousarray(x[:, cols], dtype=np.float32) for cols in columns]
 
 
-def hold_out_validation(train: VerticalSplit, fraction: float, rng: np.random.Generator) -> tuple[VerticalSplit, VerticalSplit | None]:
+def hold_out_validation(
+    train: VerticalSplit, fraction: float, rng: np.random.Generator
+) -> tuple[VerticalSplit, VerticalSplit | None]:
     """Hold out ``fraction`` of the labeled rows (rounded, at least one when any) for validation.
 
     The held-out rows stay in the training split, unlabeled (their features

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.submit import submit
@@ -75,7 +76,9 @@ def deploy_experiment(
     source = apply_overrides(source, ["federation.engine=flower"])
     config = load_config(source)
     if nodes is not None and nodes != config.num_clients:
-        raise ConfigError("--nodes", f"must equal the experiment's number of clients ({config.num_clients}), got {nodes}")
+        raise ConfigError(
+            "--nodes", f"must equal the experiment's number of clients ({config.num_clients}), got {nodes}"
+        )
     prepare_workload(config, data_dir=data_dir)
     files = node_files(config, node_file, node_graph)
     check_node_tables(config, files)
@@ -88,10 +91,24 @@ def deploy_experiment(
     workdir = Path(tempfile.mkdtemp(prefix="fedmosaic-deploy-"))
     write(f"deployment files and logs: {workdir}\n")
     try:
-        with LocalDeployment(workdir / "local", config.num_clients, tls=tls, auth=auth, node_config=node_config,
-                             log=lambda line: write(line + "\n")) as deployment:
-            results = submit(source, out_dir, deployment.connection, workdir / "submit", data_dir=data_dir,
-                             resume=resume, overwrite=overwrite, write=write)
+        with LocalDeployment(
+            workdir / "local",
+            config.num_clients,
+            tls=tls,
+            auth=auth,
+            node_config=node_config,
+            log=lambda line: write(line + "\n"),
+        ) as deployment:
+            results = submit(
+                source,
+                out_dir,
+                deployment.connection,
+                workdir / "submit",
+                data_dir=data_dir,
+                resume=resume,
+                overwrite=overwrite,
+                write=write,
+            )
     except BaseException:
         write(f"logs kept in {workdir / 'local' / 'logs'}\n")
         raise
@@ -111,7 +128,9 @@ def node_files(config: ExperimentConfig, node_file: str | None, node_graph: str 
         return {}
     tables = config.tables
     if tables is None or tables.kind == "vertical":
-        raise ConfigError("--node-file", "gives each node its own table: needs a horizontal or concept [tables] experiment")
+        raise ConfigError(
+            "--node-file", "gives each node its own table: needs a horizontal or concept [tables] experiment"
+        )
     files: dict[int, dict[str, str]] = {}
     for index, site in enumerate(tables.sites):
         entry = {}
@@ -139,4 +158,3 @@ def check_node_tables(config: ExperimentConfig, files: dict[int, dict[str, str]]
         return
     for index in range(len(tables.sites)):
         node_workload(config, index, files.get(index, {}), {}).sites[index]
-

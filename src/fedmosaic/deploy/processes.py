@@ -18,10 +18,10 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Callable
 
 import fedmosaic
 from fedmosaic.deploy.security import NodeKey, TlsFiles, make_node_key, make_tls
@@ -152,20 +152,32 @@ class LocalDeployment:
             raise
         return self
 
-    def __exit__(self, error_type: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+    def __exit__(
+        self, error_type: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.stop()
 
     def start(self) -> None:
         """Start the SuperLink, register node keys (``auth``), then start the SuperNodes."""
         (self.folder / "logs").mkdir(parents=True, exist_ok=True)
         port = free_port()
-        command = [flower_command("flower-superlink"), "--host", HOST, "--port", str(port), "--disable-runtime-dependency-installation"]
+        command = [
+            flower_command("flower-superlink"),
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--disable-runtime-dependency-installation",
+        ]
         if self.tls:
             self.tls_files = make_tls(self.folder / "certificates")
             command += [
-                "--ssl-ca-certfile", str(self.tls_files.ca_certificate),
-                "--ssl-certfile", str(self.tls_files.certificate),
-                "--ssl-keyfile", str(self.tls_files.private_key),
+                "--ssl-ca-certfile",
+                str(self.tls_files.ca_certificate),
+                "--ssl-certfile",
+                str(self.tls_files.certificate),
+                "--ssl-keyfile",
+                str(self.tls_files.private_key),
             ]
         else:
             command.append("--insecure")
@@ -175,7 +187,9 @@ class LocalDeployment:
         write_flwr_config(self.flwr_home, FEDERATION, self.connection)
         self._spawn("superlink", command)
         _wait_for_port(port, self._processes["superlink"])
-        self._log(f"SuperLink on {self.connection.address} ({'TLS' if self.tls else 'insecure'}{', node auth' if self.auth else ''})")
+        self._log(
+            f"SuperLink on {self.connection.address} ({'TLS' if self.tls else 'insecure'}{', node auth' if self.auth else ''})"
+        )
         for index in range(self.nodes):
             if self.auth:
                 self.keys[index] = make_node_key(self.folder / "keys", f"node-{index}")
@@ -186,20 +200,30 @@ class LocalDeployment:
         """Register a SuperNode's public key with the SuperLink (``flwr supernode register``)."""
         result = subprocess.run(
             [flower_command("flwr"), "supernode", "register", str(key.public_key), FEDERATION],
-            env=self.env, cwd=self.folder, capture_output=True, text=True, timeout=START_TIMEOUT_S,
+            env=self.env,
+            cwd=self.folder,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S,
         )
         if result.returncode != 0:
-            raise FedmosaicError(f"registering {key.public_key.name} failed: {(result.stdout + result.stderr).strip()[-500:]}")
+            raise FedmosaicError(
+                f"registering {key.public_key.name} failed: {(result.stdout + result.stderr).strip()[-500:]}"
+            )
 
     def start_node(self, index: int, key: NodeKey | None = None, *, name: str | None = None) -> subprocess.Popen[bytes]:
         """Start a SuperNode serving partition ``index`` (authenticating with ``key`` if given)."""
         config = {"partition-id": str(index), "num-partitions": str(self.nodes), **self._node_config(index)}
         command = [
             flower_command("flower-supernode"),
-            "--superlink", self.connection.address,
-            "--host", HOST,
-            "--port", str(free_port()),
-            "--node-config", " ".join(f'{k}="{v}"' if not v.isdigit() else f"{k}={v}" for k, v in config.items()),
+            "--superlink",
+            self.connection.address,
+            "--host",
+            HOST,
+            "--port",
+            str(free_port()),
+            "--node-config",
+            " ".join(f'{k}="{v}"' if not v.isdigit() else f"{k}={v}" for k, v in config.items()),
         ]
         if self.connection.root_certificates is None:
             command.append("--insecure")
@@ -246,8 +270,13 @@ class LocalDeployment:
         env = {**self.env, MARKER: f"{self._id}/{name}"}
         with open(self.folder / "logs" / f"{name}.log", "ab") as log:
             process = subprocess.Popen(
-                command, env=env, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                command,
+                env=env,
+                cwd=self.folder,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         self._processes[name] = process
         return process

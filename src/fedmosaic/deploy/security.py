@@ -63,7 +63,7 @@ def make_tls(folder: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) 
     TlsFiles
     """
     folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP384R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fedmosaic deployment CA")])
     ca = (
@@ -83,9 +83,10 @@ def make_tls(folder: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) 
     files = TlsFiles(folder / "ca.crt", folder / "server.pem", folder / "server.key")
     files.ca_certificate.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     files.certificate.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    _write_private(files.private_key, key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ))
+    _write_private(
+        files.private_key,
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
     return files
 
 
@@ -94,16 +95,21 @@ def make_node_key(folder: Path, name: str) -> NodeKey:
     folder.mkdir(parents=True, exist_ok=True)
     key = ec.generate_private_key(ec.SECP384R1())
     pair = NodeKey(folder / name, folder / f"{name}.pub")
-    _write_private(pair.private_key, key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
-    ))
+    _write_private(
+        pair.private_key,
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        ),
+    )
     pair.public_key.write_bytes(
         key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     )
     return pair
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, now: datetime.datetime) -> x509.CertificateBuilder:
+def _builder(
+    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, now: datetime.datetime
+) -> x509.CertificateBuilder:
     return (
         x509.CertificateBuilder()
         .subject_name(subject)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import tomli_w
 
@@ -102,8 +103,13 @@ def submit(
     run_config.write_text(tomli_w.dumps(settings))
     command = [flower_command("flwr"), "run", str(app), CONNECTION, "--stream", "--run-config", str(run_config)]
     process = subprocess.Popen(
-        command, env=flower_environment(flwr_home), cwd=workdir, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+        command,
+        env=flower_environment(flwr_home),
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
     )
     assert process.stdout is not None
     for line in process.stdout:
@@ -111,5 +117,7 @@ def submit(
     code = process.wait()
     results = out_dir / "results.json"
     if code != 0 or not results.exists():
-        raise FedmosaicError(f"the run on {connection.address} ended without results (flwr run exit code {code}); its output above says why")
+        raise FedmosaicError(
+            f"the run on {connection.address} ended without results (flwr run exit code {code}); its output above says why"
+        )
     return json.loads(results.read_text())

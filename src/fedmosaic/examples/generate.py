@@ -27,7 +27,11 @@ import pandas as pd
 
 from fedmosaic.data.bayesnet import sample_concept_splits
 
-HOSPITAL_CONCEPTS = (("smoke", "lung", "bronc", "dysp"), ("asia", "tub", "either", "dysp"), ("smoke", "bronc", "either", "dysp"))
+HOSPITAL_CONCEPTS = (
+    ("smoke", "lung", "bronc", "dysp"),
+    ("asia", "tub", "either", "dysp"),
+    ("smoke", "bronc", "either", "dysp"),
+)
 """The concepts each hospital labels."""
 SCHEMA_CONCEPTS = ("asia", "tub", "smoke", "lung", "bronc", "either", "dysp")
 """Every concept of the example's schema (xray is no ancestor of dysp)."""
@@ -57,7 +61,9 @@ def write_asia(folder: Path) -> None:
         if hospital == 2:
             table.loc[rng.random(len(table)) < 0.3, "either"] = ""
         table.to_csv(folder / f"hospital-{hospital}.csv", index=False)
-    pd.DataFrame(HOSPITAL_1_BELIEF, columns=["parent", "child", "confidence"]).to_csv(folder / "hospital-1-graph.csv", index=False)
+    pd.DataFrame(HOSPITAL_1_BELIEF, columns=["parent", "child", "confidence"]).to_csv(
+        folder / "hospital-1-graph.csv", index=False
+    )
     test = frame(splits.test, SCHEMA_CONCEPTS)
     test.iloc[20:].to_csv(folder / "test.csv", index=False)
     test.iloc[:20][features].to_csv(folder / "new-patients.csv", index=False)

@@ -29,7 +29,9 @@ def build_aggregation(config: ExperimentConfig, num_clients: int) -> tuple[Aggre
     if privacy.enabled:
         noise = privacy.noise_multiplier
         if privacy.target_epsilon is not None:
-            noise = noise_for_epsilon(privacy.target_epsilon, privacy.delta, sample_rate(config, num_clients), config.federation.rounds)
+            noise = noise_for_epsilon(
+                privacy.target_epsilon, privacy.delta, sample_rate(config, num_clients), config.federation.rounds
+            )
         return GaussianMechanism(privacy.clip_norm, noise), PrivacyBudget(noise, privacy.delta)
     section = config.aggregation
     rule: Aggregator = {"mean": Mean(), "median": Median(), "trimmed-mean": TrimmedMean(section.trim)}[section.rule]

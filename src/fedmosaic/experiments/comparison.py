@@ -10,7 +10,8 @@ for accuracy x 100).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -63,9 +64,20 @@ def compare_with_best_other(
             continue
         rival = max(others, key=lambda name: others[name])
         margin = means[grid.compare] - others[rival]
-        cells.append({"cell": dict(zip(axes, key)), "value": means[grid.compare], "best_other": rival, "best_other_value": others[rival], "margin": margin})
+        cells.append(
+            {
+                "cell": dict(zip(axes, key)),
+                "value": means[grid.compare],
+                "best_other": rival,
+                "best_other_value": others[rival],
+                "margin": margin,
+            }
+        )
     by_axis = {
-        axis: {value: _tally([c for c in cells if c["cell"][axis] == value]) for value in dict.fromkeys(c["cell"][axis] for c in cells)}
+        axis: {
+            value: _tally([c for c in cells if c["cell"][axis] == value])
+            for value in dict.fromkeys(c["cell"][axis] for c in cells)
+        }
         for axis in axes
     }
     return {"run": grid.compare, "metric": grid.metric, "cells": cells, **_tally(cells), "by_axis": by_axis}

@@ -25,7 +25,6 @@ from fedmosaic.methods.models import ModelParams
 from fedmosaic.methods.registry import METHODS, MethodParams, get_method
 from fedmosaic.methods.training import TrainParams
 
-
 VERTICAL_DATASETS = ("digits", "fashion-mnist", "isolet", "mnist")
 """Datasets a ``[vertical]`` task can cut into party blocks."""
 VERTICAL_IMAGE_DATASETS = ("digits", "fashion-mnist", "mnist")
@@ -413,8 +412,16 @@ class AttackSection(Section):
 
     fraction: float = Field(default=0.0, ge=0, lt=1)
     kind: Literal[
-        "sign-flip", "scale", "nan", "inf", "wrong-shape", "unknown-name", "oversized",
-        "malformed", "reversed-graph", "random-graph",
+        "sign-flip",
+        "scale",
+        "nan",
+        "inf",
+        "wrong-shape",
+        "unknown-name",
+        "oversized",
+        "malformed",
+        "reversed-graph",
+        "random-graph",
     ] = "sign-flip"
 
 
@@ -578,7 +585,9 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
         seen.add(run.name)
         method = get_method(run.method, field=f"runs.{index}.method")
         if method.kind != config.task_kind:
-            given = "a [vertical] section" if config.task_kind == "vertical" else f"data.dataset '{config.data.dataset}'"
+            given = (
+                "a [vertical] section" if config.task_kind == "vertical" else f"data.dataset '{config.data.dataset}'"
+            )
             raise ConfigError(
                 f"runs.{index}.method",
                 f"'{run.method}' is a {method.kind} method; {given} gives a {config.task_kind} task",
@@ -627,13 +636,17 @@ def grid_points(source: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, 
 def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
     for field in ("rows", "columns"):
         if getattr(grid, field) not in grid.axes:
-            raise ConfigError(f"grid.{field}", f"must be one of the axes ({', '.join(grid.axes)}), got {getattr(grid, field)!r}")
+            raise ConfigError(
+                f"grid.{field}", f"must be one of the axes ({', '.join(grid.axes)}), got {getattr(grid, field)!r}"
+            )
     for key, values in grid.axes.items():
         if not values:
             raise ConfigError(f"grid.axes.{key}", "needs at least one value")
     names = [run.get("name") for run in source.get("runs", []) if isinstance(run, dict)]
     if grid.compare is not None and grid.compare not in names:
-        raise ConfigError("grid.compare", f"must be the name of a run ({', '.join(map(str, names))}), got {grid.compare!r}")
+        raise ConfigError(
+            "grid.compare", f"must be the name of a run ({', '.join(map(str, names))}), got {grid.compare!r}"
+        )
     for values, point in grid_points(source):
         try:
             load_config(point)
@@ -683,16 +696,22 @@ def _check_vertical(config: ExperimentConfig) -> None:
     vertical = config.vertical
     assert vertical is not None
     if config.data.dataset not in VERTICAL_DATASETS:
-        raise ConfigError("data.dataset", f"a vertical task needs one of {', '.join(VERTICAL_DATASETS)}, got '{config.data.dataset}'")
+        raise ConfigError(
+            "data.dataset", f"a vertical task needs one of {', '.join(VERTICAL_DATASETS)}, got '{config.data.dataset}'"
+        )
     parties = vertical.parties(config.data.dataset)
-    settings = [("vertical.train_missing", vertical.train_missing)] + [("vertical.test_missing", t) for t in vertical.test_settings()]
+    settings = [("vertical.train_missing", vertical.train_missing)] + [
+        ("vertical.test_missing", t) for t in vertical.test_settings()
+    ]
     parsed = [parse_missingness(text, field) for field, text in settings]
     for (field, text), missingness in zip(settings, parsed):
         if missingness.mechanism == "keep" and missingness.value > parties:
             raise ConfigError(field, f"keep:<k> needs k <= the {parties} parties (got {text!r})")
     labels = [missingness.label for missingness in parsed[1:]]
     if not labels or len(set(labels)) < len(labels):
-        raise ConfigError("vertical.test_missing", f"needs distinct settings, at least one (got {vertical.test_missing})")
+        raise ConfigError(
+            "vertical.test_missing", f"needs distinct settings, at least one (got {vertical.test_missing})"
+        )
 
 
 def _check_vertical_runs(config: ExperimentConfig) -> None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from fedmosaic.experiments.config import FederationSection, fingerprint
 from fedmosaic.experiments.inprocess_grid import make_grid

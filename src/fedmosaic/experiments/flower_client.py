@@ -80,7 +80,11 @@ def client_logic(header: dict[str, ConfigValue], partition: int, context: Contex
 
 
 def _method_client(
-    config: ExperimentConfig, run_index: int, label: str, workload: ClassificationWorkload | ConceptWorkload | TableWorkload, partition: int
+    config: ExperimentConfig,
+    run_index: int,
+    label: str,
+    workload: ClassificationWorkload | ConceptWorkload | TableWorkload,
+    partition: int,
 ) -> ClientLogic:
     run = config.runs[run_index]
     jobs = workload.jobs(run.setting, config)

@@ -10,8 +10,9 @@ metrics, the configuration and the seed.
 from __future__ import annotations
 
 import string
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,18 @@ EXAMPLE_ROWS = 5
 """Test rows written beside each model as ``examples.csv``, inputs to try it on."""
 
 CLASS_NAMES: dict[str, list[str]] = {
-    "fashion-mnist": ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"],
+    "fashion-mnist": [
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ],
     "isolet": list(string.ascii_lowercase),
 }
 """Class names of the datasets whose classes are not their indices."""
@@ -151,7 +163,12 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
         data = workload.data
         widths = data.widths
         columns = [f"p{party}_x{k}" for party, width in enumerate(widths) for k in range(width)]
-        schema = input_schema(columns, (len(columns),), scaling, missing="NaN in every column of a party: that party does not hold the row")
+        schema = input_schema(
+            columns,
+            (len(columns),),
+            scaling,
+            missing="NaN in every column of a party: that party does not hold the row",
+        )
         schema["parties"] = [[f"p{party}_x{k}" for k in range(width)] for party, width in enumerate(widths)]
         return {"inputs": schema, "classes": _classes(dataset, data.num_classes)}
     shape = tuple(int(n) for n in workload.test.x.shape[1:])

@@ -21,7 +21,18 @@ RESULTS = "results.json"
 SUMMARY = "summary.json"
 CHECKPOINTS = "checkpoints"
 POINTS = "points"
-_PRODUCTS = (RESULTS, SUMMARY, "report.md", "report.html", "plots", CHECKPOINTS, POINTS, "config.toml", "messages", "model")
+_PRODUCTS = (
+    RESULTS,
+    SUMMARY,
+    "report.md",
+    "report.html",
+    "plots",
+    CHECKPOINTS,
+    POINTS,
+    "config.toml",
+    "messages",
+    "model",
+)
 
 
 def prepare_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> dict[str, Any] | None:

@@ -10,7 +10,8 @@ sequential run.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from fedmosaic.experiments.progress import ProgressSink
 from fedmosaic.federation import RoundRecord

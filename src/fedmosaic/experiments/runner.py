@@ -10,22 +10,22 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic import __version__
+from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.aggregation import build_aggregation
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.model_cards import client_parts, model_path, write_job_model
-from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
+from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
 from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
-from fedmosaic.errors import ConfigError
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
-from fedmosaic.models.export import ModelExport
 from fedmosaic.methods.registry import get_method
+from fedmosaic.models.export import ModelExport
 from fedmosaic.threads import torch_threads
 
 MESSAGES = "messages"
@@ -84,7 +84,17 @@ def run_experiment(
         The content of ``results.json``.
     """
     if config.grid is not None:
-        return run_grid(run_experiment, config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, cores=cores, jobs=jobs)
+        return run_grid(
+            run_experiment,
+            config,
+            out_dir,
+            data_dir=data_dir,
+            resume=resume,
+            overwrite=overwrite,
+            progress=progress,
+            cores=cores,
+            jobs=jobs,
+        )
     progress = progress or SilentProgress()
     engine = engine or configured_engine(config)
     workload = prepare_workload(config, data_dir=data_dir)
@@ -140,10 +150,17 @@ def _run(
         rounds = config.federation.rounds
         progress.start_run(run.name, rounds * len(jobs))
         histories, artifacts = [], []
-        run_info = {"name": run.name, "method": run.method, "setting": run.setting, "params": params.model_dump(mode="json")}
+        run_info = {
+            "name": run.name,
+            "method": run.method,
+            "setting": run.setting,
+            "params": params.model_dump(mode="json"),
+        }
         for job in jobs:
             server, client_factory = method.build(job.task, params)
-            aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
+            aggregator, privacy = (
+                build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
+            )
             log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
 
             exported: list[tuple[ModelExport, dict]] = []

@@ -46,7 +46,10 @@ def describe_vertical_tables(tables: TablesSection) -> dict[str, Any]:
     """The card's ``inputs`` (the parties' columns, party by party) and ``classes`` of a vertical table task."""
     columns = [column for party in tables.parties for column in party.features]
     schema = input_schema(
-        columns, (len(columns),), VERTICAL_SCALING, missing="NaN in every column of a party: that party does not hold the row"
+        columns,
+        (len(columns),),
+        VERTICAL_SCALING,
+        missing="NaN in every column of a party: that party does not hold the row",
     )
     schema["parties"] = [list(party.features) for party in tables.parties]
     return {"inputs": schema, "classes": list(tables.classes)}

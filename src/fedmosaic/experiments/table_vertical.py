@@ -122,7 +122,10 @@ def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver 
         blocks.append(block)
     labeled = np.flatnonzero(y != UNLABELED)
     if len(labeled) < 2:
-        raise ConfigError("tables.parties.0.file", f"the active party labels {len(labeled)} rows (column {tables.label!r}); at least 2 are needed")
+        raise ConfigError(
+            "tables.parties.0.file",
+            f"the active party labels {len(labeled)} rows (column {tables.label!r}); at least 2 are needed",
+        )
     rng = derive_rng(config.seed, "tables-vertical")
     test = np.sort(rng.choice(labeled, size=max(1, int(round(tables.test_fraction * len(labeled)))), replace=False))
     train = np.setdiff1d(np.arange(len(active_ids)), test)

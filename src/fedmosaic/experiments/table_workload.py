@@ -14,9 +14,10 @@ clients receive the mean and standard deviation with every message.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -116,7 +117,9 @@ class TableWorkload:
         assert scaling is not None and tables.task is not None
         names = tuple(tables.concepts)
         if self.test is None:
-            test = LabeledConcepts(np.zeros((0, len(tables.features)), np.float32), np.zeros((0, len(names)), np.int64), names)
+            test = LabeledConcepts(
+                np.zeros((0, len(tables.features)), np.float32), np.zeros((0, len(names)), np.int64), names
+            )
         else:
             assert isinstance(self.test, ConceptSite)
             test = LabeledConcepts(scaling.apply(self.test.x), self.test.values, self.test.names)
@@ -148,7 +151,9 @@ def _concept_client(site: ConceptSite, scaling: Scaling, config: ExperimentConfi
                 f"tables.sites.{index}.graph",
                 "the site labels no two training rows for all its concepts: give it a graph belief file",
             )
-        names, values = learned_confidence(site.values[complete], site.names, derive_rng(config.seed, "confidence", index))
+        names, values = learned_confidence(
+            site.values[complete], site.names, derive_rng(config.seed, "confidence", index)
+        )
         belief = ConfidenceMatrix(tuple(names), values)
     return ConceptClientData(
         train=LabeledConcepts(x[train], site.values[train], site.names),
@@ -199,7 +204,9 @@ def prepare_tables(config: ExperimentConfig) -> TableWorkload:
     return TableWorkload(tables, sites, test)
 
 
-def node_workload(config: ExperimentConfig, site: int, node_config: Mapping[str, Any], header: Mapping[str, Any]) -> TableWorkload:
+def node_workload(
+    config: ExperimentConfig, site: int, node_config: Mapping[str, Any], header: Mapping[str, Any]
+) -> TableWorkload:
     """A node's workload: only its own site's table (its node config's files), and the scaling it was sent."""
     files = {key: str(node_config[key]) for key in (NODE_FILE, NODE_GRAPH) if node_config.get(key)}
     scaling = Scaling.from_config(dict(header))
@@ -222,7 +229,9 @@ def _sites(tables: TablesSection, available: frozenset[int] | None, files: dict[
     return Sites(len(tables.sites), read, available)
 
 
-def fit_scaling(workload: TableWorkload, config: ExperimentConfig, engine: Engine | None, document: dict[str, Any]) -> TableWorkload:
+def fit_scaling(
+    workload: TableWorkload, config: ExperimentConfig, engine: Engine | None, document: dict[str, Any]
+) -> TableWorkload:
     """Run the scaling exchange over the experiment's engine and return the workload with its scaling.
 
     Raises

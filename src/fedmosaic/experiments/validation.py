@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 

@@ -76,13 +76,17 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
         section.label_budget or (IMAGE_LABEL_BUDGET if image else TABULAR_LABEL_BUDGET),
         shared_mechanism(reference, missingness, config.seed),
     )
-    train, validation = hold_out_validation(train, section.validation_fraction, derive_rng(config.seed, "vertical", "validation"))
+    train, validation = hold_out_validation(
+        train, section.validation_fraction, derive_rng(config.seed, "vertical", "validation")
+    )
     tests = {}
     for text in section.test_settings():
         missingness = parse_missingness(text, "vertical.test_missing")
         rng = derive_rng(config.seed, "vertical", "test", missingness.label)
         mechanism = shared_mechanism(reference, missingness, config.seed)
-        tests[missingness.label] = vertical_split(test_x.astype(np.float32), test_y, columns, missingness, rng, mechanism=mechanism)
+        tests[missingness.label] = vertical_split(
+            test_x.astype(np.float32), test_y, columns, missingness, rng, mechanism=mechanism
+        )
     likelihood = "bernoulli" if image else "gaussian"
     return VerticalWorkload(VerticalData(train, tests, splits.train.num_classes, likelihood, validation))
 

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.data.bayesnet import ConceptDataset, ConceptSplits, bayes_optimal_accuracy, load_network, sample_concept_splits
+from fedmosaic.data.bayesnet import (
+    ConceptDataset,
+    ConceptSplits,
+    bayes_optimal_accuracy,
+    load_network,
+    sample_concept_splits,
+)
 from fedmosaic.data.catalog import load_dataset
 from fedmosaic.data.concept_clients import (
     ConceptClient,
@@ -89,7 +95,9 @@ class ClassificationWorkload:
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """The federations that make up a run in ``setting``."""
-        task = lambda clients: HorizontalTask(clients, self.test, config.model, config.train, self.pretrain, self.probes)
+        task = lambda clients: HorizontalTask(
+            clients, self.test, config.model, config.train, self.pretrain, self.probes
+        )
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(self.clients))
             return [Job("federated", task(self.clients), schedule)]
@@ -159,12 +167,14 @@ class ConceptWorkload:
         )
 
 
-def prepare_workload(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload | ConceptWorkload:
+def prepare_workload(
+    config: ExperimentConfig, *, data_dir: str | Path | None = None
+) -> ClassificationWorkload | ConceptWorkload:
     """Load and lay out the experiment's data (before anything is written)."""
     if config.tables is not None:
         # imported here: the table workloads build on this module's Job
-        from fedmosaic.experiments.table_workload import prepare_tables
         from fedmosaic.experiments.table_vertical import prepare_vertical_tables
+        from fedmosaic.experiments.table_workload import prepare_tables
 
         return prepare_vertical_tables(config) if config.tables.kind == "vertical" else prepare_tables(config)  # type: ignore[return-value]
     if config.task_kind == "concepts":
@@ -223,7 +233,11 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
     if on_validation and not len(splits.validation):
         raise ConfigError("data.validation_samples", "must be > 0 to evaluate on the validation set (data.evaluate_on)")
     test, swap = (splits.validation, splits.validation_swap) if on_validation else (splits.test, splits.colour_swap)
-    picture = ("simpson_samples", "samples of each client (rows), with the digit and its shade", sample_grid_png(splits))
+    picture = (
+        "simpson_samples",
+        "samples of each client (rows), with the digit and its shade",
+        sample_grid_png(splits),
+    )
     return ClassificationWorkload(
         clients=splits.clients,
         test=test,
@@ -286,7 +300,9 @@ def _labeled(dataset: ConceptDataset, rows: np.ndarray, names: tuple[str, ...]) 
     return LabeledConcepts(x=dataset.x[rows], values=dataset.columns(names)[rows], names=tuple(names))
 
 
-def _confidence(config: ExperimentConfig, splits: ConceptSplits, client: ConceptClient, corrupt: bool) -> ConfidenceMatrix:
+def _confidence(
+    config: ExperimentConfig, splits: ConceptSplits, client: ConceptClient, corrupt: bool
+) -> ConfidenceMatrix:
     rng = derive_rng(config.seed, "confidence", client.client_id)
     if config.concepts.confidence == "oracle":
         names, values = oracle_confidence(

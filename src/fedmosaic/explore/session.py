@@ -63,7 +63,9 @@ class Explorer:
         The network the data were sampled from, when known.
     """
 
-    def __init__(self, model: ConceptModelFile, examples: pd.DataFrame, network: DiscreteBayesianNetwork | None) -> None:
+    def __init__(
+        self, model: ConceptModelFile, examples: pd.DataFrame, network: DiscreteBayesianNetwork | None
+    ) -> None:
         self.model = model
         self.examples = examples
         self.network = network
@@ -122,7 +124,9 @@ class Explorer:
         """
         columns = list(self.examples.columns)
         if len(features) != len(columns):
-            raise FedmosaicError(f"features: expected {len(columns)} values ({columns[0]} to {columns[-1]}), got {len(features)}")
+            raise FedmosaicError(
+                f"features: expected {len(columns)} values ({columns[0]} to {columns[-1]}), got {len(features)}"
+            )
         row = pd.DataFrame([list(features)], columns=columns).astype(np.float32)
         prediction = self.model.intervene(row, dict(settings))
         changed = sorted({node for concept in settings for node in self.model.descendants(concept)})

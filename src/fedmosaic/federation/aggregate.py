@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -55,9 +55,7 @@ def weighted_average(
                 sums[name] = np.zeros(array.shape, dtype=np.float64)
                 totals[name] = 0.0
             elif array.shape != templates[name].shape:
-                raise ValueError(
-                    f"array {name!r}: shape {array.shape} differs from {templates[name].shape}"
-                )
+                raise ValueError(f"array {name!r}: shape {array.shape} differs from {templates[name].shape}")
             sums[name] += weight * np.asarray(array, dtype=np.float64)
             totals[name] += weight
     return {name: cast_to_dtype(sums[name] / totals[name], templates[name].dtype) for name in sums}

@@ -69,9 +69,7 @@ def save_checkpoint(checkpoint: Checkpoint, path: Path) -> None:
         "fingerprint": checkpoint.fingerprint,
         "server_config": checkpoint.server.config,
         "server_arrays": list(checkpoint.server.arrays),
-        "clients": {
-            str(c): {"config": s.config, "arrays": list(s.arrays)} for c, s in checkpoint.clients.items()
-        },
+        "clients": {str(c): {"config": s.config, "arrays": list(s.arrays)} for c, s in checkpoint.clients.items()},
         "history": checkpoint.history,
         "finished": checkpoint.finished,
         "rng": list(checkpoint.rng),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.audit import MessageLog
@@ -13,8 +14,8 @@ from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_ch
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.logic import ServerLogic
 from fedmosaic.federation.privacy import PrivacyBudget
-from fedmosaic.federation.robust import Aggregator, Mean
 from fedmosaic.federation.rng import capture_rng_states, restore_rng_states
+from fedmosaic.federation.robust import Aggregator, Mean
 from fedmosaic.federation.round import MessageObserver, QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
 from fedmosaic.federation.validation import ReplyLimits
@@ -153,9 +154,7 @@ class Federation:
         self.privacy = privacy
         self._history: list[RoundRecord] = []
 
-    def run(
-        self, *, resume: bool = False, on_round: Callable[[RoundRecord], None] | None = None
-    ) -> list[RoundRecord]:
+    def run(self, *, resume: bool = False, on_round: Callable[[RoundRecord], None] | None = None) -> list[RoundRecord]:
         """Run the remaining rounds and return the history of all rounds.
 
         The run ends after ``rounds`` rounds, or earlier once the server
@@ -215,8 +214,10 @@ class Federation:
         sampled = sorted({c for ctx in attempts for c in ctx.clients})
         replied = set().union(*(ctx.replied for ctx in attempts))
         rejected = {str(c): reason for ctx in attempts for c, reason in ctx.rejected.items()}
-        reason = "" if status == "ok" else "; ".join(
-            r if len(reasons) == 1 else f"attempt {i + 1}: {r}" for i, r in enumerate(reasons)
+        reason = (
+            ""
+            if status == "ok"
+            else "; ".join(r if len(reasons) == 1 else f"attempt {i + 1}: {r}" for i, r in enumerate(reasons))
         )
         return RoundRecord(
             round=rnd,

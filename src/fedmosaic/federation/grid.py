@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Mapping
+from collections.abc import Mapping
 
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.state import ClientState

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from fedmosaic.federation.logic import ClientContext, ClientLogic
 from fedmosaic.federation.message import Message

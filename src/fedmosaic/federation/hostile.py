@@ -32,7 +32,7 @@ Attacks
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -78,7 +78,9 @@ class HostileGrid(Grid):
         The reply size limit an ``oversized`` reply exceeds.
     """
 
-    def __init__(self, inner: Grid, hostile: frozenset[int], attack: str, seed: int, max_bytes: int = 256 * 2**20) -> None:
+    def __init__(
+        self, inner: Grid, hostile: frozenset[int], attack: str, seed: int, max_bytes: int = 256 * 2**20
+    ) -> None:
         if attack not in ATTACKS:
             raise ValueError(f"attack must be one of {', '.join(ATTACKS)}, got {attack!r}")
         self.inner = inner
@@ -92,8 +94,7 @@ class HostileGrid(Grid):
     ) -> dict[int, Message]:
         replies = self.inner.send_and_receive(messages, rnd, failing)
         return {
-            c: self._corrupt(c, rnd, messages[c], reply) if c in self.hostile else reply
-            for c, reply in replies.items()
+            c: self._corrupt(c, rnd, messages[c], reply) if c in self.hostile else reply for c, reply in replies.items()
         }
 
     def client_states(self) -> dict[int, ClientState]:
@@ -126,7 +127,9 @@ class HostileGrid(Grid):
         elif attack == "reversed-graph" and "confidence" in arrays:
             arrays["confidence"] = np.ascontiguousarray(arrays["confidence"].T)
         elif attack == "random-graph" and "confidence" in arrays:
-            arrays["confidence"] = _random_confidence(len(arrays["confidence"]), derive_rng(self.seed, rnd, client, "hostile-graph"))
+            arrays["confidence"] = _random_confidence(
+                len(arrays["confidence"]), derive_rng(self.seed, rnd, client, "hostile-graph")
+            )
         return Message(arrays=arrays, config=dict(reply.config), metrics=dict(reply.metrics), kind=reply.kind)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.host import ClientFactory, ClientHost

@@ -9,8 +9,9 @@ what the federation counts as communication.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Union
+from typing import Union
 
 import numpy as np
 

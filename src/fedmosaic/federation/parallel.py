@@ -11,7 +11,8 @@ Large arrays travel through shared memory (:mod:`fedmosaic.federation.shared`).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.grid import Grid
@@ -166,7 +167,9 @@ class _WorkerHandler:
                 replies[client] = self._host.handle(client, messages[client], rnd)
             except Exception as error:
                 detail = " ".join(str(error).split())
-                raise ClientFailed(f"client {client} failed in round {rnd}: {type(error).__name__}: {detail}") from error
+                raise ClientFailed(
+                    f"client {client} failed in round {rnd}: {type(error).__name__}: {detail}"
+                ) from error
         self._host.states.trim()
         return _pack(replies, f"{self._prefix}up-")
 

@@ -19,9 +19,10 @@ import signal
 import sys
 import traceback
 import weakref
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from fedmosaic.errors import FedmosaicError
 
@@ -120,7 +121,9 @@ class WorkerPool:
         """Workers with no request in progress."""
         return [i for i in range(self.size) if i not in self._busy]
 
-    def results(self, on_event: Callable[[int, Any], None] | None = None, *, first: bool = False) -> Iterator[tuple[int, Any]]:
+    def results(
+        self, on_event: Callable[[int, Any], None] | None = None, *, first: bool = False
+    ) -> Iterator[tuple[int, Any]]:
         """Yield ``(worker, result)`` as busy workers finish (all of them, or only the first with ``first``).
 
         Events a worker emits meanwhile go to ``on_event(worker, event)``.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -101,7 +101,10 @@ class Median(Aggregator):
         reference: Mapping[str, np.ndarray],
         rng: np.random.Generator | None,
     ) -> dict[str, np.ndarray]:
-        return {name: cast_to_dtype(np.median(stack, axis=0), dtype) for name, (stack, dtype) in _stacks(contributions).items()}
+        return {
+            name: cast_to_dtype(np.median(stack, axis=0), dtype)
+            for name, (stack, dtype) in _stacks(contributions).items()
+        }
 
 
 class TrimmedMean(Aggregator):

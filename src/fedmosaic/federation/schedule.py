@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from fedmosaic.federation.seeding import derive_rng
 
@@ -76,11 +76,7 @@ class Schedule:
 
     def available(self, rnd: int) -> list[int]:
         """Clients that have joined and not left at round ``rnd``."""
-        return [
-            c
-            for c in range(self.num_clients)
-            if self.joins.get(c, 1) <= rnd < self.leaves.get(c, rnd + 1)
-        ]
+        return [c for c in range(self.num_clients) if self.joins.get(c, 1) <= rnd < self.leaves.get(c, rnd + 1)]
 
     def largest_sample(self) -> int:
         """The most clients a round samples (when every client is available).

@@ -13,9 +13,9 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -56,7 +56,9 @@ class SharedArrays:
         with open(self.path, "rb") as handle:
             mapped = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
         return [
-            np.frombuffer(mapped, dtype=np.dtype(dtype), count=int(np.prod(shape, dtype=np.int64)), offset=offset).reshape(shape)
+            np.frombuffer(
+                mapped, dtype=np.dtype(dtype), count=int(np.prod(shape, dtype=np.int64)), offset=offset
+            ).reshape(shape)
             for dtype, shape, offset in self.layout
         ]
 

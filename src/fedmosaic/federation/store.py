@@ -6,8 +6,8 @@ import json
 import shutil
 import tempfile
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping
 
 import numpy as np
 

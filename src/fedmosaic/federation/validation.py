@@ -13,8 +13,8 @@ whatever it is given.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
 
 import numpy as np
 

@@ -9,9 +9,8 @@ each client's loss.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -20,11 +19,11 @@ from torch.nn import functional as F
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import (
+    ArraySpec,
     ClientContext,
     ClientLogic,
     ClientState,
     Message,
-    ArraySpec,
     ReplySpec,
     RoundContext,
     ServerLogic,
@@ -193,9 +192,7 @@ class FedAvgClient(ClientLogic):
         FedProx proximal weight; 0 gives FedAvg.
     """
 
-    def __init__(
-        self, model_factory: ModelFactory, data: ArrayDataset, train: TrainParams, mu: float = 0.0
-    ) -> None:
+    def __init__(self, model_factory: ModelFactory, data: ArrayDataset, train: TrainParams, mu: float = 0.0) -> None:
         if mu < 0:
             raise ValueError(f"mu must be >= 0, got {mu}")
         self._model = model_factory()

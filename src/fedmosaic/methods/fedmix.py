@@ -32,8 +32,9 @@ rows again) does not duplicate means.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
@@ -122,9 +123,7 @@ class NaiveMixParams(FedMixParams):
     lam: float = Field(default=0.1, gt=0, lt=1)
 
 
-def local_means(
-    data: ArrayDataset, mean_batch: int | None, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+def local_means(data: ArrayDataset, mean_batch: int | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Means of a client's inputs and one-hot labels, over groups of samples.
 
     Parameters
@@ -162,9 +161,7 @@ def local_means(
     return mean_x, mean_y
 
 
-def naivemix_loss(
-    model: nn.Module, x: Tensor, y: Tensor, mean_x: Tensor, mean_y: Tensor, lam: float
-) -> Tensor:
+def naivemix_loss(model: nn.Module, x: Tensor, y: Tensor, mean_x: Tensor, mean_y: Tensor, lam: float) -> Tensor:
     """NaiveMix's loss of a batch: mixup of each sample with a global mean.
 
     ``mean((1 - lam) CE(f(x~), y) + lam CE(f(x~), mean_y))`` with
@@ -193,9 +190,7 @@ def naivemix_loss(
     return (1 - lam) * F.cross_entropy(logits, y) + lam * F.cross_entropy(logits, mean_y)
 
 
-def fedmix_loss(
-    model: nn.Module, x: Tensor, y: Tensor, mean_x: Tensor, mean_y: Tensor, lam: float
-) -> Tensor:
+def fedmix_loss(model: nn.Module, x: Tensor, y: Tensor, mean_x: Tensor, mean_y: Tensor, lam: float) -> Tensor:
     """FedMix's loss of a batch: global mixup to first order in ``lam``.
 
     With ``s = (1 - lam) x``, the mean over the batch of::
@@ -436,7 +431,9 @@ class _SharingRound(RoundContext):
     federation's round.
     """
 
-    def __init__(self, outer: RoundContext, relay: MeanRelay, means: Mapping[str, ArraySpec], max_means: Callable[[float], int]) -> None:
+    def __init__(
+        self, outer: RoundContext, relay: MeanRelay, means: Mapping[str, ArraySpec], max_means: Callable[[float], int]
+    ) -> None:
         super().__init__(
             round=outer.round,
             clients=outer.clients,
@@ -458,7 +455,9 @@ class _SharingRound(RoundContext):
         spec = (expect or ReplySpec(open=True)).extended(optional_arrays=self._means, checks=(self._check,))
         return self._relay.collect(self._outer.exchange(attached, quorum=quorum, expect=spec))
 
-    def aggregate(self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def aggregate(
+        self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         """The federation's rule, applied by the outer round."""
         return self._outer.aggregate(contributions, reference)
 

@@ -84,7 +84,11 @@ class Classifier:
 
     def to_json(self) -> dict[str, Any]:
         """The architecture as JSON (a model card's ``architecture``)."""
-        return {"model": self.params.model_dump(mode="json"), "input_shape": list(self.input_shape), "num_classes": self.num_classes}
+        return {
+            "model": self.params.model_dump(mode="json"),
+            "input_shape": list(self.input_shape),
+            "num_classes": self.num_classes,
+        }
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> Classifier:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import nn
@@ -44,5 +44,7 @@ class ColourSwapProbe:
     def __call__(self, model: nn.Module) -> dict[str, float]:
         """``own_shade_accuracy``, ``swapped_shade_accuracy`` and their difference ``colour_reliance``."""
         own = evaluate_classifier(model, torch.from_numpy(self.own.x), torch.from_numpy(self.own.y))["accuracy"]
-        swapped = evaluate_classifier(model, torch.from_numpy(self.swapped.x), torch.from_numpy(self.swapped.y))["accuracy"]
+        swapped = evaluate_classifier(model, torch.from_numpy(self.swapped.x), torch.from_numpy(self.swapped.y))[
+            "accuracy"
+        ]
         return {"own_shade_accuracy": own, "swapped_shade_accuracy": swapped, "colour_reliance": own - swapped}

@@ -22,8 +22,21 @@ from fedmosaic.methods.models import Classifier, ModelParams
 from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
 from fedmosaic.methods.training import TrainParams
-from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_local, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.build import (
+    build_false_vfl,
+    build_fedhssl,
+    build_laser,
+    build_local,
+    build_plug,
+    build_vanilla,
+)
+from fedmosaic.methods.vertical.params import (
+    FalseVFLParams,
+    FedHSSLParams,
+    LaserVFLParams,
+    PlugVFLParams,
+    SplitVFLParams,
+)
 
 
 class FedAvgParams(MethodParams):
@@ -164,7 +177,9 @@ METHODS: dict[str, Method] = {
             FalseVFLParams,
             build_false_vfl,
         ),
-        Method("vfl-local", "Local: the active party alone on its labeled rows", "vertical", SplitVFLParams, build_local),
+        Method(
+            "vfl-local", "Local: the active party alone on its labeled rows", "vertical", SplitVFLParams, build_local
+        ),
         Method(
             "vanilla-vfl",
             "Vanilla VFL: split network on fully aligned labeled rows, absent blocks zero-filled at test",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
@@ -64,9 +65,7 @@ def make_optimizer(model: nn.Module, params: TrainParams) -> torch.optim.Optimiz
     trainable = [p for p in model.parameters() if p.requires_grad]
     if params.optimizer == "adam":
         return torch.optim.Adam(trainable, lr=params.lr, weight_decay=params.weight_decay)
-    return torch.optim.SGD(
-        trainable, lr=params.lr, momentum=params.momentum, weight_decay=params.weight_decay
-    )
+    return torch.optim.SGD(trainable, lr=params.lr, momentum=params.momentum, weight_decay=params.weight_decay)
 
 
 def cross_entropy_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
@@ -149,7 +148,9 @@ def _per_sample(model: nn.Module) -> Any:
     return GradSampleModule(model)
 
 
-def _private(optimizer: torch.optim.Optimizer, params: TrainParams, generator: torch.Generator) -> torch.optim.Optimizer:
+def _private(
+    optimizer: torch.optim.Optimizer, params: TrainParams, generator: torch.Generator
+) -> torch.optim.Optimizer:
     from opacus.optimizers import DPOptimizer
 
     return DPOptimizer(
@@ -174,14 +175,14 @@ def dp_sgd_epsilon(params: TrainParams, num_examples: int, rounds: int) -> float
     steps = rounds * params.epochs * -(-num_examples // params.batch_size)
     accountant = RDPAccountant()
     for _ in range(steps):
-        accountant.step(noise_multiplier=params.dp_noise_multiplier, sample_rate=min(1.0, params.batch_size / num_examples))
+        accountant.step(
+            noise_multiplier=params.dp_noise_multiplier, sample_rate=min(1.0, params.batch_size / num_examples)
+        )
     return float(accountant.get_epsilon(params.dp_delta))
 
 
 @torch.no_grad()
-def evaluate_classifier(
-    model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 2048
-) -> dict[str, float]:
+def evaluate_classifier(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 2048) -> dict[str, float]:
     """Accuracy and mean cross-entropy of ``model`` on ``(x, y)``.
 
     Returns

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -71,5 +72,3 @@ def prediction_table(
         if advance is not None:
             advance(min(start + CHUNK_ROWS, len(array)), len(array))
     return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
-
-

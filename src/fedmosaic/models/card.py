@@ -51,7 +51,9 @@ def read_card(folder: Path) -> dict[str, Any]:
     """
     path = folder / CARD_FILE
     if not path.is_file():
-        raise ModelFileError(f"{folder}: no model here (expected {CARD_FILE}; a run writes its models under <run>/model/)")
+        raise ModelFileError(
+            f"{folder}: no model here (expected {CARD_FILE}; a run writes its models under <run>/model/)"
+        )
     try:
         card = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -63,7 +65,11 @@ def read_card(folder: Path) -> dict[str, Any]:
         raise ModelFileError(f"{path}: model card lacks {', '.join(missing)}")
     written = str(card["fedmosaic_version"])
     if version_tuple(written) > version_tuple(__version__):
-        raise ModelFileError(f"{path}: written by fedmosaic {written}, newer than this {__version__}; upgrade fedmosaic to load it")
+        raise ModelFileError(
+            f"{path}: written by fedmosaic {written}, newer than this {__version__}; upgrade fedmosaic to load it"
+        )
     if not isinstance(card["format"], int) or card["format"] > CARD_FORMAT:
-        raise ModelFileError(f"{path}: card format {card['format']!r} is not one this fedmosaic reads (<= {CARD_FORMAT})")
+        raise ModelFileError(
+            f"{path}: card format {card['format']!r} is not one this fedmosaic reads (<= {CARD_FORMAT})"
+        )
     return card

@@ -100,7 +100,9 @@ def checked_inputs(inputs: Any, schema: dict[str, Any]) -> np.ndarray:
     bad = np.isinf(flat) if "missing" in schema else ~np.isfinite(flat)
     if bad.any():
         row, column = (int(k) for k in np.argwhere(bad)[0])
-        raise ModelFileError(f"inputs: row {row}, column {columns[column]!r}: {flat[row, column]} is not a finite number")
+        raise ModelFileError(
+            f"inputs: row {row}, column {columns[column]!r}: {flat[row, column]} is not a finite number"
+        )
     if "standardise" in schema:
         mean, std = (np.asarray(schema["standardise"][k], dtype=np.float64) for k in ("mean", "std"))
         values = ((flat.astype(np.float64) - mean) / std).astype(np.float32).reshape(values.shape)
@@ -112,9 +114,13 @@ def _frame_values(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     missing = [name for name in columns if name not in names]
     extra = [name for name in names if name not in set(columns)]
     if missing:
-        raise ModelFileError(f"inputs: missing columns {_few(missing)} (the model reads {len(columns)} columns: {_few(columns)})")
+        raise ModelFileError(
+            f"inputs: missing columns {_few(missing)} (the model reads {len(columns)} columns: {_few(columns)})"
+        )
     if extra:
-        raise ModelFileError(f"inputs: unexpected columns {_few(extra)} (the model reads {len(columns)} columns: {_few(columns)})")
+        raise ModelFileError(
+            f"inputs: unexpected columns {_few(extra)} (the model reads {len(columns)} columns: {_few(columns)})"
+        )
     if len(set(names)) < len(names):
         raise ModelFileError(f"inputs: repeated column names {_few(sorted({n for n in names if names.count(n) > 1}))}")
     frame = frame.set_axis(names, axis=1)
@@ -150,7 +156,9 @@ def read_inputs(path: Path) -> np.ndarray | pd.DataFrame:
     """
     suffix = path.suffix.lower()
     if suffix not in READERS:
-        raise ModelFileError(f"{path}: unsupported input file type {suffix or '(none)'!r} (accepted: {', '.join(READERS)})")
+        raise ModelFileError(
+            f"{path}: unsupported input file type {suffix or '(none)'!r} (accepted: {', '.join(READERS)})"
+        )
     if not path.is_file():
         raise ModelFileError(f"{path}: no such input file")
     try:
@@ -160,4 +168,6 @@ def read_inputs(path: Path) -> np.ndarray | pd.DataFrame:
             return pd.read_csv(path)
         return pd.read_parquet(path)
     except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise ModelFileError(f"{path}: cannot read {suffix} input ({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
+        raise ModelFileError(
+            f"{path}: cannot read {suffix} input ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+        ) from None

@@ -11,9 +11,10 @@ from __future__ import annotations
 import difflib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -126,7 +127,9 @@ class ClassifierModel(LoadedModel):
     def predict(self, inputs: Any) -> Prediction:
         logits = self.network(torch.from_numpy(self._checked(inputs)))
         return Prediction(
-            torch.softmax(logits, dim=1).numpy(), logits.numpy(), columns={"class": [f"class={c}" for c in self.classes]}
+            torch.softmax(logits, dim=1).numpy(),
+            logits.numpy(),
+            columns={"class": [f"class={c}" for c in self.classes]},
         )
 
 
@@ -138,7 +141,10 @@ class ConceptModelFile(LoadedModel):
         architecture = card["architecture"]
         spec = architecture["graph"]
         self.concept_graph = ConceptGraph(
-            tuple(spec["nodes"]), spec["task"], dict(spec["cardinalities"]), {n: tuple(p) for n, p in spec["parents"].items()}
+            tuple(spec["nodes"]),
+            spec["task"],
+            dict(spec["cardinalities"]),
+            {n: tuple(p) for n, p in spec["parents"].items()},
         )
         params = ConceptModelParams.model_validate_json(json.dumps(architecture["model"]))
         self.network = build_concept_model(int(architecture["input_dim"]), self.concept_graph, params, seed=0)
@@ -166,7 +172,11 @@ class ConceptModelFile(LoadedModel):
         For CBM and CEM the task only; for CGM and C2BM the concept's
         descendants in the graph.
         """
-        return frozenset(node for node in self.concept_graph.nodes if concept in self.network.dependencies([node]) and node != concept)
+        return frozenset(
+            node
+            for node in self.concept_graph.nodes
+            if concept in self.network.dependencies([node]) and node != concept
+        )
 
     def predict(self, inputs: Any) -> Prediction:
         return self.intervene(inputs, {})
@@ -216,7 +226,9 @@ class ConceptModelFile(LoadedModel):
 
     def _concept(self, name: str) -> str:
         if name == self.task:
-            raise ModelFileError(f"intervene: {name!r} is the task, not a concept (concepts: {', '.join(self.concepts)})")
+            raise ModelFileError(
+                f"intervene: {name!r} is the task, not a concept (concepts: {', '.join(self.concepts)})"
+            )
         if name not in self.concepts:
             close = difflib.get_close_matches(name, list(self.concepts), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -228,7 +240,9 @@ class ConceptModelFile(LoadedModel):
         categories = self.concepts[concept]
         given = np.asarray(value, dtype=object)
         if given.ndim > 1 or (given.ndim == 1 and len(given) != rows):
-            raise ModelFileError(f"intervene: {concept}: give one category or one per row ({rows}), got shape {given.shape}")
+            raise ModelFileError(
+                f"intervene: {concept}: give one category or one per row ({rows}), got shape {given.shape}"
+            )
         codes = [self._code(concept, item, categories) for item in np.atleast_1d(given)]
         return np.broadcast_to(np.array(codes, dtype=np.int64), (rows,))
 
@@ -240,4 +254,6 @@ class ConceptModelFile(LoadedModel):
         text = str(value).strip()
         if not isinstance(value, (bool, np.bool_)) and text.isdigit() and int(text) < len(categories):
             return int(text)
-        raise ModelFileError(f"intervene: {concept}={value}: unknown category (expected one of {', '.join(categories)})")
+        raise ModelFileError(
+            f"intervene: {concept}={value}: unknown category (expected one of {', '.join(categories)})"
+        )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from fedmosaic.models.card import CARD_FILE, ModelFileError, read_card
 from fedmosaic.models.loaded import ClassifierModel, ConceptModelFile, LoadedModel
@@ -45,7 +45,9 @@ def load_model(path: str | Path) -> LoadedModel:
     card = read_card(folder)
     kind = card["kind"]
     if kind not in KINDS:
-        raise ModelFileError(f"{folder / CARD_FILE}: kind {kind!r} is not one this fedmosaic loads ({', '.join(KINDS)})")
+        raise ModelFileError(
+            f"{folder / CARD_FILE}: kind {kind!r} is not one this fedmosaic loads ({', '.join(KINDS)})"
+        )
     return KINDS[kind](folder, card)
 
 

@@ -36,9 +36,9 @@ import torch
 from torch import Tensor, nn
 
 from fedmosaic.methods.arrays import load_arrays
+from fedmosaic.methods.vertical.baselines import Votes, baseline_from_spec, probabilities
 from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
-from fedmosaic.methods.vertical.baselines import Votes, baseline_from_spec, probabilities
 from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.params import FalseVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_server import active_model, encoder, filled_at_test, stack_embeddings
@@ -64,7 +64,9 @@ class VerticalModel(LoadedModel):
             missing = np.isnan(block)
             partial = missing.any(1) & ~missing.all(1)
             if partial.any():
-                raise ModelFileError(f"inputs: row {int(np.argmax(partial))}: party {k}'s columns are partly NaN (all NaN: the party lacks the row)")
+                raise ModelFileError(
+                    f"inputs: row {int(np.argmax(partial))}: party {k}'s columns are partly NaN (all NaN: the party lacks the row)"
+                )
             blocks.append(torch.from_numpy(np.nan_to_num(block)))
             present.append(~missing.all(1))
         presence = np.stack(present, axis=1)
@@ -119,20 +121,30 @@ class FalseVFLModel(VerticalModel):
         blocks, present = self._blocks(x)
         generator = torch.Generator().manual_seed(next(iter(self.settings.values())) if seed is None else seed)
         mean, logvar = self._posterior(blocks, present)
-        h = mean + torch.exp(0.5 * logvar) * torch.randn((self.params.predict_samples, *mean.shape), generator=generator)
+        h = mean + torch.exp(0.5 * logvar) * torch.randn(
+            (self.params.predict_samples, *mean.shape), generator=generator
+        )
         loglik = self.active.party.log_likelihood(blocks[0], present[:, 0], h)
         for k, party in enumerate(self.passive, start=1):
-            rows = torch.arange(len(x)) if self.params.variant == "II" else torch.from_numpy(np.flatnonzero(present[:, k].numpy()))
+            rows = (
+                torch.arange(len(x))
+                if self.params.variant == "II"
+                else torch.from_numpy(np.flatnonzero(present[:, k].numpy()))
+            )
             loglik = loglik.index_add(1, rows, party.log_likelihood(blocks[k][rows], present[rows, k], h[:, rows]))
         log_weights = self.active.log_weights(h, mean, logvar, loglik, generator)
         probabilities = predictive_probabilities(log_weights, torch.softmax(self.active.classifier(h), -1))
         return Prediction(
-            probabilities.numpy(), torch.log(probabilities).numpy(), columns={"class": [f"class={c}" for c in self.classes]}
+            probabilities.numpy(),
+            torch.log(probabilities).numpy(),
+            columns={"class": [f"class={c}" for c in self.classes]},
         )
 
     def _posterior(self, blocks: list[Tensor], present: Tensor) -> tuple[Tensor, Tensor]:
         """``q(h | x_obs)``: the present parties' posteriors fused as in training."""
-        posteriors = [party.encoder(blocks[k][present[:, k]]) for k, party in enumerate([self.active.party, *self.passive])]
+        posteriors = [
+            party.encoder(blocks[k][present[:, k]]) for k, party in enumerate([self.active.party, *self.passive])
+        ]
         fused = present.clone()
         means = torch.stack([spread(m, fused[:, k]) for k, (m, _) in enumerate(posteriors)], dim=1)
         logvars = torch.stack([spread(lv, fused[:, k]) for k, (_, lv) in enumerate(posteriors)], dim=1)
@@ -148,7 +160,9 @@ class SplitVFLModel(VerticalModel):
         params = SplitVFLParams.model_validate({key: architecture[key] for key in ("hidden", "embedding", "layers")})
         self.baseline = baseline_from_spec(architecture["baseline"])
         self.fallback = int(architecture["fallback"])
-        self.active = active_model(self.widths[0], len(self.widths), int(architecture["num_classes"]), params, self.baseline)
+        self.active = active_model(
+            self.widths[0], len(self.widths), int(architecture["num_classes"]), params, self.baseline
+        )
         load_arrays(self.active, read_part(folder, card, "party-0"))
         takes_part = len(card["parts"]) > 1  # Local: the active party alone
         self.passive = [encoder(width, params) for width in self.widths[1:]] if takes_part else []

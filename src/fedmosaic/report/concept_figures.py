@@ -113,6 +113,5 @@ def _edge_summary(run: str, marks: Mapping[Edge, str]) -> str:
         return f"The graph {run} learned ({counts['unknown']} edges); the true network is not known."
     found = ", ".join(f"{counts[status]} {status}" for status in EDGE_STATUSES if counts.get(status))
     return (
-        f"The graph {run} learned, against the true network's edges between the same concepts: "
-        f"{found or 'no edges'}."
+        f"The graph {run} learned, against the true network's edges between the same concepts: {found or 'no edges'}."
     )

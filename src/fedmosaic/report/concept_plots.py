@@ -48,9 +48,7 @@ def fused_graph(
     bytes
         The figure as PNG, roots at the top.
     """
-    return render(
-        partial(_draw_graph, positions=layered_layout(parents), marks=marks, task=task, scores=scores or {})
-    )
+    return render(partial(_draw_graph, positions=layered_layout(parents), marks=marks, task=task, scores=scores or {}))
 
 
 def _draw_graph(
@@ -67,22 +65,46 @@ def _draw_graph(
         colour, style = EDGE_STYLES[status]
         axes.add_patch(
             FancyArrowPatch(
-                points[parent], points[child], arrowstyle="-|>", mutation_scale=14, color=colour,
-                linestyle=style, linewidth=1.6, shrinkA=16, shrinkB=16, connectionstyle=f"arc3,rad={BEND}",
+                points[parent],
+                points[child],
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color=colour,
+                linestyle=style,
+                linewidth=1.6,
+                shrinkA=16,
+                shrinkB=16,
+                connectionstyle=f"arc3,rad={BEND}",
             )
         )
         if (parent, child) in scores:
             (x0, y0), (x1, y1) = points[parent], points[child]
             # The middle of the arc: half the control point's offset (rad) from the chord's middle.
             x, y = (x0 + x1) / 2 + BEND / 2 * (y1 - y0), (y0 + y1) / 2 - BEND / 2 * (x1 - x0)
-            axes.text(x, y, f"{scores[(parent, child)]:.2f}", fontsize="x-small",
-                      color=colour, ha="center", va="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+            axes.text(
+                x,
+                y,
+                f"{scores[(parent, child)]:.2f}",
+                fontsize="x-small",
+                color=colour,
+                ha="center",
+                va="center",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
+            )
     for node, (x, y) in points.items():
         axes.text(
-            x, y, node, ha="center", va="center", fontsize="medium",
+            x,
+            y,
+            node,
+            ha="center",
+            va="center",
+            fontsize="medium",
             color="white" if node == task else "black",
-            bbox={"boxstyle": "round,pad=0.4", "facecolor": "#0969da" if node == task else "#f6f8fa",
-                  "edgecolor": "#57606a"},
+            bbox={
+                "boxstyle": "round,pad=0.4",
+                "facecolor": "#0969da" if node == task else "#f6f8fa",
+                "edgecolor": "#57606a",
+            },
         )
     axes.set_xlim(-0.05, 1.05)
     axes.set_ylim(-0.12, 1.12)
@@ -124,7 +146,8 @@ def _draw_matrix(figure: Figure, clients: list[str], nodes: list[str], labels: n
     shade = np.where(labels > 0, 1 + np.searchsorted(rounds, joined)[:, None], 0)
     axes.imshow(shade, aspect="auto", cmap="Blues", vmin=0, vmax=len(rounds) + 0.5, interpolation="nearest")
     axes.set_xticks(range(len(nodes)), nodes, rotation=30, ha="right")
-    axes.set_yticks(range(len(clients)), [f"client {c} (round {int(j)})" for c, j in zip(clients, joined)],
-                    fontsize="small")
+    axes.set_yticks(
+        range(len(clients)), [f"client {c} (round {int(j)})" for c, j in zip(clients, joined)], fontsize="small"
+    )
     axes.grid(False)
     axes.set_title("concepts each client labels (darker: joined later)")

@@ -140,7 +140,8 @@ def _curve_image(results: Mapping[str, Any], metric: str) -> Image:
     refs = references(results, metric)
     lines = f", with {', '.join(refs)} as reference lines" if refs else ""
     return plot_image(
-        f"curve_{metric}", f"{name_of(metric).lower()} per round, one line per run{lines}",
+        f"curve_{metric}",
+        f"{name_of(metric).lower()} per round, one line per run{lines}",
         plots.metric_curves(results, metric, refs),
     )
 
@@ -148,13 +149,18 @@ def _curve_image(results: Mapping[str, Any], metric: str) -> Image:
 def _parties_images(results: Mapping[str, Any]) -> list[Image]:
     if not plots.parties_by_run(results):
         return []
-    return [plot_image("by_parties", "final accuracy by the number of parties present at test time", plots.by_parties(results))]
+    return [
+        plot_image(
+            "by_parties", "final accuracy by the number of parties present at test time", plots.by_parties(results)
+        )
+    ]
 
 
 def _small_multiples(results: Mapping[str, Any], exclude: set[str]) -> list[Image]:
     """One figure with a small panel per other metric reported on two rounds or more."""
     metrics = [
-        m for m in final_metric_names(results)
+        m
+        for m in final_metric_names(results)
         if m not in exclude and not m.startswith(PRETRAINED) and _has_curve(results, m)
     ]
     if not metrics:
@@ -162,7 +168,8 @@ def _small_multiples(results: Mapping[str, Any], exclude: set[str]) -> list[Imag
     titles = {m: label(m) for m in metrics}
     return [
         plot_image(
-            "other_metrics", f"per round: {', '.join(titles.values())}; one line per run",
+            "other_metrics",
+            f"per round: {', '.join(titles.values())}; one line per run",
             plots.small_multiples(results, metrics, titles, frozenset(filter(is_percent, metrics))),
         )
     ]

@@ -54,9 +54,7 @@ def compare_edges(parents: Mapping[str, Sequence[str]], true_edges: Iterable[Edg
         return {edge: "unknown" for edge in learned}
     nodes = set(parents)
     truth = {(a, b) for a, b in true_edges if a in nodes and b in nodes}
-    marks = {
-        (a, b): "correct" if (a, b) in truth else "reversed" if (b, a) in truth else "extra" for a, b in learned
-    }
+    marks = {(a, b): "correct" if (a, b) in truth else "reversed" if (b, a) in truth else "extra" for a, b in learned}
     for a, b in sorted(truth):
         if (a, b) not in marks and (b, a) not in marks:
             marks[(a, b)] = "missing"

@@ -40,7 +40,9 @@ def build_grid_document(results: Mapping[str, Any]) -> Document:
         title=results["experiment"],
         blocks=(
             Paragraph(results.get("description", "")),
-            Paragraph(f"Grid over {axes}; {len(results['points'])} experiments · fedmosaic {results['fedmosaic_version']}"),
+            Paragraph(
+                f"Grid over {axes}; {len(results['points'])} experiments · fedmosaic {results['fedmosaic_version']}"
+            ),
             Heading("Answer"),
             Paragraph(f"{grid['metric']} in percent, mean ± std over the other axes{secondary}."),
             Table(header=tuple(table["header"]), rows=tuple(tuple(row) for row in table["rows"])),
@@ -61,8 +63,10 @@ def _headline_images(results: Mapping[str, Any]) -> tuple[Image, ...]:
     grid = results["grid"]
     return (
         plot_image(
-            "grid", f"{label(grid['metric']).lower()} by {grid.get('rows')} and {grid.get('columns')}, "
-            "one bar per run, mean ± std over the other axes", grid_bars(results),
+            "grid",
+            f"{label(grid['metric']).lower()} by {grid.get('rows')} and {grid.get('columns')}, "
+            "one bar per run, mean ± std over the other axes",
+            grid_bars(results),
         ),
     )
 
@@ -117,7 +121,8 @@ def _margin_images(comparison: Mapping[str, Any], rows: str) -> tuple[Image, ...
     run = comparison["run"]
     return (
         plot_image(
-            "margins", f"margin of {run} over the best other run, in points, per cell (green: {run} leads)",
+            "margins",
+            f"margin of {run} over the best other run, in points, per cell (green: {run} leads)",
             margin_heatmap(comparison, rows),
         ),
     )

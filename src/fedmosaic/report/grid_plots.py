@@ -52,15 +52,23 @@ def grid_bars(results: Mapping[str, Any]) -> bytes:
     return render(partial(_draw_bars, means=means, runs=runs, metric=label(results["grid"]["metric"])), size)
 
 
-def _draw_bars(figure: Figure, means: dict[str, dict[str, dict[str, tuple[float, float]]]], runs: list[str],
-               metric: str) -> None:
+def _draw_bars(
+    figure: Figure, means: dict[str, dict[str, dict[str, tuple[float, float]]]], runs: list[str], metric: str
+) -> None:
     panels = np.atleast_1d(figure.subplots(len(means), 1, squeeze=False, sharey=True)).ravel()
     width = 0.8 / len(runs)
     for axes, (row, columns) in zip(panels, means.items(), strict=True):
         for index, run in enumerate(runs):
             found = [columns[c].get(run, (np.nan, np.nan)) for c in columns]
-            axes.bar(np.arange(len(columns)) + (index - (len(runs) - 1) / 2) * width, [m for m, _ in found],
-                     width, yerr=[s for _, s in found], color=f"C{index % 10}", label=run, capsize=2)
+            axes.bar(
+                np.arange(len(columns)) + (index - (len(runs) - 1) / 2) * width,
+                [m for m, _ in found],
+                width,
+                yerr=[s for _, s in found],
+                color=f"C{index % 10}",
+                label=run,
+                capsize=2,
+            )
         axes.set_xticks(range(len(columns)), list(columns))
         axes.set_title(row, fontsize="medium")
         axes.set_ylabel(metric, fontsize="small")
@@ -114,8 +122,14 @@ def margin_heatmap(comparison: Mapping[str, Any], rows: str) -> bytes:
     column_values = [str(v) for v in comparison["by_axis"][column]]
     height = min(9.0, 0.45 * len(row_values) * len(panels) + 1.5 * len(panels))
     return render(
-        partial(_draw, panels=panels, row_values=row_values, column_values=column_values,
-                labels=(row, column), run=str(comparison["run"])),
+        partial(
+            _draw,
+            panels=panels,
+            row_values=row_values,
+            column_values=column_values,
+            labels=(row, column),
+            run=str(comparison["run"]),
+        ),
         (FIGSIZE[0], max(height, 3.0)),
     )
 

@@ -135,4 +135,3 @@ def task_kind(results: Mapping[str, Any]) -> str:
         if kind in kinds:
             return kind
     return "classification"
-

@@ -34,8 +34,7 @@ def load_results(run_dir: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FedmosaicError(
-            f"no {RESULTS_FILE} in {run_dir}: not the output folder of an experiment run, "
-            "or the run did not finish"
+            f"no {RESULTS_FILE} in {run_dir}: not the output folder of an experiment run, or the run did not finish"
         ) from None
     try:
         results = json.loads(text)

@@ -106,7 +106,11 @@ def final_bars(results: Mapping[str, Any], metric: str, references: Mapping[str,
     labels = [f"{name}\n{format_value(value, std)}" for name, (value, std) in by_run.items()]
     return render(
         partial(
-            _draw_bars, by_run=by_run, labels=labels, colors=run_colors(results), metric=metric,
+            _draw_bars,
+            by_run=by_run,
+            labels=labels,
+            colors=run_colors(results),
+            metric=metric,
             references=references or {},
         )
     )
@@ -184,8 +188,15 @@ def _draw_interventions(
         for name, artifacts in curves.items():
             for order, style in (("topological", "-"), ("random", "--")):
                 values = artifacts.get(order + suffix, [])
-                axes.plot(range(len(values)), values, style, marker="o", markersize=3, color=colors[name],
-                          label=f"{name} ({order})")
+                axes.plot(
+                    range(len(values)),
+                    values,
+                    style,
+                    marker="o",
+                    markersize=3,
+                    color=colors[name],
+                    label=f"{name} ({order})",
+                )
         if ceiling is not None:
             axes.axhline(ceiling, color="black", linewidth=1, label=f"Bayes ceiling {100 * ceiling:.1f}%")
         axes.set_title(f"{kind} inputs")
@@ -284,12 +295,18 @@ def _draw_small_multiples(
     for axes, (metric, by_run) in zip(panels, by_metric.items()):
         for name, series in by_run.items():
             axes.plot(series.rounds, series.values, color=colors[name], linewidth=1.2, label=name)
-            axes.fill_between(series.rounds, series.values - series.stds, series.values + series.stds,
-                              color=colors[name], alpha=0.2, linewidth=0)
+            axes.fill_between(
+                series.rounds,
+                series.values - series.stds,
+                series.values + series.stds,
+                color=colors[name],
+                alpha=0.2,
+                linewidth=0,
+            )
         axes.set_title(titles.get(metric, metric), fontsize="medium")
         axes.tick_params(labelsize="small")
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    for axes in panels[len(by_metric):]:
+    for axes in panels[len(by_metric) :]:
         axes.set_visible(False)
     handles, names = panels[0].get_legend_handles_labels()
     figure.legend(handles, names, loc="outside lower center", ncols=min(len(names), 6), fontsize="small")
@@ -355,9 +372,7 @@ def _draw_bars(
     stds = np.array([np.nan if std is None else std for _, std in by_run.values()])
     axes.bar(positions, values, color=[colors[name] for name in by_run], width=0.6)
     has_std = ~np.isnan(stds)
-    axes.errorbar(
-        positions[has_std], values[has_std], yerr=stds[has_std], fmt="none", ecolor="black", capsize=6
-    )
+    axes.errorbar(positions[has_std], values[has_std], yerr=stds[has_std], fmt="none", ecolor="black", capsize=6)
     axes.set_xticks(positions, labels)
     axes.grid(axis="x", visible=False)
     axes.set_title(f"final {metric}")

@@ -116,9 +116,7 @@ def metric_series_by_run(results: Mapping[str, Any], metric: str) -> dict[str, S
 def final_by_run(results: Mapping[str, Any], metric: str) -> dict[str, tuple[float, float | None]]:
     """Return ``(value, std)`` of the final ``metric`` for each run that reports it."""
     return {
-        run["name"]: value_std
-        for run in results["runs"]
-        if (value_std := mean_std(run["final"], metric)) is not None
+        run["name"]: value_std for run in results["runs"] if (value_std := mean_std(run["final"], metric)) is not None
     }
 
 

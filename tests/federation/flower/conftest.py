@@ -15,7 +15,6 @@ from uuid import uuid4
 import pytest
 from flwr.app import Context, Error, RecordDict
 from flwr.app import Message as FlowerMessage
-
 from flwr.supercore.task_identity import TaskIdentity
 
 from fedmosaic.federation import ClientLogic
@@ -76,7 +75,9 @@ class FakeFlowerGrid:
     def _handle(self, message: FlowerMessage, node: FakeNode) -> FlowerMessage:
         """Like Flower's ClientApp runner: an exception becomes an error reply."""
         try:
-            return handle_flower_message(message, node.context, lambda header, partition, context: self._logic(partition))
+            return handle_flower_message(
+                message, node.context, lambda header, partition, context: self._logic(partition)
+            )
         except Exception as error:  # noqa: BLE001 - what Flower does with a failing handler
             return FlowerMessage(Error(code=2, reason=f"{type(error).__name__}: {error}"), reply_to=message)
 

@@ -27,12 +27,18 @@ def test_client_state_is_kept_in_context_state_per_job(fake_flower_grid, toy_cli
     logic = lambda header, partition, context: toy_client(partition)
 
     # Execute
-    first, _ = from_record_dict(handle_flower_message(_to_node(Message(arrays={"w": np.zeros(3)}), header), context, logic).content)
+    first, _ = from_record_dict(
+        handle_flower_message(_to_node(Message(arrays={"w": np.zeros(3)}), header), context, logic).content
+    )
     second, _ = from_record_dict(
-        handle_flower_message(_to_node(Message(arrays={"w": np.zeros(3)}), header | {"round": 2}), context, logic).content
+        handle_flower_message(
+            _to_node(Message(arrays={"w": np.zeros(3)}), header | {"round": 2}), context, logic
+        ).content
     )
     other_job, _ = from_record_dict(
-        handle_flower_message(_to_node(Message(arrays={"w": np.zeros(3)}), header | {"job": "1/federated"}), context, logic).content
+        handle_flower_message(
+            _to_node(Message(arrays={"w": np.zeros(3)}), header | {"job": "1/federated"}), context, logic
+        ).content
     )
 
     # Assert

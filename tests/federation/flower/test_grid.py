@@ -18,8 +18,12 @@ def test_a_federation_over_flower_ends_exactly_as_in_process(make_toy, toy_clien
     # Prepare
     schedule = Schedule(num_clients=4, joins={3: 3}, fraction=0.75)
     in_process = make_toy(seed=HEADER["seed"], rounds=5, schedule=schedule)
-    flower = make_toy(seed=HEADER["seed"], rounds=5, schedule=schedule,
-                      wrap_grid=lambda _: _flower_grid(fake_flower_grid([2, 0, 3, 1], toy_client)))
+    flower = make_toy(
+        seed=HEADER["seed"],
+        rounds=5,
+        schedule=schedule,
+        wrap_grid=lambda _: _flower_grid(fake_flower_grid([2, 0, 3, 1], toy_client)),
+    )
 
     # Execute
     expected = in_process.federation.run()
@@ -79,10 +83,14 @@ def test_an_exception_in_the_client_logic_is_a_dropout(toy_client, fake_flower_g
 def test_a_silent_node_is_a_dropout_after_the_timeout(toy_client, fake_flower_grid) -> None:
     fake = fake_flower_grid([0, 1], toy_client)
     grid = _flower_grid(fake, timeout_s=0.3)
-    grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset())
+    grid.send_and_receive(
+        {0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset()
+    )
     fake.node_of(0).behaviour = "silent"
 
-    replies = grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 2, frozenset())
+    replies = grid.send_and_receive(
+        {0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 2, frozenset()
+    )
 
     assert sorted(replies) == [1]
     assert "no reply within 0.3 s" in grid.lost[0].reason
@@ -91,10 +99,14 @@ def test_a_silent_node_is_a_dropout_after_the_timeout(toy_client, fake_flower_gr
 def test_a_node_that_left_is_a_dropout_without_a_message(toy_client, fake_flower_grid) -> None:
     fake = fake_flower_grid([0, 1], toy_client)
     grid = _flower_grid(fake)
-    grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset())
+    grid.send_and_receive(
+        {0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset()
+    )
     fake.node_of(1).behaviour = "disconnected"
 
-    replies = grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 2, frozenset())
+    replies = grid.send_and_receive(
+        {0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 2, frozenset()
+    )
 
     assert sorted(replies) == [0]
     assert "no longer connected" in grid.lost[0].reason
@@ -117,7 +129,9 @@ def test_a_simulated_failure_receives_nothing_over_flower(toy_client, fake_flowe
     fake = fake_flower_grid([0, 1], toy_client)
     grid = _flower_grid(fake)
 
-    replies = grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset({1}))
+    replies = grid.send_and_receive(
+        {0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset({1})
+    )
 
     assert sorted(replies) == [0]
     assert fake.node_of(1).handled == ["query"]
@@ -131,7 +145,9 @@ def test_a_node_that_joins_later_is_found_when_its_partition_is_first_addressed(
     grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)})}, 1, frozenset())
 
     fake.node_of(1).behaviour = "ok"
-    replies = grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 2, frozenset())
+    replies = grid.send_and_receive(
+        {0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 2, frozenset()
+    )
 
     assert sorted(replies) == [0, 1]
 

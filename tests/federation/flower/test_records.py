@@ -5,7 +5,15 @@ import pytest
 from flwr.common.serde import recorddict_from_proto, recorddict_to_proto
 
 from fedmosaic.federation import Message
-from fedmosaic.federation.flower.records import ARRAYS, CONFIG, HEADER, METRICS, category, from_record_dict, to_record_dict
+from fedmosaic.federation.flower.records import (
+    ARRAYS,
+    CONFIG,
+    HEADER,
+    METRICS,
+    category,
+    from_record_dict,
+    to_record_dict,
+)
 
 
 def _over_the_wire(message: Message, header: dict) -> tuple[Message, dict]:
@@ -70,6 +78,8 @@ def test_a_record_dict_that_is_not_a_fedmosaic_message_is_refused() -> None:
         from_record_dict(content)
 
 
-@pytest.mark.parametrize(("kind", "expected"), [("train", "train"), ("evaluate", "evaluate"), ("query.register", "query")])
+@pytest.mark.parametrize(
+    ("kind", "expected"), [("train", "train"), ("evaluate", "evaluate"), ("query.register", "query")]
+)
 def test_the_flower_message_type_is_the_category_of_the_kind(kind: str, expected: str) -> None:
     assert category(kind) == expected

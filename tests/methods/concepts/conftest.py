@@ -159,7 +159,9 @@ def run_federation() -> Callable[..., tuple[FCMServer, list[RoundRecord]]]:
         server = FCMServer(task, params)
         grid = InProcessGrid(lambda k: FCMClient(task.clients[k], params, task.train, task.cardinalities), seed)
         schedule = Schedule(num_clients=len(task.clients), joins=dict(joins or {}), clients_per_round=clients_per_round)
-        federation = Federation(server, grid, schedule, seed=seed, rounds=rounds, checkpoint=checkpoint, fingerprint="t")
+        federation = Federation(
+            server, grid, schedule, seed=seed, rounds=rounds, checkpoint=checkpoint, fingerprint="t"
+        )
         return server, federation.run(resume=resume)
 
     return run

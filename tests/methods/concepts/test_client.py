@@ -48,7 +48,9 @@ def _fit(client: FCMClient, message: Message, seed: int = 7) -> Message:
 # --------------------------------------------------------------------------- registration
 
 
-def test_register_reply_carries_beliefs_concepts_cardinalities_and_sample_count(make_task, make_params, make_client) -> None:
+def test_register_reply_carries_beliefs_concepts_cardinalities_and_sample_count(
+    make_task, make_params, make_client
+) -> None:
     # Prepare
     task = make_task()
     client = make_client(task, B_C_Y, make_params())
@@ -163,7 +165,9 @@ def trained_models(monkeypatch) -> list[tuple[ConceptModel, dict[str, bool]]]:
 
     def recording(model, x, y, **kwargs):  # type: ignore[no-untyped-def]
         loss = real(model, x, y, **kwargs)
-        seen.append((model, {name: p.grad is not None and bool(p.grad.abs().sum() > 0) for name, p in model.named_parameters()}))
+        seen.append(
+            (model, {name: p.grad is not None and bool(p.grad.abs().sum() > 0) for name, p in model.named_parameters()})
+        )
         return loss
 
     monkeypatch.setattr(client_module, "train_epochs", recording)
@@ -190,7 +194,7 @@ def test_module_mode_freezes_the_modules_of_unlabeled_nodes(
     reply = _fit(client, _train_message(model))
 
     # Assert: the frozen modules are not uploaded, got no gradient and kept their received values.
-    (trained, got_gradient), = trained_models
+    ((trained, got_gradient),) = trained_models
     frozen_prefixes = _prefixes(model, frozen)
     frozen_names = [name for name in sent if name.startswith(frozen_prefixes)]
     assert frozen_names
@@ -203,7 +207,9 @@ def test_module_mode_freezes_the_modules_of_unlabeled_nodes(
     assert any(got_gradient[name] for name in got_gradient if name.startswith(model.ENCODER_PREFIX))
 
 
-def test_full_mode_trains_every_module_that_the_loss_reaches(make_task, make_params, make_client, trained_models) -> None:
+def test_full_mode_trains_every_module_that_the_loss_reaches(
+    make_task, make_params, make_client, trained_models
+) -> None:
     # Prepare: a CBM client with task labels; in full mode c's head is trained through the task decoder.
     task = make_task()
     params = make_params("cbm", aggregation="full", intervention_prob=0.0)
@@ -214,7 +220,7 @@ def test_full_mode_trains_every_module_that_the_loss_reaches(make_task, make_par
     _fit(client, _train_message(model))
 
     # Assert
-    (_, got_gradient), = trained_models
+    ((_, got_gradient),) = trained_models
     assert any(got_gradient[name] for name in got_gradient if name.startswith(model.node_prefix("c")))
 
 
@@ -278,7 +284,9 @@ def test_val_loss_is_the_loss_of_the_received_model_on_the_val_split(
     labeled = tuple(n for n in NODES if n in data.val.names)
     objective = Objective(GRAPH, labeled, params.gamma, params.intervention_prob)
     with torch.no_grad():
-        expected = objective.loss(received.eval(), torch.from_numpy(data.val.x), torch.from_numpy(data.val.aligned(NODES)))
+        expected = objective.loss(
+            received.eval(), torch.from_numpy(data.val.x), torch.from_numpy(data.val.aligned(NODES))
+        )
     assert reply.metrics["val_loss"] == pytest.approx(float(expected), rel=1e-6)
 
 
@@ -289,7 +297,9 @@ def test_val_loss_ignores_the_modules_the_client_did_not_receive(make_task, make
     model = _global_model(task, params)
     needed = (model.ENCODER_PREFIX, *_prefixes(model, ("a", "b")))
     full = _train_message(model)
-    partial = Message(kind=TRAIN, arrays={n: a for n, a in full.arrays.items() if n.startswith(needed)}, config=full.config)
+    partial = Message(
+        kind=TRAIN, arrays={n: a for n, a in full.arrays.items() if n.startswith(needed)}, config=full.config
+    )
 
     # Execute
     from_full = _fit(make_client(task, NO_TASK, params), full)
@@ -343,7 +353,6 @@ def test_received_arrays_are_not_modified(make_task, make_params, make_client) -
 
     # Assert
     assert all(np.array_equal(message.arrays[n], before[n]) for n in before)
-
 
 
 # --------------------------------------------------------------------------- local DP-SGD

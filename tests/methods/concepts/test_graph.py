@@ -402,9 +402,7 @@ def test_confidence_matrix_keeps_a_read_only_copy() -> None:
         ("ab", [np.zeros((2, 2))], [1], "matrices[0]: must be a ConfidenceMatrix (got ndarray)"),
     ],
 )
-def test_invalid_fusion_input_raises_one_line_error(
-    names: str, clients: list, weights: list, expected: str
-) -> None:
+def test_invalid_fusion_input_raises_one_line_error(names: str, clients: list, weights: list, expected: str) -> None:
     with pytest.raises(FedmosaicError, match=None) as error:
         fuse_graphs(names, clients, weights)
 

@@ -40,7 +40,9 @@ def _model(family: str, decoder: str = "mlp", seed: int = 0) -> ConceptModel:
 
 def _decoder_accuracy_on_true_concepts(model: ConceptModel, test: LabeledConcepts) -> float:
     """Accuracy of a CBM's task decoder fed the one-hot true concepts, computed by hand."""
-    one_hot = [torch.nn.functional.one_hot(torch.from_numpy(test.values[:, k]), CARDS[n]).float() for k, n in enumerate("abc")]
+    one_hot = [
+        torch.nn.functional.one_hot(torch.from_numpy(test.values[:, k]), CARDS[n]).float() for k, n in enumerate("abc")
+    ]
     decoder = model.get_submodule(model.node_prefix("y").rstrip("."))
     with torch.no_grad():
         logits = decoder(torch.zeros(len(test), 0), torch.cat(one_hot, dim=1)).logits
@@ -120,9 +122,7 @@ def test_scores_are_argmax_hits_on_the_task_and_the_mean_over_concepts(family: s
     assert task_accuracy(model, test) == pytest.approx(hits["y"])
     assert scores["concept_accuracy"] == pytest.approx(np.mean([hits["a"], hits["b"], hits["c"]]))
     assert scores["own_concept_accuracy"] == pytest.approx(scores["concept_accuracy"])
-    assert {n: v["accuracy"] for n, v in scores["per_concept"].items()} == pytest.approx(
-        {n: hits[n] for n in "abc"}
-    )
+    assert {n: v["accuracy"] for n, v in scores["per_concept"].items()} == pytest.approx({n: hits[n] for n in "abc"})
 
 
 def test_concept_accuracy_of_a_task_only_model_is_zero() -> None:

@@ -389,9 +389,7 @@ def test_change_ratio_counts_new_and_reshaped_parameters_on_a_hand_counted_case(
 ) -> None:
     small = _graph({"a": 2, "y": 2}, parents)
     grown = _graph({"a": 2, "b": 3, "y": 2}, {node: ("a", "b") for node in parents})
-    model = build_concept_model(
-        3, small, _params(family, encoder_hidden=4, decoder_hidden=5, decoder="linear"), seed=0
-    )
+    model = build_concept_model(3, small, _params(family, encoder_hidden=4, decoder_hidden=5, decoder="linear"), seed=0)
 
     report = model.adapt(grown)
 

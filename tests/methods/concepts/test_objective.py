@@ -24,7 +24,9 @@ class Recorder(nn.Module):
         self.model = model
         self.calls: list[tuple[Tensor | None, dict[str, Tensor]]] = []
 
-    def forward(self, x: Tensor, *, true_values: Tensor | None = None, intervene: Tensor | None = None) -> dict[str, Tensor]:
+    def forward(
+        self, x: Tensor, *, true_values: Tensor | None = None, intervene: Tensor | None = None
+    ) -> dict[str, Tensor]:
         logits = self.model(x, true_values=true_values, intervene=intervene)
         self.calls.append((intervene, logits))
         return logits
@@ -69,7 +71,7 @@ def test_loss_is_gamma_times_labeled_concept_ces_plus_one_minus_gamma_times_task
     loss = objective.loss(model, x, values)
 
     # Assert: checked against F.cross_entropy on the logits the model returned.
-    (intervene, logits), = model.calls
+    ((intervene, logits),) = model.calls
     assert intervene is None
     expected = _hand_loss(logits, values, labeled, gamma)
     assert loss.item() == pytest.approx(float(expected), rel=1e-6, abs=1e-7)
@@ -87,7 +89,7 @@ def test_loss_with_training_interventions_is_the_same_formula_on_the_intervened_
     loss = objective.loss(model, x, values, torch.Generator().manual_seed(0))
 
     # Assert
-    (intervene, logits), = model.calls
+    ((intervene, logits),) = model.calls
     assert intervene is not None and intervene.any()
     assert loss.item() == pytest.approx(float(_hand_loss(logits, values, labeled, 0.8)), rel=1e-6)
 
@@ -120,7 +122,7 @@ def test_interventions_are_drawn_only_on_labeled_concept_columns(labeled: tuple[
     objective.loss(model, x, values, torch.Generator().manual_seed(1))
 
     # Assert: never on the task, never on an unlabeled concept; some on every labeled concept.
-    (intervene, _), = model.calls
+    ((intervene, _),) = model.calls
     assert intervene is not None and intervene.shape == values.shape and intervene.dtype == torch.bool
     for k, node in enumerate(NODES):
         if node == "y" or node not in labeled:
@@ -141,7 +143,7 @@ def test_intervention_rate_matches_intervention_prob(prob: float) -> None:
     objective.loss(model, x, values, torch.Generator().manual_seed(2))
 
     # Assert: the share per labeled concept is prob (5000 draws: std <= 0.007).
-    (intervene, _), = model.calls
+    ((intervene, _),) = model.calls
     for node in ("a", "b", "c"):
         rate = float(intervene[:, NODES.index(node)].float().mean())
         assert rate == pytest.approx(prob, abs=0.03), node
@@ -158,7 +160,7 @@ def test_interventions_are_independent_across_samples_and_concepts() -> None:
     objective.loss(model, x, values, torch.Generator().manual_seed(3))
 
     # Assert: two concepts are intervened together about p * p of the time, not p.
-    (intervene, _), = model.calls
+    ((intervene, _),) = model.calls
     both = float((intervene[:, 0] & intervene[:, 1]).float().mean())
     assert both == pytest.approx(0.25, abs=0.03)
 

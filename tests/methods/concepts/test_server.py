@@ -45,7 +45,9 @@ class RecordingGrid(Grid):
         self.inner = InProcessGrid(factory, seed)
         self.sent: list[tuple[int, int, Message]] = []
 
-    def send_and_receive(self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]) -> dict[int, Message]:
+    def send_and_receive(
+        self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
+    ) -> dict[int, Message]:
         self.sent.extend((rnd, c, messages[c]) for c in sorted(messages))
         return self.inner.send_and_receive(messages, rnd, failing)
 
@@ -69,7 +71,9 @@ class ScriptedGrid(RecordingGrid):
         super().__init__(factory)
         self.train_reply = train_reply
 
-    def send_and_receive(self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]) -> dict[int, Message]:
+    def send_and_receive(
+        self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
+    ) -> dict[int, Message]:
         registering = {c: m for c, m in messages.items() if m.kind == REGISTER}
         replies = super().send_and_receive(registering, rnd, failing)
         for c in sorted(set(messages) - set(registering) - failing):
@@ -88,7 +92,9 @@ class Tampered(ClientLogic):
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         reply = self.inner.handle(message, state, context)
         if message.kind == REGISTER:
-            reply = Message(arrays=dict(reply.arrays), config=dict(reply.config), metrics=dict(reply.metrics), kind=reply.kind)
+            reply = Message(
+                arrays=dict(reply.arrays), config=dict(reply.config), metrics=dict(reply.metrics), kind=reply.kind
+            )
             self.tamper(reply)
         return reply
 
@@ -123,7 +129,9 @@ WEIGHTS = {0: 100.0, 1: 300.0, 2: 200.0, 3: 400.0}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_each_module_is_averaged_over_its_uploaders_weighted_by_num_examples(make_task, make_params, family: str) -> None:
+def test_each_module_is_averaged_over_its_uploaders_weighted_by_num_examples(
+    make_task, make_params, family: str
+) -> None:
     # Prepare: client k uploads the encoder and the modules UPLOADS[k], every value k + 1;
     # client 3 uploads nothing, and nobody uploads c.
     task = make_task()
@@ -135,7 +143,9 @@ def test_each_module_is_averaged_over_its_uploaders_weighted_by_num_examples(mak
         assert model is not None
         keep = (model.ENCODER_PREFIX, *_prefixes(model, UPLOADS[k])) if UPLOADS[k] else ()
         arrays = {n: np.full_like(a, k + 1) for n, a in message.arrays.items() if keep and n.startswith(keep)}
-        return Message(arrays=arrays, metrics={"num_examples": WEIGHTS[k], "val_loss": 1.0, "val_examples": 1.0, "train_loss": 1.0})
+        return Message(
+            arrays=arrays, metrics={"num_examples": WEIGHTS[k], "val_loss": 1.0, "val_examples": 1.0, "train_loss": 1.0}
+        )
 
     grid = ScriptedGrid(_factory(task, params), reply)
 
@@ -231,7 +241,9 @@ def test_module_mode_uploads_fewer_bytes_than_full_mode(make_task, make_params) 
 # --------------------------------------------------------------------------- graph fusion
 
 
-def test_graph_fusion_counts_every_client_seen_so_far_not_only_this_rounds(make_task, make_client_data, make_params) -> None:
+def test_graph_fusion_counts_every_client_seen_so_far_not_only_this_rounds(
+    make_task, make_client_data, make_params
+) -> None:
     # Prepare: client 0 (300 samples) believes a -> b; client 1 (100 samples) believes b -> a.
     clients = [
         make_client_data(("a", "b"), seed=0, n_train=300, edges=[("a", "b")]),
@@ -300,7 +312,9 @@ def test_a_newcomer_with_a_new_concept_grows_the_model_and_keeps_every_unaffecte
     make_task, make_params, family: str
 ) -> None:
     # Prepare / Execute
-    task, server, grid, first, second, before, old_logits, old_graph = _grow_scenario(make_task, make_params, family, "grow")
+    task, server, grid, first, second, before, old_logits, old_graph = _grow_scenario(
+        make_task, make_params, family, "grow"
+    )
 
     # Assert: c got a module; the change is reported that round (and not before).
     assert "c" not in old_graph.nodes
@@ -474,10 +488,19 @@ def test_a_newcomer_contradicting_a_known_cardinality_is_rejected_without_crashi
 # --------------------------------------------------------------------------- early stopping and the best model
 
 
-def _scripted_run(make_task, make_params, val_losses: list[float], *, patience: int, last_arrival: int = 1,
-                  rounds: int = 10, joins: Mapping[int, int] | None = None,
-                  subsets=GROWTH_SUBSETS, task_losses: list[float] | None = None,
-                  silent_rounds: frozenset[int] = frozenset()):  # type: ignore[no-untyped-def]
+def _scripted_run(
+    make_task,
+    make_params,
+    val_losses: list[float],
+    *,
+    patience: int,
+    last_arrival: int = 1,
+    rounds: int = 10,
+    joins: Mapping[int, int] | None = None,
+    subsets=GROWTH_SUBSETS,
+    task_losses: list[float] | None = None,
+    silent_rounds: frozenset[int] = frozenset(),
+):  # type: ignore[no-untyped-def]
     """A run whose clients report ``val_losses[round - 1]`` and nudge every received tensor by +0.01.
 
     Each client also reports a validation task loss, ``task_losses[round - 1]``
@@ -506,7 +529,9 @@ WORSENING = [1.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3]
 
 
 @pytest.mark.parametrize(("patience", "stop"), [(1, 3), (2, 4), (3, 5)])
-def test_a_run_stops_after_patience_rounds_without_improvement(make_task, make_params, patience: int, stop: int) -> None:
+def test_a_run_stops_after_patience_rounds_without_improvement(
+    make_task, make_params, patience: int, stop: int
+) -> None:
     # Execute: the best validation loss is reported in round 2.
     _, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=patience)
 
@@ -619,7 +644,9 @@ def test_the_final_evaluation_reports_the_intervention_gain_and_per_concept_accu
 
     # Assert: gain = noisy accuracy with every concept intervened on minus with none.
     final = history[-1].metrics
-    assert final["intervention_gain"] == pytest.approx(final["noisy_full_intervention_accuracy"] - final["noisy_accuracy"])
+    assert final["intervention_gain"] == pytest.approx(
+        final["noisy_full_intervention_accuracy"] - final["noisy_accuracy"]
+    )
     per_concept = server.artifacts()["per_concept"]
     assert set(per_concept) == set(task.true_ancestors)
     assert final["balanced_concept_accuracy"] == pytest.approx(

@@ -83,9 +83,7 @@ def test_task_input_dim_is_the_width_of_the_test_inputs(make_task) -> None:
 GRAPHS = {
     "chain": ConceptGraph(("a", "b", "c", "y"), "y", {"a": 2, "b": 3, "c": 2, "y": 2}, {"b": ("a",), "y": ("b", "c")}),
     "no-edges": ConceptGraph(("y", "a"), "y", {"a": 4, "y": 2}, {}),
-    "odd-names": ConceptGraph(
-        ("x.1", "ß %", "y"), "y", {"x.1": 2, "ß %": 5, "y": 3}, {"y": ("ß %", "x.1")}
-    ),
+    "odd-names": ConceptGraph(("x.1", "ß %", "y"), "y", {"x.1": 2, "ß %": 5, "y": 3}, {"y": ("ß %", "x.1")}),
 }
 
 

@@ -11,9 +11,7 @@ def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return rng.standard_normal((n, 2, 3)).astype(np.float32), rng.integers(0, 4, size=n)
 
 
-@pytest.mark.parametrize(
-    ("n", "chunk_size", "expected"), [(100, 16, 6), (96, 16, 6), (15, 16, 1), (0, 16, 0)]
-)
+@pytest.mark.parametrize(("n", "chunk_size", "expected"), [(100, 16, 6), (96, 16, 6), (15, 16, 1), (0, 16, 0)])
 def test_chunk_count_is_floor_n_over_chunk_size_or_one_for_a_small_client(
     n: int, chunk_size: int, expected: int
 ) -> None:

@@ -11,7 +11,13 @@ def test_defaults_follow_the_reference_except_k_chosen_on_validation_data() -> N
     # Execute
     params = FedCFAParams()
     # Assert
-    assert (params.k, params.k_share, params.chunk_size, params.split, params.num_chunks) == (None, 0.25, 128, None, None)
+    assert (params.k, params.k_share, params.chunk_size, params.split, params.num_chunks) == (
+        None,
+        0.25,
+        128,
+        None,
+        None,
+    )
     weights = (params.ce_weight, params.positive_weight, params.negative_weight, params.fdc_weight)
     assert weights == (1.0, 5.0, 5.0, 0.1)
     assert (params.average_dataset, params.scoring) == ("cached", "signed")
@@ -45,7 +51,17 @@ def test_fixed_average_dataset_needs_num_chunks() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"k": 0}, {"k_share": 0.6}, {"k_share": 0.0}, {"scoring": "abs"}, {"chunk_size": 0}, {"fdc_weight": -0.1}, {"average_dataset": "all"}, {"topk": 3}]
+    "bad",
+    [
+        {"k": 0},
+        {"k_share": 0.6},
+        {"k_share": 0.0},
+        {"scoring": "abs"},
+        {"chunk_size": 0},
+        {"fdc_weight": -0.1},
+        {"average_dataset": "all"},
+        {"topk": 3},
+    ],
 )
 def test_invalid_values_are_rejected(bad: dict) -> None:
     # Execute / Assert

@@ -22,9 +22,11 @@ def _recorder() -> tuple[list[Message], object]:
 def _forms(identifier: str) -> list[bytes]:
     """What another party could match an ID against: the ID and its unkeyed hashes."""
     raw = identifier.encode()
-    return [raw] + [h(raw).digest() for h in (hashlib.sha256, hashlib.sha1, hashlib.md5)] + [
-        h(raw).hexdigest().encode() for h in (hashlib.sha256, hashlib.sha1, hashlib.md5)
-    ]
+    return (
+        [raw]
+        + [h(raw).digest() for h in (hashlib.sha256, hashlib.sha1, hashlib.md5)]
+        + [h(raw).hexdigest().encode() for h in (hashlib.sha256, hashlib.sha1, hashlib.md5)]
+    )
 
 
 def message_bytes(message: Message) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from fedmosaic.federation import InProcessGrid, Message
 
@@ -14,7 +14,9 @@ class RecordingGrid(InProcessGrid):
         super().__init__(*args, **kwargs)
         self.transfers: list[tuple[str, int, Message]] = []
 
-    def send_and_receive(self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int] = frozenset()) -> dict[int, Message]:
+    def send_and_receive(
+        self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int] = frozenset()
+    ) -> dict[int, Message]:
         self.transfers += [("down", c, m) for c, m in messages.items()]
         replies = super().send_and_receive(messages, rnd, failing)
         self.transfers += [("up", c, m) for c, m in replies.items()]

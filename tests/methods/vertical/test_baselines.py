@@ -86,13 +86,17 @@ def test_the_weighted_sampled_subsets_are_unbiased_for_the_sum_over_all_subsets(
     assert estimate == pytest.approx(exact, rel=0.01)
 
 
-def test_vanilla_trains_on_fully_aligned_labeled_rows_plug_and_laser_on_every_labeled_row(tiny_data: VerticalData) -> None:
+def test_vanilla_trains_on_fully_aligned_labeled_rows_plug_and_laser_on_every_labeled_row(
+    tiny_data: VerticalData,
+) -> None:
     rows = fully_aligned_labeled_rows(tiny_data.train)
     assert len(rows) > 0
     assert tiny_data.train.present[rows].all() and (tiny_data.train.y[rows] >= 0).all()
     assert set(rows) < set(tiny_data.train.labeled)
     np.testing.assert_array_equal(Concatenation().train_rows(tiny_data.train), rows)
-    np.testing.assert_array_equal(Concatenation(aligned_only=False).train_rows(tiny_data.train), tiny_data.train.labeled)
+    np.testing.assert_array_equal(
+        Concatenation(aligned_only=False).train_rows(tiny_data.train), tiny_data.train.labeled
+    )
     np.testing.assert_array_equal(LaserVFL().train_rows(tiny_data.train), tiny_data.train.labeled)
 
 
@@ -103,7 +107,13 @@ def test_plug_dropout_zeroes_passive_embeddings_only() -> None:
     embeddings = torch.ones(500, 3, 2)
 
     # Execute
-    Concatenation(dropout=0.5).loss(head, embeddings, torch.ones(500, 3, dtype=torch.bool), torch.zeros(500, dtype=torch.long), torch.Generator().manual_seed(0))  # type: ignore[arg-type]
+    Concatenation(dropout=0.5).loss(
+        head,
+        embeddings,
+        torch.ones(500, 3, dtype=torch.bool),
+        torch.zeros(500, dtype=torch.long),
+        torch.Generator().manual_seed(0),
+    )  # type: ignore[arg-type]
 
     # Assert
     kept = seen[0].reshape(500, 3, 2)[..., 0]
@@ -197,7 +207,14 @@ def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: Vertica
     # FedHSSL resumes at the switch from pre-training to fine-tuning
     def federation(rounds: int) -> Federation:
         server, factory = build(VerticalTask(tiny_data, 4), params)
-        return Federation(server, RecordingGrid(factory, 0), Schedule(num_clients=2), seed=0, rounds=rounds, checkpoint=tmp_path / "c.npz")
+        return Federation(
+            server,
+            RecordingGrid(factory, 0),
+            Schedule(num_clients=2),
+            seed=0,
+            rounds=rounds,
+            checkpoint=tmp_path / "c.npz",
+        )
 
     whole = [r.metrics for r in federation(4).run()]
     federation(2).run()
@@ -235,17 +252,25 @@ def test_plug_sees_absent_passive_parties_as_zero_embeddings() -> None:
     embeddings = torch.ones(2, 3, 2) * present[..., None]
 
     # Execute
-    Concatenation(dropout=0.0, aligned_only=False).loss(head, embeddings, present, torch.zeros(2, dtype=torch.long), torch.Generator())  # type: ignore[arg-type]
+    Concatenation(dropout=0.0, aligned_only=False).loss(
+        head, embeddings, present, torch.zeros(2, dtype=torch.long), torch.Generator()
+    )  # type: ignore[arg-type]
 
     # Assert
     assert seen[0].tolist() == [[1.0] * 6, [1.0] * 4 + [0.0] * 2]
 
 
 @pytest.mark.parametrize("build", [build_local, build_vanilla, build_plug, build_laser, build_fedhssl])
-def test_every_baseline_records_its_validation_split_selected_round_and_steps(validated_data: VerticalData, build) -> None:  # type: ignore[no-untyped-def]
+def test_every_baseline_records_its_validation_split_selected_round_and_steps(
+    validated_data: VerticalData, build
+) -> None:  # type: ignore[no-untyped-def]
     # Prepare
     pretrain = 2 if build is build_fedhssl else 0
-    params = FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2) if build is build_fedhssl else params_of(build, passes=2)
+    params = (
+        FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2)
+        if build is build_fedhssl
+        else params_of(build, passes=2)
+    )
 
     # Execute
     server, records, _ = train(validated_data, build, params, rounds=pretrain + 4)
@@ -273,12 +298,16 @@ def test_baselines_are_selected_on_validation_never_on_test_rows(validated_data:
     stopped_there, prefix, _ = train(validated_data, build, params, rounds=selected)
 
     # Assert: test labels change nothing in the selection; the tested model is the selected round's
-    assert [r.metrics["validation_accuracy"] for r in records] == [r.metrics["validation_accuracy"] for r in shuffled_records]
+    assert [r.metrics["validation_accuracy"] for r in records] == [
+        r.metrics["validation_accuracy"] for r in shuffled_records
+    ]
     assert shuffled.artifacts()["selected_round"] == selected
     assert records[-1].metrics["accuracy"] == prefix[-1].metrics["accuracy"]
 
 
-def test_training_stops_after_patience_rounds_without_a_better_validation_accuracy(validated_data: VerticalData) -> None:
+def test_training_stops_after_patience_rounds_without_a_better_validation_accuracy(
+    validated_data: VerticalData,
+) -> None:
     # Prepare: a learning rate too small to change any prediction
     params = params_of(build_laser, patience=2, lr=1e-12)
 
@@ -295,7 +324,9 @@ def test_training_stops_after_patience_rounds_without_a_better_validation_accura
 
 def test_batch_shared_masks_give_rows_with_the_same_parties_the_same_uniform_subset() -> None:
     # Prepare: two rows with the same present parties, one with others
-    present = torch.tensor([[True, True, False, True, True], [True, True, False, True, True], [True, True, True, False, False]])
+    present = torch.tensor(
+        [[True, True, False, True, True], [True, True, False, True, True], [True, True, True, False, False]]
+    )
     generator = torch.Generator().manual_seed(0)
 
     # Execute

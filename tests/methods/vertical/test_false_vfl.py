@@ -9,16 +9,18 @@ import torch
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, Message, RoundContext, Schedule
 from fedmosaic.methods.vertical.bounds import iwae_bound
-from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.build import build_false_vfl
 from fedmosaic.methods.vertical.false_vfl import random_subsets
+from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.params import FalseVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
 from .conftest import train, with_shuffled_test_labels
 from .recording import RecordingGrid
 
-PARAMS = FalseVFLParams(latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2)
+PARAMS = FalseVFLParams(
+    latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2
+)
 ALLOWED = {
     "down": {"rows", "h", "grad.mean", "grad.logvar", "grad.loglik"},
     "up": {"mean", "logvar", "loglik", "dloglik_dh"},
@@ -71,7 +73,11 @@ def test_stage_two_leaves_the_generative_parameters_bit_identical(tiny_data: Ver
     assert generative
     for key in generative:
         np.testing.assert_array_equal(final.arrays[key], after_stage1.arrays[key])
-    assert any(not np.array_equal(final.arrays[k], after_stage1.arrays[k]) for k in final.arrays if k.startswith("model.classifier."))
+    assert any(
+        not np.array_equal(final.arrays[k], after_stage1.arrays[k])
+        for k in final.arrays
+        if k.startswith("model.classifier.")
+    )
     for client, state in clients_final.items():
         for key, value in state.arrays.items():
             np.testing.assert_array_equal(value, clients_stage1[client].arrays[key])
@@ -113,7 +119,12 @@ def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: Vertica
     def federation(rounds: int) -> Federation:
         server, factory = build_false_vfl(VerticalTask(tiny_data, 4), params)
         return Federation(
-            server, RecordingGrid(factory, 0), Schedule(num_clients=2), seed=0, rounds=rounds, checkpoint=tmp_path / "c.npz"
+            server,
+            RecordingGrid(factory, 0),
+            Schedule(num_clients=2),
+            seed=0,
+            rounds=rounds,
+            checkpoint=tmp_path / "c.npz",
         )
 
     # Execute
@@ -147,7 +158,11 @@ def test_the_exchanged_gradients_equal_those_of_one_joint_computation(tiny_data:
         h = torch.from_numpy(np.array(grid.client_states()[c].arrays["pending.h"]))
         loglik = party.log_likelihood(x[present], torch.ones(int(present.sum()), dtype=torch.bool), h)
         grads = {k: torch.from_numpy(v) for k, v in sent[c].items()}
-        surrogate = (mean * grads["grad.mean"]).sum() + (logvar * grads["grad.logvar"]).sum() + (loglik * grads["grad.loglik"]).sum()
+        surrogate = (
+            (mean * grads["grad.mean"]).sum()
+            + (logvar * grads["grad.logvar"]).sum()
+            + (loglik * grads["grad.loglik"]).sum()
+        )
         exchanged[c] = torch.autograd.grad(surrogate, list(party.parameters()))
     joint = joint_gradients(active, parties, split, rows, torch.Generator().manual_seed(7))
 
@@ -189,11 +204,15 @@ def test_stage_two_is_selected_on_validation_never_on_test_rows(validated_data: 
     validated = {r.round: r.metrics["validation_accuracy"] for r in records if "validation_accuracy" in r.metrics}
     assert sorted(validated) == [3, 4, 5, 6]
     assert selected == max(validated, key=lambda r: (validated[r], -r)) == again.artifacts()["selected_round"]
-    assert [r.metrics.get("validation_accuracy") for r in records] == [r.metrics.get("validation_accuracy") for r in shuffled_records]
+    assert [r.metrics.get("validation_accuracy") for r in records] == [
+        r.metrics.get("validation_accuracy") for r in shuffled_records
+    ]
     assert records[-1].metrics["accuracy"] == prefix[-1].metrics["accuracy"]
 
 
-def test_runs_record_validation_rows_selected_round_and_optimizer_steps_of_both_stages(validated_data: VerticalData) -> None:
+def test_runs_record_validation_rows_selected_round_and_optimizer_steps_of_both_stages(
+    validated_data: VerticalData,
+) -> None:
     # Execute
     server, _, _ = train(validated_data, build_false_vfl, PARAMS, rounds=5)
 
@@ -204,7 +223,9 @@ def test_runs_record_validation_rows_selected_round_and_optimizer_steps_of_both_
     assert artifacts["optimizer_steps"] == 8 + 6
 
 
-def test_the_effective_sample_size_of_the_prediction_weights_is_reported_per_test_setting(tiny_data: VerticalData) -> None:
+def test_the_effective_sample_size_of_the_prediction_weights_is_reported_per_test_setting(
+    tiny_data: VerticalData,
+) -> None:
     # Execute
     _, records, _ = train(tiny_data, build_false_vfl, PARAMS, rounds=3)
 
@@ -237,7 +258,9 @@ def test_party_subsets_add_a_subset_bound_in_stage_one_and_subset_rows_in_stage_
 
     # Assert: stage 1 sends the samples of both bounds together (2 kappa); stage 2 asks for fewer log-likelihoods
     def loglik_requests(grid: RecordingGrid, kind: str) -> list[Message]:
-        return [m for d, _, m in grid.transfers if d == "down" and m.config.get("action") == "loglik" and m.kind == kind]
+        return [
+            m for d, _, m in grid.transfers if d == "down" and m.config.get("action") == "loglik" and m.kind == kind
+        ]
 
     assert {m.arrays["h"].shape[0] for m in loglik_requests(grid, "train")} == {2 * PARAMS.kappa}
     stage2 = [m for m in loglik_requests(grid, "evaluate") if m.config["split"] == "train"]

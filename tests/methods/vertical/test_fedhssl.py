@@ -7,11 +7,11 @@ import torch
 from fedmosaic.data.missingness import Missingness
 from fedmosaic.data.vertical_data import VerticalData, vertical_split
 from fedmosaic.federation import ClientContext, ClientState, Federation, Message, Schedule
+from fedmosaic.methods.vertical import fedhssl
 from fedmosaic.methods.vertical.baselines import fully_aligned_labeled_rows
 from fedmosaic.methods.vertical.build import build_fedhssl
 from fedmosaic.methods.vertical.fedhssl_client import FedHSSLClient
 from fedmosaic.methods.vertical.params import FedHSSLParams
-from fedmosaic.methods.vertical import fedhssl
 from fedmosaic.methods.vertical.simsiam import SimSiamParty, average_top_layers, top_layers
 from fedmosaic.methods.vertical.task import VerticalTask
 
@@ -44,7 +44,16 @@ def test_no_raw_feature_crosses_a_party_boundary_in_any_stage(tiny_data: Vertica
     # Assert: every stage spoke, and only representations, gradients, weights and row positions crossed
     actions = {m.config.get("action") for d, _, m in grid.transfers if d == "down"}
     assert actions == {"cross", "local", "average", "embed", "update"}
-    allowed = {"rows", "aligned", "grad.prediction", "grad.embedding", "projection", "prediction", "target", "embedding"}
+    allowed = {
+        "rows",
+        "aligned",
+        "grad.prediction",
+        "grad.embedding",
+        "projection",
+        "prediction",
+        "target",
+        "embedding",
+    }
     for _, _, message in grid.transfers:
         weights = set(message.arrays) - allowed
         assert weights <= set(top_layers(SimSiamParty(1, PARAMS.hidden, PARAMS.embedding)))
@@ -66,7 +75,9 @@ def test_cross_party_pretraining_uses_the_rows_every_party_holds(tiny_data: Vert
         np.testing.assert_array_equal(message.arrays["aligned"], aligned)
 
 
-def test_every_party_receives_the_mean_of_its_own_and_the_uploaded_top_layers(tiny_data: VerticalData, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_every_party_receives_the_mean_of_its_own_and_the_uploaded_top_layers(
+    tiny_data: VerticalData, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     # Prepare: record the active party's own top layers as it averages
     own = []
 
@@ -95,7 +106,9 @@ def test_a_passive_party_loads_the_average_and_keeps_its_input_layer(tiny_data: 
     client = FedHSSLClient(1, tiny_data.splits, PARAMS)
     state = ClientState()
     aligned = np.flatnonzero(tiny_data.train.present.all(axis=1))
-    local = Message(arrays={"aligned": aligned, "target": np.ones((len(aligned), 4), np.float32)}, config={"action": "local"})
+    local = Message(
+        arrays={"aligned": aligned, "target": np.ones((len(aligned), 4), np.float32)}, config={"action": "local"}
+    )
     uploaded = client.handle(local, state, ClientContext(0, 1, 7)).arrays
     before = client.load(state, 7)[0].encoder[0].weight.detach().clone()
     average = {name: np.full_like(value, 0.5) for name, value in uploaded.items()}

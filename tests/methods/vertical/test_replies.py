@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pytest
@@ -13,10 +13,18 @@ from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, InProcessGrid, Message, Schedule
 from fedmosaic.federation.federation import RoundRecord
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import (
+    FalseVFLParams,
+    FedHSSLParams,
+    LaserVFLParams,
+    PlugVFLParams,
+    SplitVFLParams,
+)
 from fedmosaic.methods.vertical.task import VerticalTask
 
-FALSE_VFL = FalseVFLParams(latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2)
+FALSE_VFL = FalseVFLParams(
+    latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2
+)
 SPLIT = SplitVFLParams(hidden=8, embedding=4, batch_size=8)
 Corruption = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -28,7 +36,9 @@ class CorruptingGrid(InProcessGrid):
         super().__init__(factory, 0)
         self.target, self.corrupt = target, corrupt
 
-    def send_and_receive(self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int] = frozenset()) -> dict[int, Message]:
+    def send_and_receive(
+        self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int] = frozenset()
+    ) -> dict[int, Message]:
         replies = super().send_and_receive(messages, rnd, failing)
         reply = replies.get(0)
         if reply is not None and self.target in reply.arrays:
@@ -48,7 +58,9 @@ def _nan(array: np.ndarray) -> np.ndarray:
 def _run(build, params, data: VerticalData, grid_for) -> list[RoundRecord]:  # type: ignore[no-untyped-def]
     server, factory = build(VerticalTask(data, 4), params)
     records: list[RoundRecord] = []
-    Federation(server, grid_for(factory), Schedule(num_clients=data.num_parties - 1), seed=0, rounds=4).run(on_round=records.append)
+    Federation(server, grid_for(factory), Schedule(num_clients=data.num_parties - 1), seed=0, rounds=4).run(
+        on_round=records.append
+    )
     return records
 
 
@@ -78,12 +90,32 @@ FALSE_VFL_ATTACKS = {
     "NaN mean": ("mean", _with("mean", _nan), "array 'mean' has non-finite values"),
     "a row too few": ("mean", _with("mean", lambda a: a[1:]), "array 'mean': shape"),
     "unknown name": ("mean", lambda arrays: {**arrays, "x": np.zeros(3, np.float32)}, "unexpected array 'x'"),
-    "variance named as such": ("logvar", lambda arrays: {"mean": arrays["mean"], "var": np.exp(arrays.pop("logvar"))}, "unexpected array 'var'"),
-    "zero variance": ("logvar", _with("logvar", lambda a: np.full_like(a, -200.0)), "logvar: variance exp(-200) is not a positive finite float32"),
-    "infinite variance": ("logvar", _with("logvar", lambda a: np.full_like(a, 1e4)), "is not a positive finite float32"),
-    "float64 log-likelihoods": ("loglik", _with("loglik", lambda a: a.astype(np.float64)), "array 'loglik': dtype float64"),
+    "variance named as such": (
+        "logvar",
+        lambda arrays: {"mean": arrays["mean"], "var": np.exp(arrays.pop("logvar"))},
+        "unexpected array 'var'",
+    ),
+    "zero variance": (
+        "logvar",
+        _with("logvar", lambda a: np.full_like(a, -200.0)),
+        "logvar: variance exp(-200) is not a positive finite float32",
+    ),
+    "infinite variance": (
+        "logvar",
+        _with("logvar", lambda a: np.full_like(a, 1e4)),
+        "is not a positive finite float32",
+    ),
+    "float64 log-likelihoods": (
+        "loglik",
+        _with("loglik", lambda a: a.astype(np.float64)),
+        "array 'loglik': dtype float64",
+    ),
     "log-likelihoods of a row too few": ("loglik", _with("loglik", lambda a: a[:, 1:]), "array 'loglik': shape"),
-    "Inf log-likelihood": ("loglik", _with("loglik", lambda a: np.full_like(a, np.inf)), "array 'loglik' has non-finite values"),
+    "Inf log-likelihood": (
+        "loglik",
+        _with("loglik", lambda a: np.full_like(a, np.inf)),
+        "array 'loglik' has non-finite values",
+    ),
     "jacobian missing": ("dloglik_dh", lambda arrays: {"loglik": arrays["loglik"]}, "missing arrays ['dloglik_dh']"),
 }
 
@@ -118,7 +150,9 @@ SPLIT_ATTACKS = {
 
 @pytest.mark.parametrize("name", ["vanilla", "plug", "laser"])
 @pytest.mark.parametrize("attack", SPLIT_ATTACKS)
-def test_split_baselines_drop_a_malformed_embedding_and_treat_the_block_as_absent(tiny_data: VerticalData, attack: str, name: str) -> None:
+def test_split_baselines_drop_a_malformed_embedding_and_treat_the_block_as_absent(
+    tiny_data: VerticalData, attack: str, name: str
+) -> None:
     build, params = BUILDS[name]
     corrupt, reason = SPLIT_ATTACKS[attack]
 
@@ -132,7 +166,11 @@ def test_split_baselines_drop_a_malformed_embedding_and_treat_the_block_as_absen
 FEDHSSL_ATTACKS = {
     "NaN prediction": ("prediction", _with("prediction", _nan), "array 'prediction' has non-finite values"),
     "projections of a row too few": ("projection", _with("projection", lambda a: a[1:]), "array 'projection': shape"),
-    "NaN top layer": ("encoder.2.weight", _with("encoder.2.weight", _nan), "array 'encoder.2.weight' has non-finite values"),
+    "NaN top layer": (
+        "encoder.2.weight",
+        _with("encoder.2.weight", _nan),
+        "array 'encoder.2.weight' has non-finite values",
+    ),
     "input layer uploaded": (
         "encoder.2.weight",
         lambda arrays: {**arrays, "encoder.0.weight": np.zeros((8, 2), np.float32)},
@@ -142,7 +180,9 @@ FEDHSSL_ATTACKS = {
 
 
 @pytest.mark.parametrize("attack", FEDHSSL_ATTACKS)
-def test_fedhssl_drops_a_malformed_pretraining_reply_and_averages_the_parties_heard(tiny_data: VerticalData, attack: str) -> None:
+def test_fedhssl_drops_a_malformed_pretraining_reply_and_averages_the_parties_heard(
+    tiny_data: VerticalData, attack: str
+) -> None:
     build, params = BUILDS["fedhssl"]
     target, corrupt, reason = FEDHSSL_ATTACKS[attack]
 

@@ -122,7 +122,18 @@ def test_a_local_epoch_lowers_the_pull_loss_toward_the_targets() -> None:
 
     # Execute
     for _ in range(20):
-        local_epoch(model, optimizer, x, targets, pulled, batch_size=16, noise_std=0.1, mask_rate=0.2, pull=1.0, generator=torch.Generator().manual_seed(3))
+        local_epoch(
+            model,
+            optimizer,
+            x,
+            targets,
+            pulled,
+            batch_size=16,
+            noise_std=0.1,
+            mask_rate=0.2,
+            pull=1.0,
+            generator=torch.Generator().manual_seed(3),
+        )
 
     # Assert
     assert pull_loss() < before - 0.3
@@ -137,7 +148,18 @@ def test_local_simsiam_keeps_the_projections_spread_instead_of_collapsing() -> N
 
     # Execute
     for epoch in range(30):
-        local_epoch(model, optimizer, x, torch.zeros(128, 4), nothing, batch_size=32, noise_std=0.1, mask_rate=0.2, pull=0.0, generator=torch.Generator().manual_seed(epoch))
+        local_epoch(
+            model,
+            optimizer,
+            x,
+            torch.zeros(128, 4),
+            nothing,
+            batch_size=32,
+            noise_std=0.1,
+            mask_rate=0.2,
+            pull=0.0,
+            generator=torch.Generator().manual_seed(epoch),
+        )
 
     # Assert: unit projections of a constant would have no spread; uniform ones about 1/sqrt(4) per dimension
     with torch.no_grad():

@@ -54,7 +54,10 @@ class Table:
         """Reject a table that lacks one of ``columns``."""
         missing = [c for c in columns if c not in self.cells.columns]
         if missing:
-            raise ConfigError(self.field, f"{Path(self.path).name} has no column {missing[0]!r} (columns: {', '.join(map(str, self.cells.columns))})")
+            raise ConfigError(
+                self.field,
+                f"{Path(self.path).name} has no column {missing[0]!r} (columns: {', '.join(map(str, self.cells.columns))})",
+            )
 
     def numbers(self, columns: list[str], dtype: type = np.float32) -> np.ndarray:
         """The ``columns`` as ``dtype`` (default float32) ``(n, len(columns))``; every cell must be a finite number."""

@@ -164,7 +164,9 @@ def check_tables(tables: TablesSection) -> None:
     for name, categories in tables.concepts.items():
         _categories(categories, f"tables.concepts.{name}")
     if tables.task not in tables.concepts:
-        raise ConfigError("tables.task", f"must be one of tables.concepts ({', '.join(tables.concepts)}), got {tables.task!r}")
+        raise ConfigError(
+            "tables.task", f"must be one of tables.concepts ({', '.join(tables.concepts)}), got {tables.task!r}"
+        )
     clash = sorted(set(tables.features) & set(tables.concepts))
     if clash:
         raise ConfigError("tables.features", f"{clash[0]!r} is also a concept")
@@ -172,7 +174,8 @@ def check_tables(tables: TablesSection) -> None:
         unknown = [c for c in site.concepts or [] if c not in tables.concepts]
         if unknown:
             raise ConfigError(
-                f"tables.sites.{index}.concepts", f"{unknown[0]!r} is not in tables.concepts ({', '.join(tables.concepts)})"
+                f"tables.sites.{index}.concepts",
+                f"{unknown[0]!r} is not in tables.concepts ({', '.join(tables.concepts)})",
             )
 
 
@@ -180,7 +183,10 @@ def _check_vertical(tables: TablesSection) -> None:
     for field in ("features", "task", "concepts", "sites", "test"):
         _absent(tables, field, "vertical")
     if len(tables.parties) < 2:
-        raise ConfigError("tables.parties", f"a vertical task needs the active party and at least one passive party, got {len(tables.parties)}")
+        raise ConfigError(
+            "tables.parties",
+            f"a vertical task needs the active party and at least one passive party, got {len(tables.parties)}",
+        )
     if not tables.id:
         raise ConfigError("tables.id", "needs the ID column the parties' rows are matched by")
     _check_label(tables)
@@ -252,7 +258,9 @@ def resolve_paths(source: dict[str, Any], base: Path) -> dict[str, Any]:
     for key in ("sites", "parties"):
         if isinstance(resolved.get(key), list):
             resolved[key] = [
-                {k: absolute(v) if k in ("file", "graph") else v for k, v in entry.items()} if isinstance(entry, dict) else entry
+                {k: absolute(v) if k in ("file", "graph") else v for k, v in entry.items()}
+                if isinstance(entry, dict)
+                else entry
                 for entry in resolved[key]
             ]
     return {**source, "tables": resolved}

@@ -112,7 +112,9 @@ def check_columns(table: Table, allowed: list[str]) -> None:
         )
 
 
-def read_concept_site(tables: TablesSection, index: int, file: str | None = None, graph: str | None = None) -> ConceptSite:
+def read_concept_site(
+    tables: TablesSection, index: int, file: str | None = None, graph: str | None = None
+) -> ConceptSite:
     """Read site ``index``'s concept table (and its belief), checked against the schema.
 
     Parameters

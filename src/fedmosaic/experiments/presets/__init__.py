@@ -8,8 +8,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fedmosaic.errors import ConfigError
 from fedmosaic.data.tables.schema import resolve_paths
+from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import read_toml
 
 _PACKAGE = __name__

@@ -8,10 +8,9 @@ logic is rebuilt for each message by the caller's ``logic_for``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context
 from flwr.app import Message as FlowerMessage
 

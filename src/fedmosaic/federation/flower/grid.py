@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from flwr.app import Message as FlowerMessage
 from flwr.serverapp import Grid as FlowerGridApi
@@ -176,7 +176,10 @@ class FlowerGrid(Grid):
     def _ask_partitions(self, node_ids: list[int]) -> None:
         self._asked.update(node_ids)
         answers, silent = self._round_trip(
-            [(node, self._flower_message(Message(kind=PARTITION_QUERY), dict(self._header), node, 0)) for node in node_ids]
+            [
+                (node, self._flower_message(Message(kind=PARTITION_QUERY), dict(self._header), node, 0))
+                for node in node_ids
+            ]
         )
         for node, answer in answers.items():
             if answer.has_error():

@@ -10,7 +10,7 @@ not part of what the method sends, and is not counted in ``Message.nbytes``.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, MetricRecord, RecordDict

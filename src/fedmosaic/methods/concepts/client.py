@@ -116,9 +116,7 @@ class FCMClient(ClientLogic):
     def _model_for(self, graph_text: str, context: ClientContext) -> ConceptModel:
         if self._model is None or graph_text != self._model_graph:
             graph = decode_graph(graph_text)
-            self._model = build_concept_model(
-                self._data.train.x.shape[1], graph, self._params.model, seed=context.seed
-            )
+            self._model = build_concept_model(self._data.train.x.shape[1], graph, self._params.model, seed=context.seed)
             self._model_graph = graph_text
         return self._model
 

@@ -54,8 +54,7 @@ def _reject_first(bad: np.ndarray, names: tuple[str, ...], values: np.ndarray, r
     if bad.any():
         i, j = np.argwhere(bad)[0]
         raise FedmosaicError(
-            f"confidence matrix: belief in edge {names[i]!r} -> {names[j]!r} {rule} "
-            f"(got {float(values[i, j]):.6g})"
+            f"confidence matrix: belief in edge {names[i]!r} -> {names[j]!r} {rule} (got {float(values[i, j]):.6g})"
         )
 
 

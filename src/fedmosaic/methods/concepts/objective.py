@@ -39,9 +39,7 @@ class Objective:
     gamma: float
     intervention_prob: float
 
-    def loss(
-        self, model: nn.Module, x: Tensor, values: Tensor, generator: torch.Generator | None = None
-    ) -> Tensor:
+    def loss(self, model: nn.Module, x: Tensor, values: Tensor, generator: torch.Generator | None = None) -> Tensor:
         """The loss of a batch; with a generator, training-time interventions are drawn."""
         intervene = None if generator is None else self._interventions(values, generator)
         return self._weighted(self._terms(model(x, true_values=values, intervene=intervene), values))
@@ -80,5 +78,7 @@ class Objective:
         columns = [self.graph.nodes.index(n) for n in self.labeled if n != self.graph.task]
         if columns and self.intervention_prob > 0:
             draws = torch.rand((len(values), len(columns)), generator=generator)
-            mask[:, columns] = (draws < self.intervention_prob) & (values[:, columns] >= 0)  # never intervene with an unknown value
+            mask[:, columns] = (draws < self.intervention_prob) & (
+                values[:, columns] >= 0
+            )  # never intervene with an unknown value
         return mask

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, NonNegativeInt
 
-from fedmosaic.methods.concepts.models import ConceptModelParams
 from fedmosaic.methods.base import MethodParams
+from fedmosaic.methods.concepts.models import ConceptModelParams
 
 
 class FCMParams(MethodParams):

@@ -30,7 +30,6 @@ from fedmosaic.methods.concepts.task import ConceptTask, LabeledConcepts, decode
 from fedmosaic.methods.fedavg import DP_SGD_EPSILON
 from fedmosaic.models.export import ModelExport
 
-
 CONCEPT_METRICS = (
     "concept_accuracy",
     "balanced_concept_accuracy",
@@ -88,7 +87,9 @@ class FCMServer(ServerLogic):
         newcomers = [c for c in ctx.clients if c not in self.registry and c not in self.rejected]
         known = len(self.registry)
         if newcomers:
-            replies = ctx.exchange({c: Message(kind=REGISTER) for c in newcomers}, quorum=False, expect=self._registration_spec())
+            replies = ctx.exchange(
+                {c: Message(kind=REGISTER) for c in newcomers}, quorum=False, expect=self._registration_spec()
+            )
             for client in sorted(replies):
                 self._register(client, replies[client], ctx.round)
             self.rejected.update({c: ctx.rejected[c] for c in newcomers if c in ctx.rejected})
@@ -147,7 +148,9 @@ class FCMServer(ServerLogic):
         return ReplySpec.like(
             sent,
             metrics={"num_examples", "val_examples"},
-            optional_metrics=frozenset({"train_loss", "val_loss", "val_task_examples", "val_task_loss", DP_SGD_EPSILON}),
+            optional_metrics=frozenset(
+                {"train_loss", "val_loss", "val_task_examples", "val_task_loss", DP_SGD_EPSILON}
+            ),
             partial=True,
             kind=TRAIN,
             checks=(problem,),
@@ -310,7 +313,9 @@ class FCMServer(ServerLogic):
         concepts = [n for n in model.graph.topological_order() if n != task.task]
         noise = derive_rng(self.seed, "intervention-noise").standard_normal(task.test.x.shape)
         noisy = LabeledConcepts(
-            (task.test.x + self._params.intervention_noise * noise).astype(np.float32), task.test.values, task.test.names
+            (task.test.x + self._params.intervention_noise * noise).astype(np.float32),
+            task.test.values,
+            task.test.names,
         )
         order = random_order(concepts, derive_rng(self.seed, "curve"))
         random_curve = intervention_curve(model, noisy, order)
@@ -329,7 +334,9 @@ class FCMServer(ServerLogic):
             "changes": self.changes,
             "graph": json.loads(encode_graph(model.graph)),
             "rejected": {str(c): r for c, r in self.rejected.items()},
-            "registry": {str(c): {"concepts": e["concepts"], "joined": e.get("joined", 1)} for c, e in self.registry.items()},
+            "registry": {
+                str(c): {"concepts": e["concepts"], "joined": e.get("joined", 1)} for c, e in self.registry.items()
+            },
         }
         return {
             "full_intervention_accuracy": task_accuracy(model, task.test, concepts),
@@ -376,7 +383,10 @@ class FCMServer(ServerLogic):
         """The latest fusion that produced ``graph`` (its nodes and edges)."""
         edges = {(parent, node) for node in graph.nodes for parent in graph.parents[node]}
         for fusion in reversed(self.fusions):
-            if set(fusion["nodes"]) == set(graph.nodes) and {(e["source"], e["target"]) for e in fusion["edges"]} == edges:
+            if (
+                set(fusion["nodes"]) == set(graph.nodes)
+                and {(e["source"], e["target"]) for e in fusion["edges"]} == edges
+            ):
                 return fusion
         return {"edges": [], "removed": []}
 
@@ -429,7 +439,9 @@ class FCMServer(ServerLogic):
         if config["graph"]:
             graph = decode_graph(str(config["graph"]))
             self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
-            load_arrays(self.model, {k.removeprefix("model/"): v for k, v in state.arrays.items() if k.startswith("model/")})
+            load_arrays(
+                self.model, {k.removeprefix("model/"): v for k, v in state.arrays.items() if k.startswith("model/")}
+            )
 
 
 def _weighted_mean(replies: dict[int, Message], key: str, weight: str) -> float | None:

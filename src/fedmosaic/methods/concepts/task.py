@@ -33,9 +33,7 @@ class LabeledConcepts:
 
     def __post_init__(self) -> None:
         if self.values.shape != (len(self.x), len(self.names)):
-            raise ValueError(
-                f"values must have shape ({len(self.x)}, {len(self.names)}), got {self.values.shape}"
-            )
+            raise ValueError(f"values must have shape ({len(self.x)}, {len(self.names)}), got {self.values.shape}")
 
     def __len__(self) -> int:
         return len(self.x)

@@ -13,6 +13,7 @@ dataset and broadcasts it with the next round's model as ``avg_x`` and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 CHUNK_X = "chunk_x"
@@ -185,7 +186,9 @@ def cache_to_arrays(cache: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, 
     >>> sorted(cache_to_arrays(cache)), sorted(cache_from_arrays(cache_to_arrays(cache)))
     (['cache/3/chunk_x', 'cache/3/chunk_y'], [3])
     """
-    return {f"{CACHE_PREFIX}{client}/{name}": means[name] for client, means in cache.items() for name in (CHUNK_X, CHUNK_Y)}
+    return {
+        f"{CACHE_PREFIX}{client}/{name}": means[name] for client, means in cache.items() for name in (CHUNK_X, CHUNK_Y)
+    }
 
 
 def cache_from_arrays(arrays: Mapping[str, np.ndarray]) -> dict[int, dict[str, np.ndarray]]:
@@ -196,4 +199,3 @@ def cache_from_arrays(arrays: Mapping[str, np.ndarray]) -> dict[int, dict[str, n
             client, name = key[len(CACHE_PREFIX) :].split("/")
             cache.setdefault(int(client), {})[name] = array
     return cache
-

@@ -162,9 +162,7 @@ def negative_target(y_one_hot: Tensor, donor_y: Tensor, replaced_share: float) -
     return (1.0 - replaced_share) * y_one_hot + replaced_share * donor_y
 
 
-def counterfactuals(
-    z: Tensor, y: Tensor, donor_z: Tensor, donor_y: Tensor, scores: Tensor, k: int
-) -> Counterfactuals:
+def counterfactuals(z: Tensor, y: Tensor, donor_z: Tensor, donor_y: Tensor, scores: Tensor, k: int) -> Counterfactuals:
     """The positive and negative counterfactual samples of a batch.
 
     Parameters

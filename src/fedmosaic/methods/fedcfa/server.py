@@ -81,13 +81,19 @@ class FedCFAServer(FedAvgServer):
         replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
         ordered = [replies[client] for client in sorted(replies)]
         weights = [reply.metrics["num_examples"] for reply in ordered]
-        self.params = ctx.aggregate([(without_means(r.arrays), w) for r, w in zip(ordered, weights)], reference=self.params)
+        self.params = ctx.aggregate(
+            [(without_means(r.arrays), w) for r, w in zip(ordered, weights)], reference=self.params
+        )
         for client in sorted(replies):
             self.cache[client] = {name: replies[client].arrays[name] for name in (CHUNK_X, CHUNK_Y)}
-        self.average = self._average_dataset([r.arrays for r in ordered], derive_rng(ctx.seed, ctx.round, "average_dataset"))
+        self.average = self._average_dataset(
+            [r.arrays for r in ordered], derive_rng(ctx.seed, ctx.round, "average_dataset")
+        )
         return training_metrics(ordered)
 
-    def _average_dataset(self, uploads: list[Mapping[str, np.ndarray]], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def _average_dataset(
+        self, uploads: list[Mapping[str, np.ndarray]], rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         """The next global average dataset: from the cache of every client's latest means, or from this round's."""
         mode = self._params.average_dataset
         if mode == "previous":

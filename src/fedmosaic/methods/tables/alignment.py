@@ -144,12 +144,20 @@ class AlignmentServer(ServerLogic):
         psi = _psi()
         clients = {c: _client(psi, None) for c in ctx.clients}
         down = {
-            c: Message(arrays={"request": _pack(client.CreateRequest(self._ids))}, config={"rows": len(self._ids)}, kind=REQUEST)
+            c: Message(
+                arrays={"request": _pack(client.CreateRequest(self._ids))},
+                config={"rows": len(self._ids)},
+                kind=REQUEST,
+            )
             for c, client in clients.items()
         }
         first = ctx.exchange(
             down,
-            expect=ReplySpec(arrays={"setup": _BYTES, "response": _BYTES, "request": _BYTES}, config=frozenset({"rows"}), kind=REQUEST),
+            expect=ReplySpec(
+                arrays={"setup": _BYTES, "response": _BYTES, "request": _BYTES},
+                config=frozenset({"rows"}),
+                kind=REQUEST,
+            ),
         )
         second = {}
         for c, reply in sorted(first.items()):

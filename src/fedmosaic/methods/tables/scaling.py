@@ -51,7 +51,9 @@ class Scaling:
         """The scaling :meth:`to_config` wrote, None when absent."""
         if "scaling-mean" not in config:
             return None
-        return cls(np.asarray(config["scaling-mean"], dtype=np.float64), np.asarray(config["scaling-std"], dtype=np.float64))
+        return cls(
+            np.asarray(config["scaling-mean"], dtype=np.float64), np.asarray(config["scaling-std"], dtype=np.float64)
+        )
 
 
 def moments(x: np.ndarray) -> dict[str, np.ndarray]:

@@ -78,7 +78,9 @@ class Local:
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
         return mlp(params.embedding, params.hidden, num_classes, params.layers)
 
-    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+    def loss(
+        self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
+    ) -> Tensor:
         return F.cross_entropy(head(embeddings[:, 0]), y)
 
     def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
@@ -119,7 +121,9 @@ class Concatenation:
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
         return mlp(num_parties * params.embedding, params.hidden, num_classes, params.layers)
 
-    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+    def loss(
+        self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
+    ) -> Tensor:
         kept = torch.rand(present.shape, generator=generator) >= self.dropout
         kept[:, 0] = True
         return F.cross_entropy(head((embeddings * kept[..., None]).flatten(1)), y)
@@ -159,9 +163,13 @@ class LaserVFL:
         return split.labeled
 
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
-        return nn.ModuleList([mlp(params.embedding, params.hidden, num_classes, params.layers) for _ in range(num_parties)])
+        return nn.ModuleList(
+            [mlp(params.embedding, params.hidden, num_classes, params.layers) for _ in range(num_parties)]
+        )
 
-    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+    def loss(
+        self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
+    ) -> Tensor:
         assert isinstance(head, nn.ModuleList)
         sizes = present.sum(1)
         total = embeddings.new_zeros(())
@@ -218,7 +226,9 @@ def laser_weight(observed: Tensor, size: int) -> Tensor:
     return torch.tensor([math.comb(int(o) - 1, size - 1) / size for o in observed], dtype=torch.float32)
 
 
-def sample_subsets(present: Tensor, party: int, size: int, generator: torch.Generator, *, shared: bool = False) -> Tensor:
+def sample_subsets(
+    present: Tensor, party: int, size: int, generator: torch.Generator, *, shared: bool = False
+) -> Tensor:
     """For each row, a uniform subset of its present parties of ``size`` that contains ``party``.
 
     The subset is ``party`` and the ``size - 1`` other present parties with

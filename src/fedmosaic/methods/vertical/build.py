@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch import nn
 
@@ -13,7 +13,13 @@ from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
 from fedmosaic.methods.vertical.fedhssl import FedHSSLServer
 from fedmosaic.methods.vertical.fedhssl_client import FedHSSLClient
 from fedmosaic.methods.vertical.networks import PartyModel
-from fedmosaic.methods.vertical.params import FalseVFLParams, FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.params import (
+    FalseVFLParams,
+    FedHSSLParams,
+    LaserVFLParams,
+    PlugVFLParams,
+    SplitVFLParams,
+)
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.split_server import Baseline, SplitServer, encoder
 from fedmosaic.methods.vertical.task import VerticalTask

@@ -58,10 +58,18 @@ from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import FalseVFLParams
+from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.selection import Selection
 from fedmosaic.methods.vertical.task import VerticalTask
-from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
-from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
+from fedmosaic.methods.vertical.tensors import (
+    evaluation_config,
+    evaluation_from_config,
+    gradient,
+    heard,
+    leaf,
+    spread,
+    tensor,
+)
 from fedmosaic.models.export import ModelExport
 
 
@@ -79,7 +87,9 @@ class ActiveModel(nn.Module):
         """Every parameter but the classifier's (frozen in stage 2)."""
         return [p for name, p in self.named_parameters() if not name.startswith("classifier.")]
 
-    def log_weights(self, h: Tensor, q_mean: Tensor, q_logvar: Tensor, loglik: Tensor, generator: torch.Generator) -> Tensor:
+    def log_weights(
+        self, h: Tensor, q_mean: Tensor, q_logvar: Tensor, loglik: Tensor, generator: torch.Generator
+    ) -> Tensor:
         """``log p(z) p(h | z) p(x_obs | h) - log q(h | x_obs) q(z | h)`` per sample ``(kappa, n)``.
 
         ``z`` is drawn from ``q(z | h)`` with ``generator``; ``loglik`` sums the parties' terms.
@@ -150,7 +160,9 @@ class FalseVFLServer(ServerLogic):
             self._trained_round = ctx.round
             if validation is not None:
                 generator = torch.Generator().manual_seed(derive_seed(self._seed, "predict", VALIDATION))
-                metrics["validation_accuracy"], _ = self._predict(ctx, VALIDATION, validation, self._model.classifier, generator)
+                metrics["validation_accuracy"], _ = self._predict(
+                    ctx, VALIDATION, validation, self._model.classifier, generator
+                )
                 if self._selection.offer(ctx.round, metrics["validation_accuracy"]):
                     self._best_classifier = model_to_arrays(self._model.classifier)
         if self._task.evaluates(ctx.round):
@@ -162,7 +174,9 @@ class FalseVFLServer(ServerLogic):
 
     def artifacts(self) -> dict[str, Any]:
         validation = self._task.data.validation
-        record = self._selection.record(0 if validation is None else len(validation), sum(self._steps.values()), self._trained_round)
+        record = self._selection.record(
+            0 if validation is None else len(validation), sum(self._steps.values()), self._trained_round
+        )
         return {
             "stage1_rounds": self._params.stage1_rounds,
             "fusion": self._params.fusion,
@@ -240,14 +254,14 @@ class FalseVFLServer(ServerLogic):
         present = torch.from_numpy(split.present[rows])
         replies = ctx.exchange(
             {
-                c: Message(arrays={"rows": rows, **gradients.get(c, {})}, config={"action": "posterior", "split": "train"})
+                c: Message(
+                    arrays={"rows": rows, **gradients.get(c, {})}, config={"action": "posterior", "split": "train"}
+                )
                 for c in ctx.clients
             },
             expect=self._posterior_specs(ctx, present, "train"),
         )
-        remote = {
-            c: (leaf(reply.arrays["mean"]), leaf(reply.arrays["logvar"])) for c, reply in replies.items()
-        }
+        remote = {c: (leaf(reply.arrays["mean"]), leaf(reply.arrays["logvar"])) for c, reply in replies.items()}
         local = self._local_posteriors(split, rows, present, remote)
         kappa = self._params.kappa
         masks = [local.heard]
@@ -354,7 +368,10 @@ class FalseVFLServer(ServerLogic):
     def _posterior(self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray) -> Posteriors:
         present = torch.from_numpy(split.present[rows])
         replies = ctx.exchange(
-            {c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": name}, kind="evaluate") for c in ctx.clients},
+            {
+                c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": name}, kind="evaluate")
+                for c in ctx.clients
+            },
             expect=self._posterior_specs(ctx, present, "evaluate"),
         )
         remote = {c: (tensor(r.arrays["mean"]), tensor(r.arrays["logvar"])) for c, r in replies.items()}
@@ -446,7 +463,8 @@ class FalseVFLServer(ServerLogic):
     ) -> dict[int, ReplySpec]:
         """Each party's log-likelihood reply: one per sample of ``h`` and row sent."""
         return {
-            c: loglik_spec(h.shape[0], len(loglik_rows[c]), self._params.latent, kind, jacobian=jacobian) for c in ctx.clients
+            c: loglik_spec(h.shape[0], len(loglik_rows[c]), self._params.latent, kind, jacobian=jacobian)
+            for c in ctx.clients
         }
 
     def _loglik_rows(self, scope: Tensor) -> dict[int, np.ndarray]:

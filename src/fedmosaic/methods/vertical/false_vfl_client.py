@@ -57,6 +57,8 @@ class FalseVFLClient(PartyClient):
         x, present = self.features("train", rows)
         mean, logvar = model.encoder(x[present])
         loglik = model.log_likelihood(x, present, torch.from_numpy(self.pending(state, "h")))
-        grads = {name: torch.from_numpy(np.array(message.arrays[f"grad.{name}"])) for name in ("mean", "logvar", "loglik")}
+        grads = {
+            name: torch.from_numpy(np.array(message.arrays[f"grad.{name}"])) for name in ("mean", "logvar", "loglik")
+        }
         surrogate = (mean * grads["mean"]).sum() + (logvar * grads["logvar"]).sum() + (loglik * grads["loglik"]).sum()
         self.step(state, model, optimizer, surrogate)

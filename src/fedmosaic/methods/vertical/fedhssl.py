@@ -102,7 +102,10 @@ class FedHSSLServer(ServerLogic):
         return self._finetune.evaluate(rnd) if rnd > self._params.pretrain_rounds else {}
 
     def artifacts(self) -> dict[str, Any]:
-        return self._finetune.artifacts() | {"pretrain_rounds": self._params.pretrain_rounds, "aligned_rows": len(self._aligned)}
+        return self._finetune.artifacts() | {
+            "pretrain_rounds": self._params.pretrain_rounds,
+            "aligned_rows": len(self._aligned),
+        }
 
     def exported_model(self) -> ModelExport:
         """The fine-tuned model, exported as Vanilla VFL's (the pre-training networks above the encoders are not part of it)."""
@@ -161,7 +164,11 @@ class FedHSSLServer(ServerLogic):
         targets = torch.zeros(len(aligned), parties, width)
         gradients: dict[int, dict[str, np.ndarray]] = {}
         order = np.random.default_rng(derive_seed(self._seed, ctx.round, "aligned")).permutation(len(aligned))
-        batches = [np.sort(b) for b in np.array_split(order, batch_count(len(order), self._params.batch_size))] if len(order) > 1 else []
+        batches = (
+            [np.sort(b) for b in np.array_split(order, batch_count(len(order), self._params.batch_size))]
+            if len(order) > 1
+            else []
+        )
         total = 0.0
         for positions in batches:
             rows = aligned[positions]
@@ -207,4 +214,3 @@ class FedHSSLServer(ServerLogic):
                 config={k[len(FINETUNE) :]: v for k, v in state.config.items() if k.startswith(FINETUNE)},
             )
         )
-

@@ -22,7 +22,7 @@ networks.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -30,8 +30,8 @@ import torch
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_seed
 from fedmosaic.methods.arrays import load_arrays
-from fedmosaic.methods.vertical.params import FedHSSLParams
 from fedmosaic.methods.vertical.optimizer_state import OPTIMIZER_PREFIX
+from fedmosaic.methods.vertical.params import FedHSSLParams
 from fedmosaic.methods.vertical.simsiam import SimSiamParty, local_epoch, spread_targets, top_layers
 from fedmosaic.methods.vertical.split_client import SplitClient
 
@@ -54,7 +54,9 @@ class FedHSSLClient(SplitClient):
 
     def __init__(self, party: int, splits: Mapping[str, VerticalSplit], params: FedHSSLParams) -> None:
         width = splits["train"].blocks[party].shape[1]
-        super().__init__(party, splits, lambda: SimSiamParty(width, params.hidden, params.embedding, params.layers), params.lr)
+        super().__init__(
+            party, splits, lambda: SimSiamParty(width, params.hidden, params.embedding, params.layers), params.lr
+        )
         self._params = params
 
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
@@ -69,13 +71,20 @@ class FedHSSLClient(SplitClient):
         if "grad.prediction" in message.arrays:
             x, _ = self.features("train", self.pending(state, "rows"))
             _, prediction = model.views(x)
-            self.step(state, model, optimizer, (prediction * torch.from_numpy(np.array(message.arrays["grad.prediction"]))).sum())
+            self.step(
+                state,
+                model,
+                optimizer,
+                (prediction * torch.from_numpy(np.array(message.arrays["grad.prediction"]))).sum(),
+            )
         if action == "cross":
             rows = message.arrays["rows"]
             self.remember(state, rows=rows)
             with torch.no_grad():
                 projection, prediction = model.views(self.features("train", rows)[0])
-            return Message(arrays={"projection": projection.numpy(), "prediction": prediction.numpy()}, kind=message.kind)
+            return Message(
+                arrays={"projection": projection.numpy(), "prediction": prediction.numpy()}, kind=message.kind
+            )
         if action == "average":
             load_arrays(model, dict(message.arrays), strict=False)
             self.save(state, model, optimizer)
@@ -88,7 +97,12 @@ class FedHSSLClient(SplitClient):
         return None if part is None else {k[len(ENCODER) :]: v for k, v in part.items() if k.startswith(ENCODER)}
 
     def _local(
-        self, message: Message, state: ClientState, context: ClientContext, model: SimSiamParty, optimizer: torch.optim.Optimizer
+        self,
+        message: Message,
+        state: ClientState,
+        context: ClientContext,
+        model: SimSiamParty,
+        optimizer: torch.optim.Optimizer,
     ) -> Message:
         held = self.held_rows("train")
         aligned = np.array(message.arrays["aligned"])

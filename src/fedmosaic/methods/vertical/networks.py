@@ -106,7 +106,9 @@ class PartyModel(nn.Module):
         Variant II: a logistic model ``p_psi(m = missing | x)`` of the party's own block.
     """
 
-    def __init__(self, features: int, hidden: int, latent: int, likelihood: Likelihood, mask_model: bool = False) -> None:
+    def __init__(
+        self, features: int, hidden: int, latent: int, likelihood: Likelihood, mask_model: bool = False
+    ) -> None:
         super().__init__()
         self.encoder = GaussianEncoder(features, hidden, latent)
         self.decoder = FeatureDecoder(latent, hidden, features, likelihood)

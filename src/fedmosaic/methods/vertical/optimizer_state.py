@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -28,7 +28,9 @@ def optimizer_to_arrays(optimizer: torch.optim.Optimizer, prefix: str = OPTIMIZE
     }
 
 
-def load_optimizer_arrays(optimizer: torch.optim.Optimizer, arrays: Mapping[str, np.ndarray], prefix: str = OPTIMIZER_PREFIX) -> None:
+def load_optimizer_arrays(
+    optimizer: torch.optim.Optimizer, arrays: Mapping[str, np.ndarray], prefix: str = OPTIMIZER_PREFIX
+) -> None:
     """Restore the state written by :func:`optimizer_to_arrays` (no entry: a fresh optimizer)."""
     state: dict[int, dict[str, torch.Tensor]] = {}
     for key, value in arrays.items():

@@ -10,7 +10,7 @@ int64 positions; features never leave the party.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
@@ -40,7 +40,9 @@ class PartyClient(ClientLogic):
         Adam learning rate.
     """
 
-    def __init__(self, party: int, splits: Mapping[str, VerticalSplit], build: Callable[[], nn.Module], lr: float) -> None:
+    def __init__(
+        self, party: int, splits: Mapping[str, VerticalSplit], build: Callable[[], nn.Module], lr: float
+    ) -> None:
         self.party = party
         self._splits = {
             name: (torch.from_numpy(np.nan_to_num(split.blocks[party])), torch.from_numpy(split.present[:, party]))

@@ -9,7 +9,7 @@ FALSE-VFL's log-variances stand for positive finite variances.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

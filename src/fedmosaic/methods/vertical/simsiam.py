@@ -9,7 +9,7 @@ at every party and is what FedHSSL averages (:func:`top_layers`).
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -64,9 +64,15 @@ class SimSiamParty(nn.Module):
         super().__init__()
         self.encoder = mlp(features, hidden, embedding, layers)
         self.projector = nn.Sequential(
-            nn.Linear(embedding, hidden), batch_norm(hidden), nn.ReLU(), nn.Linear(hidden, embedding), batch_norm(embedding, affine=False)
+            nn.Linear(embedding, hidden),
+            batch_norm(hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, embedding),
+            batch_norm(embedding, affine=False),
         )
-        self.predictor = nn.Sequential(nn.Linear(embedding, hidden), batch_norm(hidden), nn.ReLU(), nn.Linear(hidden, embedding))
+        self.predictor = nn.Sequential(
+            nn.Linear(embedding, hidden), batch_norm(hidden), nn.ReLU(), nn.Linear(hidden, embedding)
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         """The representation used by fine-tuning: the encoder's output."""
@@ -295,4 +301,3 @@ def local_epoch(
         optimizer.step()
         total += float(loss.detach()) * len(batch)
     return total / len(x)
-

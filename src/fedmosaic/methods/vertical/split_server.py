@@ -16,7 +16,8 @@ are the models the run exports, each party's encoder in its own part.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -29,10 +30,18 @@ from fedmosaic.methods.vertical.baselines import Votes, accuracy, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import SplitVFLParams
+from fedmosaic.methods.vertical.replies import acknowledgement_spec, embedding_spec
 from fedmosaic.methods.vertical.selection import Selection
 from fedmosaic.methods.vertical.task import VerticalTask
-from fedmosaic.methods.vertical.replies import acknowledgement_spec, embedding_spec
-from fedmosaic.methods.vertical.tensors import evaluation_config, evaluation_from_config, gradient, heard, leaf, spread, tensor
+from fedmosaic.methods.vertical.tensors import (
+    evaluation_config,
+    evaluation_from_config,
+    gradient,
+    heard,
+    leaf,
+    spread,
+    tensor,
+)
 from fedmosaic.models.export import ModelExport
 
 
@@ -50,7 +59,9 @@ class Baseline(Protocol):
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
         """The active party's head over the embeddings (widths and depth from ``params``)."""
 
-    def loss(self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator) -> Tensor:
+    def loss(
+        self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
+    ) -> Tensor:
         """Training loss of a batch; ``embeddings`` ``(n, K, e)`` hold zeros for absent parties."""
 
     def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
@@ -115,7 +126,9 @@ class SplitServer(ServerLogic):
                     self._keep(ctx)
         if self._task.evaluates(ctx.round):
             best = validation is not None
-            self._last_evaluation = self._task.test_accuracies(lambda name, split: self._evaluate(ctx, name, split, best=best))
+            self._last_evaluation = self._task.test_accuracies(
+                lambda name, split: self._evaluate(ctx, name, split, best=best)
+            )
         return metrics
 
     def evaluate(self, rnd: int) -> dict[str, float]:
@@ -167,7 +180,9 @@ class SplitServer(ServerLogic):
             remote = {c: leaf(e) for c, e in self._embed(ctx, "train", batch, present, gradients, train=True).items()}
             present = heard(present, remote)
             embeddings = self._embeddings(self._model, split, batch, present, remote)
-            loss = self._baseline.loss(self._model["head"], embeddings, present, torch.from_numpy(split.y[batch]), generator)
+            loss = self._baseline.loss(
+                self._model["head"], embeddings, present, torch.from_numpy(split.y[batch]), generator
+            )
             self._optimizer.zero_grad()
             loss.backward()
             self._optimizer.step()
@@ -190,7 +205,9 @@ class SplitServer(ServerLogic):
             model = self._build()
             load_arrays(model, self._best)
         with torch.no_grad():
-            remote = {c: tensor(e) for c, e in self._embed(ctx, name, rows, present, {}, train=False, best=best).items()}
+            remote = {
+                c: tensor(e) for c, e in self._embed(ctx, name, rows, present, {}, train=False, best=best).items()
+            }
             filled = heard(filled_at_test(self._baseline, present), remote)
             embeddings = self._embeddings(model, split, rows, filled, remote)
             votes = self._baseline.votes(model["head"], embeddings, heard(present, remote), self._majority)
@@ -226,10 +243,14 @@ class SplitServer(ServerLogic):
         """``(n, K, e)`` embeddings, zeros for parties absent from ``filled`` (or not taking part)."""
         x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
         own = model["encoder"](x[filled[:, 0]])
-        return stack_embeddings([own] + [remote.get(party - 1) for party in range(1, self._task.data.num_parties)], filled)
+        return stack_embeddings(
+            [own] + [remote.get(party - 1) for party in range(1, self._task.data.num_parties)], filled
+        )
 
     def state_dict(self) -> ClientState:
-        arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()} | optimizer_to_arrays(self._optimizer)
+        arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()} | optimizer_to_arrays(
+            self._optimizer
+        )
         arrays |= {f"best.{k}": v for k, v in self._best.items()}
         config: dict[str, Any] = {"seed": self._seed, "steps": self._steps, "trained_round": self._trained_round}
         config |= evaluation_config(self._last_evaluation) | self._selection.config()
@@ -251,7 +272,9 @@ def encoder(width: int, params: SplitVFLParams) -> nn.Sequential:
     return mlp(width, params.hidden, params.embedding, params.layers)
 
 
-def active_model(width: int, num_parties: int, num_classes: int, params: SplitVFLParams, baseline: Baseline) -> nn.ModuleDict:
+def active_model(
+    width: int, num_parties: int, num_classes: int, params: SplitVFLParams, baseline: Baseline
+) -> nn.ModuleDict:
     """The active party's networks: its ``encoder`` and the baseline's ``head``."""
     return nn.ModuleDict({"encoder": encoder(width, params), "head": baseline.head(num_parties, params, num_classes)})
 
