@@ -37,7 +37,7 @@ from torch import nn
 
 from fedmosaic.data._choices import unknown_choice
 from fedmosaic.errors import ConfigError, FedmosaicError
-from fedmosaic.federation.seeding import derive_rng, derive_seed
+from fedmosaic.seeding import derive_rng, derive_seed
 from fedmosaic.threads import torch_threads
 
 with warnings.catch_warnings():

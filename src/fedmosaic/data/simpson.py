@@ -80,7 +80,7 @@ from matplotlib.figure import Figure
 from fedmosaic.data._choices import unknown_choice
 from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
 from fedmosaic.errors import ConfigError, FedmosaicError
-from fedmosaic.federation.seeding import derive_rng
+from fedmosaic.seeding import derive_rng
 
 DIGITS: tuple[int, int] = (1, 7)
 """The MNIST digits of labels 0 and 1."""

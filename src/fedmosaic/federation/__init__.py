@@ -13,9 +13,9 @@ from fedmosaic.federation.logic import ClientContext, ClientLogic, ServerLogic
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.round import QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
-from fedmosaic.federation.seeding import derive_rng, derive_seed
 from fedmosaic.federation.state import ClientState
 from fedmosaic.federation.validation import ArraySpec, ReplyLimits, ReplySpec, check_reply, label_means_check
+from fedmosaic.seeding import derive_rng, derive_seed
 
 __all__ = [
     "ATTACKS",

@@ -38,8 +38,8 @@ from pydantic import BaseModel, ConfigDict, PositiveInt
 from torch import Tensor, nn
 
 from fedmosaic.errors import FedmosaicError
-from fedmosaic.federation.seeding import derive_seed
 from fedmosaic.methods.arrays import seeded
+from fedmosaic.seeding import derive_seed
 
 # --------------------------------------------------------------------------- graph
 
