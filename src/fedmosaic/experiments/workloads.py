@@ -41,7 +41,7 @@ from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
 from fedmosaic.methods.probes import ColourSwapProbe, Probe
-from fedmosaic.methods.registry import HorizontalTask
+from fedmosaic.methods.task import HorizontalTask
 
 FEW_ADDITIONAL_SUBSETS = ("asia", "hailfinder")
 """Networks whose additional concepts appear in 1 extra subgraph; the others use 3."""
