@@ -16,6 +16,9 @@ import numpy as np
 
 from fedmosaic.errors import FedmosaicError
 
+Edge = tuple[str, str]
+"""A directed edge ``(parent, child)`` between two named concepts."""
+
 TIE_ATOL = 1e-9
 """Scores, margins and belief sums closer than this count as equal."""
 
