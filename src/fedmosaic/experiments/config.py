@@ -20,9 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.capabilities import check_supported
 from fedmosaic.experiments.validation import validate
 from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.registry import METHODS, MethodParams, get_method
+from fedmosaic.methods.registry import MethodParams, get_method
 from fedmosaic.methods.training import TrainParams
 
 VERTICAL_DATASETS = ("digits", "fashion-mnist", "isolet", "mnist")
@@ -593,12 +594,7 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
                 f"'{run.method}' is a {method.kind} method; {given} gives a {config.task_kind} task",
             )
         method_params(config, index)
-        if config.train.dp_noise_multiplier > 0 and not method.dp_sgd:
-            raise ConfigError(
-                "train.dp_noise_multiplier",
-                f"local DP-SGD needs a loss of per-example terms; '{run.method}' has none "
-                f"(DP-SGD methods: {', '.join(sorted(m.name for m in METHODS.values() if m.dp_sgd))})",
-            )
+        check_supported(config, index, method)
     if config.vertical is not None:
         _check_vertical(config)
     if config.task_kind == "vertical":

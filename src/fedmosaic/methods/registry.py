@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import Field
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.errors import ConfigError
-from fedmosaic.methods.base import Built, Method, MethodParams
+from fedmosaic.methods.base import Built, Capabilities, Method, MethodParams
 from fedmosaic.methods.concepts.client import FCMClient
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
@@ -95,18 +95,29 @@ class HorizontalTask:
         return Classifier(self.model, tuple(self.test.x.shape[1:]), self.test.num_classes)
 
 
-def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:
+def _build_fedavg(task: HorizontalTask, params: FedAvgParams) -> Built:
+    return _build_proximal(task, mu=0.0)
+
+
+def _build_fedprox(task: HorizontalTask, params: FedProxParams) -> Built:
+    return _build_proximal(task, mu=params.mu)
+
+
+def _build_proximal(task: HorizontalTask, *, mu: float) -> Built:
     factory = task.model_factory()
-    mu = params.mu if isinstance(params, FedProxParams) else 0.0
     server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)
     return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)
 
 
-def _build_fcm(task: ConceptTask, params: MethodParams) -> Built:
-    assert isinstance(params, FCMParams)
+def _build_fcm(task: ConceptTask, params: FCMParams) -> Built:
     server = FCMServer(task, params)
     return server, lambda client: FCMClient(task.clients[client], params, task.train, task.cardinalities)
 
+
+MODEL_UPDATES = Capabilities(client_dp=True, robust_aggregation=True, update_attacks=True)
+"""Clients train the global model and upload it, and nothing else: every runtime feature but DP-SGD applies."""
+MODEL_AND_MEANS = Capabilities(robust_aggregation=True, update_attacks=True)
+"""The model is aggregated by the rule, but means of the clients' data are shared without noise (no client-level DP)."""
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -117,14 +128,15 @@ METHODS: dict[str, Method] = {
             "classification",
             FedAvgParams,
             _build_fedavg,
-            dp_sgd=True,
+            replace(MODEL_UPDATES, dp_sgd=True),
         ),
         Method(
             "fedprox",
             "FedProx: FedAvg with a proximal term mu",
             "classification",
             FedProxParams,
-            _build_fedavg,
+            _build_fedprox,
+            MODEL_UPDATES,
         ),
         Method(
             "fedavg-decoder-matched",
@@ -132,6 +144,7 @@ METHODS: dict[str, Method] = {
             "classification",
             DecoderMatchedParams,
             build_decoder_matched,
+            MODEL_UPDATES,
         ),
         Method(
             "scaffold",
@@ -139,6 +152,7 @@ METHODS: dict[str, Method] = {
             "classification",
             ScaffoldParams,
             build_scaffold,
+            Capabilities(update_attacks=True),  # the control variates bypass the rule and the noise
         ),
         Method(
             "fedcfa",
@@ -146,6 +160,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedCFAParams,
             build_fedcfa,
+            MODEL_AND_MEANS,
         ),
         Method(
             "fedmix",
@@ -153,6 +168,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedMixParams,
             build_fedmix,
+            MODEL_AND_MEANS,
         ),
         Method(
             "naivemix",
@@ -160,7 +176,7 @@ METHODS: dict[str, Method] = {
             "classification",
             NaiveMixParams,
             build_fedmix,
-            dp_sgd=True,
+            replace(MODEL_AND_MEANS, dp_sgd=True),
         ),
         Method(
             "fcm",
@@ -168,7 +184,7 @@ METHODS: dict[str, Method] = {
             "concepts",
             FCMParams,
             _build_fcm,
-            dp_sgd=True,
+            replace(MODEL_UPDATES, dp_sgd=True, graph_attacks=True),
         ),
         Method(
             "false-vfl",
