@@ -13,6 +13,8 @@ from fedmosaic.experiments.config import load_config
 from fedmosaic.methods.base import Capabilities, Method
 from fedmosaic.methods.registry import METHODS
 
+from ..methods.tiny_tasks import minimal_source
+
 ASKING: dict[str, tuple[str, dict[str, Any]]] = {
     "dp_sgd": ("train.dp_noise_multiplier", {"train": {"dp_noise_multiplier": 1.0}}),
     "client_dp": ("privacy.noise_multiplier", {"privacy": {"noise_multiplier": 1.0}}),
@@ -21,16 +23,10 @@ ASKING: dict[str, tuple[str, dict[str, Any]]] = {
     "graph_attacks": ("attack.kind", {"attack": {"fraction": 0.3, "kind": "random-graph"}}),
 }
 """For each capability: the field that asks for it, and sections that ask."""
-DATA: dict[str, dict[str, Any]] = {
-    "classification": {"data": {"dataset": "digits"}},
-    "concepts": {"data": {"dataset": "bnlearn", "network": "asia"}},
-    "vertical": {"data": {"dataset": "digits"}, "vertical": {}},
-}
-"""The least a configuration of each kind of task needs."""
 
 
 def _source(method: Method, sections: dict[str, Any]) -> dict[str, Any]:
-    return {"name": "t", **DATA[method.kind], "runs": [{"name": "a", "method": method.name}], **sections}
+    return minimal_source(method, **sections)
 
 
 def test_every_capability_has_its_words_and_a_configuration_that_asks_for_it() -> None:
