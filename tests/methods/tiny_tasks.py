@@ -14,7 +14,7 @@ from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.methods.base import Method, MethodParams
 from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.registry import HorizontalTask
+from fedmosaic.methods.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.task import VerticalTask
 

@@ -9,14 +9,33 @@ epsilon reported for noise never added).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.sections import AggregationSection, AttackSection, PrivacySection, RunSection
 from fedmosaic.methods.base import Method
 from fedmosaic.methods.registry import METHODS
+from fedmosaic.methods.training import TrainParams
 
-if TYPE_CHECKING:  # the configuration schema imports this module
-    from fedmosaic.experiments.config import ExperimentConfig, RunSection
+
+class Experiment(Protocol):
+    """What the check reads of an experiment (an :class:`~fedmosaic.experiments.config.ExperimentConfig`)."""
+
+    @property
+    def train(self) -> TrainParams: ...
+
+    @property
+    def privacy(self) -> PrivacySection: ...
+
+    @property
+    def aggregation(self) -> AggregationSection: ...
+
+    @property
+    def attack(self) -> AttackSection: ...
+
+    @property
+    def runs(self) -> list[RunSection]: ...
+
 
 FEATURES: dict[str, tuple[str, str]] = {
     "dp_sgd": ("local DP-SGD", "it needs a loss of per-example terms"),
@@ -31,7 +50,7 @@ UPDATE_ATTACKS = ("sign-flip", "scale")
 GRAPH_ATTACKS = ("reversed-graph", "random-graph")
 
 
-def requested(config: ExperimentConfig, run: RunSection) -> list[tuple[str, str]]:
+def requested(config: Experiment, run: RunSection) -> list[tuple[str, str]]:
     """The features ``run`` asks its method for: ``(field, capability)`` pairs, in the order of the sections.
 
     ``[aggregation]``, ``[privacy]`` and ``[attack]`` act on federated runs
@@ -64,7 +83,7 @@ def requested(config: ExperimentConfig, run: RunSection) -> list[tuple[str, str]
     return asked
 
 
-def check_supported(config: ExperimentConfig, index: int, method: Method) -> None:
+def check_supported(config: Experiment, index: int, method: Method) -> None:
     """Refuse run ``index`` if it asks ``method`` for a feature the method does not honour.
 
     Raises

@@ -62,7 +62,7 @@ from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.training import LossFn, TrainParams
 
 if TYPE_CHECKING:
-    from fedmosaic.methods.registry import HorizontalTask
+    from fedmosaic.methods.task import HorizontalTask
 
 Variant = Literal["fedmix", "naivemix"]
 

@@ -48,7 +48,7 @@ from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.training import TrainParams
 
 if TYPE_CHECKING:  # the registry imports this module
-    from fedmosaic.methods.registry import HorizontalTask
+    from fedmosaic.methods.task import HorizontalTask
 
 CONTROL = "control/"
 """Prefix of the server control variate ``c`` in messages and in the server state."""
@@ -213,7 +213,7 @@ def build_scaffold(task: HorizontalTask, params: ScaffoldParams) -> Built:
     --------
     >>> import numpy as np
     >>> from fedmosaic.methods.models import ModelParams
-    >>> from fedmosaic.methods.registry import HorizontalTask
+    >>> from fedmosaic.methods.task import HorizontalTask
     >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
     >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())
     >>> server, clients = build_scaffold(task, ScaffoldParams())
