@@ -2,7 +2,7 @@
 
 The checks are parametrised from :data:`~fedmosaic.methods.registry.METHODS`
 itself, so a new method is covered without editing this file. Each method is
-built on a tiny task of its kind (``tests/methods/tiny_tasks.py``) with its
+built on every tiny task of its kind (``tests/methods/tiny_tasks.py``) with its
 default parameters, made small where it shares a name with
 :data:`tiny_tasks.SMALL`, and
 
@@ -50,10 +50,13 @@ from fedmosaic.methods.registry import METHODS, FedAvgParams
 from fedmosaic.methods.task import HorizontalTask
 
 from .state_equality import assert_same
-from .tiny_tasks import minimal_source, tiny_params, tiny_task
+from .tiny_tasks import VARIANTS, minimal_source, tiny_params, tiny_task
 
 ROUNDS = 3
 SEED = 7
+CASES = [(name, variant) for name, method in METHODS.items() for variant in VARIANTS[method.kind]]
+"""Every registered method on every tiny task of its kind."""
+IDS = [name if len(VARIANTS[METHODS[name].kind]) == 1 else f"{name}-{variant}" for name, variant in CASES]
 NAMES = list(METHODS)
 
 
@@ -114,6 +117,7 @@ def _with_first_float(reply: Message, value: float) -> Message:
 
 def _run(
     method: Method,
+    variant: str,
     rounds: int = ROUNDS,
     *,
     checkpoint: Path | None = None,
@@ -121,13 +125,13 @@ def _run(
     wrap: Callable[[InProcessGrid], Grid] | None = None,
     interrupt_at: int | None = None,
 ) -> Run:
-    """Build ``method`` afresh on its tiny task and run it in process.
+    """Build ``method`` afresh on the tiny task ``variant`` and run it in process.
 
     With ``interrupt_at``, the run is killed at the end of that round's work,
     before the round is recorded and checkpointed (its clients have already
     handled its messages).
     """
-    task, clients = tiny_task(method.kind, ROUNDS)
+    task, clients = tiny_task(variant, ROUNDS)
     server, factory = method.build(task, tiny_params(method))
     if interrupt_at is not None:
         server.run_round = _interrupting(server.run_round, interrupt_at)  # type: ignore[method-assign]
@@ -151,29 +155,29 @@ def _interrupting(run_round: Callable[[RoundContext], dict[str, float]], at: int
 
 
 @functools.cache
-def _uninterrupted(name: str) -> Run:
+def _uninterrupted(name: str, variant: str) -> Run:
     """The uninterrupted run of method ``name`` (shared by the checks; never modified)."""
-    return _run(METHODS[name])
+    return _run(METHODS[name], variant)
 
 
 def _comparable(history: list[RoundRecord]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.to_dict().items() if k != "wall_time_s"} for r in history]
 
 
-def assert_resumes_exactly(method: Method, checkpoint: Path, expected: Run) -> None:
+def assert_resumes_exactly(method: Method, variant: str, checkpoint: Path, expected: Run) -> None:
     """Kill ``method`` at the end of round 2, resume it, and compare everything with ``expected``."""
     with pytest.raises(Interrupted):
-        _run(method, checkpoint=checkpoint, interrupt_at=2)
-    resumed = _run(method, checkpoint=checkpoint, resume=True)
+        _run(method, variant, checkpoint=checkpoint, interrupt_at=2)
+    resumed = _run(method, variant, checkpoint=checkpoint, resume=True)
     assert _comparable(resumed.history) == _comparable(expected.history)
     assert_same(resumed.server, expected.server)
     assert_same(resumed.grid.client_states(), expected.grid.client_states(), "client_states")
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_it_builds_and_runs_rounds_in_process(name: str) -> None:
+@pytest.mark.parametrize(("name", "variant"), CASES, ids=IDS)
+def test_it_builds_and_runs_rounds_in_process(name: str, variant: str) -> None:
     # Execute
-    run = _uninterrupted(name)
+    run = _uninterrupted(name, variant)
 
     # Assert: every round ran, nothing rejected, evaluated, with finite metrics
     assert [r.status for r in run.history] == ["ok"] * ROUNDS
@@ -182,13 +186,13 @@ def test_it_builds_and_runs_rounds_in_process(name: str) -> None:
     assert 0.0 <= run.history[-1].metrics["accuracy"] <= 1.0
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_an_interrupted_run_resumes_exactly_like_an_uninterrupted_one(name: str, tmp_path: Path) -> None:
-    assert_resumes_exactly(METHODS[name], tmp_path / "checkpoint.npz", _uninterrupted(name))
+@pytest.mark.parametrize(("name", "variant"), CASES, ids=IDS)
+def test_an_interrupted_run_resumes_exactly_like_an_uninterrupted_one(name: str, variant: str, tmp_path: Path) -> None:
+    assert_resumes_exactly(METHODS[name], variant, tmp_path / "checkpoint.npz", _uninterrupted(name, variant))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_malformed_replies_are_dropped_with_their_reason_never_crashing(name: str) -> None:
+@pytest.mark.parametrize(("name", "variant"), CASES, ids=IDS)
+def test_malformed_replies_are_dropped_with_their_reason_never_crashing(name: str, variant: str) -> None:
     # Prepare
     grids: list[CorruptingGrid] = []
 
@@ -197,7 +201,7 @@ def test_malformed_replies_are_dropped_with_their_reason_never_crashing(name: st
         return grids[0]
 
     # Execute
-    run = _run(METHODS[name], wrap=corrupting)
+    run = _run(METHODS[name], variant, wrap=corrupting)
 
     # Assert: the run goes on; each round with a corrupted reply of client 0 records its rejection, on one line
     assert len(run.history) == ROUNDS
@@ -243,7 +247,7 @@ class ForeignParams(MethodParams):
 def test_it_refuses_to_be_built_from_another_methods_parameters(name: str) -> None:
     # Prepare
     method = METHODS[name]
-    task, _ = tiny_task(method.kind, ROUNDS)
+    task, _ = tiny_task(VARIANTS[method.kind][0], ROUNDS)
 
     # Execute
     with pytest.raises(ConfigError) as info:
@@ -253,18 +257,20 @@ def test_it_refuses_to_be_built_from_another_methods_parameters(name: str) -> No
     assert f"method '{name}' takes {method.params.__name__}" in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_its_server_and_client_states_survive_a_checkpoint_file_bit_for_bit(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "variant"), CASES, ids=IDS)
+def test_its_server_and_client_states_survive_a_checkpoint_file_bit_for_bit(
+    name: str, variant: str, tmp_path: Path
+) -> None:
     # Prepare
     method = METHODS[name]
-    run = _uninterrupted(name)
+    run = _uninterrupted(name, variant)
     server, clients = run.server.state_dict(), run.grid.client_states()
     path = tmp_path / "checkpoint.npz"
 
     # Execute: through the file, into a server built afresh
     save_checkpoint(Checkpoint(fingerprint="contract", server=server, clients=clients), path)
     loaded = load_checkpoint(path)
-    task, _ = tiny_task(method.kind, ROUNDS)
+    task, _ = tiny_task(variant, ROUNDS)
     fresh, _ = method.build(task, tiny_params(method))
     fresh.load_state_dict(loaded.server)
 
@@ -303,4 +309,4 @@ def test_the_resume_check_catches_a_field_forgotten_in_state_dict(tmp_path: Path
 
     # Execute / Assert
     with pytest.raises(AssertionError, match="rounds_seen"):
-        assert_resumes_exactly(method, tmp_path / "checkpoint.npz", _run(method))
+        assert_resumes_exactly(method, "horizontal", tmp_path / "checkpoint.npz", _run(method, "horizontal"))

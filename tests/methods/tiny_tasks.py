@@ -6,13 +6,14 @@ a few dozen rows, so that one round of any method takes a fraction of a second.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.methods.base import Method, MethodParams
-from fedmosaic.methods.concepts.task import ConceptTask
+from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
 from fedmosaic.methods.models import ModelParams
 from fedmosaic.methods.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
@@ -61,10 +62,25 @@ def tiny_params(method: Method) -> MethodParams:
     return method.params.model_validate({key: value for key, value in SMALL.items() if key in fields})
 
 
-def tiny_task(kind: str, rounds: int) -> tuple[Any, int]:
-    """A task of ``kind`` (``classification``, ``concepts`` or ``vertical``) for ``rounds`` rounds, and its clients."""
-    task = {"classification": _horizontal, "concepts": _concepts, "vertical": _vertical}[kind](rounds)
-    clients = task.data.num_parties - 1 if kind == "vertical" else len(task.clients)
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "classification": ("horizontal",),
+    "concepts": ("concepts", "concept-tables"),
+    "vertical": ("vertical",),
+}
+"""The tiny tasks of each kind. Sites' own tables give the same task types; concept tables add
+unlabeled cells (-1), which the data sampled from a network never has."""
+
+
+def tiny_task(variant: str, rounds: int) -> tuple[Any, int]:
+    """The task ``variant`` (one of :data:`VARIANTS`) for a federation of ``rounds`` rounds, and its clients."""
+    builders = {
+        "horizontal": _horizontal,
+        "concepts": _concepts,
+        "concept-tables": _concept_tables,
+        "vertical": _vertical,
+    }
+    task = builders[variant](rounds)
+    clients = task.data.num_parties - 1 if variant == "vertical" else len(task.clients)
     return task, clients
 
 
@@ -96,6 +112,19 @@ def _concepts(rounds: int) -> ConceptTask:
         train=TrainParams(optimizer="adam", lr=0.01, batch_size=32),
         rounds=rounds,
     )
+
+
+def _concept_tables(rounds: int) -> ConceptTask:
+    """The tiny concept world as sites' tables: a quarter of the training and validation cells left empty (-1)."""
+    task = _concepts(rounds)
+    rng = np.random.default_rng(5)
+
+    def emptied(data: LabeledConcepts) -> LabeledConcepts:
+        values = np.where(rng.random(data.values.shape) < 0.25, -1, data.values)
+        return LabeledConcepts(data.x, values, data.names)
+
+    clients = [ConceptClientData(emptied(c.train), emptied(c.val), c.confidence) for c in task.clients]
+    return replace(task, clients=clients)
 
 
 def _vertical(rounds: int) -> VerticalTask:
