@@ -45,8 +45,8 @@ from fedmosaic.federation import (
 )
 from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from fedmosaic.methods.base import Method, MethodParams
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
-from fedmosaic.methods.registry import METHODS, FedAvgParams
+from fedmosaic.methods.fedavg import FedAvgClient, FedAvgParams, FedAvgServer
+from fedmosaic.methods.registry import METHODS
 from fedmosaic.methods.task import HorizontalTask
 
 from .state_equality import assert_same

@@ -42,8 +42,9 @@ from fedmosaic.experiments.sections import (
     VerticalSection,
 )
 from fedmosaic.experiments.validation import validate
+from fedmosaic.methods.base import MethodParams
 from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.registry import MethodParams, get_method
+from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.training import TrainParams
 
 __all__ = [

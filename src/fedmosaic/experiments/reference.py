@@ -153,7 +153,7 @@ def parameter_docs(model: type[BaseModel]) -> dict[str, str]:
 
     Examples
     --------
-    >>> from fedmosaic.methods.registry import FedProxParams
+    >>> from fedmosaic.methods.fedavg import FedProxParams
     >>> parameter_docs(FedProxParams)["mu"][:30]
     'Weight of the proximal term `m'
     """

@@ -5,16 +5,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from pydantic import Field
-
 from fedmosaic.errors import ConfigError
-from fedmosaic.methods.base import Built, Capabilities, Method, MethodParams
-from fedmosaic.methods.concepts.client import FCMClient
+from fedmosaic.methods.base import Capabilities, Method, MethodParams
+from fedmosaic.methods.concepts.build import build_fcm
 from fedmosaic.methods.concepts.params import FCMParams
-from fedmosaic.methods.concepts.server import FCMServer
-from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.decoder_matched import DecoderMatchedParams, build_decoder_matched
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
+from fedmosaic.methods.fedavg import FedAvgParams, FedProxParams, build_fedavg, build_fedprox
 from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
@@ -35,41 +31,8 @@ from fedmosaic.methods.vertical.params import (
     SplitVFLParams,
 )
 
-
-class FedAvgParams(MethodParams):
-    """FedAvg takes no parameters beyond the shared training ones."""
-
-
-class FedProxParams(MethodParams):
-    """FedProx parameters.
-
-    Parameters
-    ----------
-    mu : float, default 0.01
-        Weight of the proximal term ``mu / 2 * ||w - w_global||^2`` (> 0).
-    """
-
-    mu: float = Field(default=0.01, gt=0)
-
-
-def _build_fedavg(task: HorizontalTask, params: FedAvgParams) -> Built:
-    return _build_proximal(task, mu=0.0)
-
-
-def _build_fedprox(task: HorizontalTask, params: FedProxParams) -> Built:
-    return _build_proximal(task, mu=params.mu)
-
-
-def _build_proximal(task: HorizontalTask, *, mu: float) -> Built:
-    factory = task.model_factory()
-    server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)
-    return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)
-
-
-def _build_fcm(task: ConceptTask, params: FCMParams) -> Built:
-    server = FCMServer(task, params)
-    return server, lambda client: FCMClient(task.clients[client], params, task.train, task.cardinalities)
-
+__all__ = ["METHODS", "FedAvgParams", "FedProxParams", "HorizontalTask", "Method", "MethodParams", "get_method"]
+"""Also importable from here, where they were defined before: the parameters, the task and the method types."""
 
 MODEL_UPDATES = Capabilities(client_dp=True, robust_aggregation=True, update_attacks=True)
 """Clients train the global model and upload it, and nothing else: every runtime feature but DP-SGD applies."""
@@ -84,7 +47,7 @@ METHODS: dict[str, Method] = {
             "FedAvg: example-weighted average of full models",
             "classification",
             FedAvgParams,
-            _build_fedavg,
+            build_fedavg,
             replace(MODEL_UPDATES, dp_sgd=True),
         ),
         Method(
@@ -92,7 +55,7 @@ METHODS: dict[str, Method] = {
             "FedProx: FedAvg with a proximal term mu",
             "classification",
             FedProxParams,
-            _build_fedprox,
+            build_fedprox,
             MODEL_UPDATES,
         ),
         Method(
@@ -140,7 +103,7 @@ METHODS: dict[str, Method] = {
             "F-CMs: concept-based models that grow with their clients (and static, reinit, full-model variants)",
             "concepts",
             FCMParams,
-            _build_fcm,
+            build_fcm,
             replace(MODEL_UPDATES, dp_sgd=True, graph_attacks=True),
         ),
         Method(
