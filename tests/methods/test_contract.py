@@ -14,17 +14,20 @@ default parameters, made small where it shares a name with
 - drops malformed replies with their reason, without crashing;
 - refuses bad parameters on one line naming the field;
 - saves its server and client states to a checkpoint file and restores them
-  bit for bit.
+  bit for bit;
+- is acted on by every runtime feature it declares (``Capabilities``): local
+  DP-SGD reports its epsilon, client-level DP its epsilon every round, a
+  robust rule is called every round, an attack alters its replies.
 
-Which runtime features each method honours is checked with the configuration
-(``tests/experiments/test_capabilities.py``).
+That the configuration refuses the features a method does not declare is
+checked in ``tests/experiments/test_capabilities.py``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,9 @@ from fedmosaic.federation import (
     ServerLogic,
 )
 from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from fedmosaic.federation.hostile import HostileGrid
+from fedmosaic.federation.privacy import GaussianMechanism, PrivacyBudget
+from fedmosaic.federation.robust import Aggregator, Median
 from fedmosaic.methods.base import Method, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgParams, FedAvgServer
 from fedmosaic.methods.registry import METHODS
@@ -56,7 +62,13 @@ ROUNDS = 3
 SEED = 7
 CASES = [(name, variant) for name, method in METHODS.items() for variant in VARIANTS[method.kind]]
 """Every registered method on every tiny task of its kind."""
-IDS = [name if len(VARIANTS[METHODS[name].kind]) == 1 else f"{name}-{variant}" for name, variant in CASES]
+
+
+def _case_id(name: str, variant: str) -> str:
+    return name if len(VARIANTS[METHODS[name].kind]) == 1 else f"{name}-{variant}"
+
+
+IDS = [_case_id(name, variant) for name, variant in CASES]
 NAMES = list(METHODS)
 
 
@@ -124,6 +136,9 @@ def _run(
     resume: bool = False,
     wrap: Callable[[InProcessGrid], Grid] | None = None,
     interrupt_at: int | None = None,
+    aggregator: Aggregator | None = None,
+    privacy: PrivacyBudget | None = None,
+    train: dict[str, Any] | None = None,
 ) -> Run:
     """Build ``method`` afresh on the tiny task ``variant`` and run it in process.
 
@@ -132,6 +147,8 @@ def _run(
     handled its messages).
     """
     task, clients = tiny_task(variant, ROUNDS)
+    if train is not None:
+        task = replace(task, train=task.train.model_copy(update=train))
     server, factory = method.build(task, tiny_params(method))
     if interrupt_at is not None:
         server.run_round = _interrupting(server.run_round, interrupt_at)  # type: ignore[method-assign]
@@ -139,7 +156,15 @@ def _run(
     schedule = Schedule(num_clients=clients)
     reaching = grid if wrap is None else wrap(grid)
     federation = Federation(
-        server, reaching, schedule, seed=SEED, rounds=rounds, checkpoint=checkpoint, fingerprint="contract"
+        server,
+        reaching,
+        schedule,
+        seed=SEED,
+        rounds=rounds,
+        checkpoint=checkpoint,
+        fingerprint="contract",
+        aggregator=aggregator,
+        privacy=privacy,
     )
     return Run(server, grid, federation.run(resume=resume))
 
@@ -278,6 +303,73 @@ def test_its_server_and_client_states_survive_a_checkpoint_file_bit_for_bit(
     assert_same(loaded.server, server, "server")
     assert_same(loaded.clients, clients, "clients")
     assert_same(fresh.state_dict(), server, "restored server")
+
+
+DECLARED = [(name, variant, capability) for name, variant in CASES for capability in METHODS[name].supports.names()]
+"""Every runtime feature a method declares, on each of its tiny tasks."""
+
+
+class CountingMedian(Median):
+    """The median, counting its calls."""
+
+    calls = 0
+
+    def aggregate(self, contributions, reference, rng):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return super().aggregate(contributions, reference, rng)
+
+
+class Spy(Grid):
+    """Passes messages to ``inner`` and keeps the replies of client 0 in order."""
+
+    def __init__(self, inner: Grid) -> None:
+        self.inner = inner
+        self.replies: list[Any] = []
+
+    def send_and_receive(self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]) -> dict[int, Any]:
+        replies = self.inner.send_and_receive(messages, rnd, failing)
+        self.replies += [replies[0]] if 0 in replies else []
+        return replies
+
+
+def _altered_by(method: Method, variant: str, attack: str) -> int:
+    """How many of client 0's replies ``attack`` alters when client 0 is hostile."""
+    spies: dict[str, Spy] = {}
+
+    def hostile(grid: InProcessGrid) -> Grid:
+        spies["honest"] = Spy(grid)
+        spies["sent"] = Spy(HostileGrid(spies["honest"], frozenset({0}), attack, SEED))
+        return spies["sent"]
+
+    _run(method, variant, wrap=hostile)
+    pairs = zip(spies["honest"].replies, spies["sent"].replies)
+    return sum(
+        a.arrays.keys() != b.arrays.keys() or any(not np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+        for a, b in pairs
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "variant", "capability"), DECLARED, ids=[f"{_case_id(n, v)}-{c}" for n, v, c in DECLARED]
+)
+def test_the_runtime_features_it_declares_act_on_its_runs(name: str, variant: str, capability: str) -> None:
+    method = METHODS[name]
+    if capability == "dp_sgd":
+        history = _run(method, variant, train={"dp_noise_multiplier": 1.0}).history
+        assert all(r.metrics["dp_sgd_epsilon_max"] > 0 for r in history)
+    elif capability == "client_dp":
+        history = _run(
+            method, variant, aggregator=GaussianMechanism(1.0, 0.5), privacy=PrivacyBudget(0.5, 1e-5)
+        ).history
+        epsilons = [r.metrics["dp_epsilon"] for r in history]
+        assert len(epsilons) == ROUNDS and epsilons == sorted(set(epsilons))
+    elif capability == "robust_aggregation":
+        rule = CountingMedian()
+        _run(method, variant, aggregator=rule)
+        assert rule.calls >= ROUNDS
+    else:
+        attack = {"update_attacks": "scale", "graph_attacks": "random-graph"}[capability]
+        assert _altered_by(method, variant, attack) > 0
 
 
 class ForgetfulServer(FedAvgServer):
