@@ -88,7 +88,7 @@ class Interrupted(Exception):
 CORRUPTIONS: tuple[tuple[str, Callable[[Message], Any]], ...] = (
     ("not a message", lambda reply: "garbage"),
     ("NaN", lambda reply: _with_first_float(reply, np.nan)),
-    ("wrong shape", lambda reply: _replaced(reply, {n: np.append(a, a.flat[:1]) for n, a in _first(reply)})),
+    ("wrong shape", lambda reply: _with_first_longer(reply)),
     ("unknown name", lambda reply: _replaced(reply, {"injected": np.zeros(2, np.float32)})),
 )
 """Replies a broken client sends instead of its own, one kind after the other."""
@@ -110,12 +110,17 @@ class CorruptingGrid(Grid):
         return replies
 
 
-def _first(reply: Message) -> list[tuple[str, np.ndarray]]:
-    return list(reply.arrays.items())[:1]
-
-
 def _replaced(reply: Message, arrays: dict[str, np.ndarray]) -> Message:
-    return Message(arrays={**reply.arrays, **arrays}, config=dict(reply.config), metrics=dict(reply.metrics))
+    return Message(
+        arrays={**reply.arrays, **arrays}, config=dict(reply.config), metrics=dict(reply.metrics), kind=reply.kind
+    )
+
+
+def _with_first_longer(reply: Message) -> Message:
+    if not reply.arrays:  # nothing to reshape: send a name the method never declared instead
+        return _replaced(reply, {"injected": np.zeros(2, np.float32)})
+    name, array = next(iter(reply.arrays.items()))
+    return _replaced(reply, {name: np.append(array, array.flat[:1])})
 
 
 def _with_first_float(reply: Message, value: float) -> Message:
@@ -130,7 +135,6 @@ def _with_first_float(reply: Message, value: float) -> Message:
 def _run(
     method: Method,
     variant: str,
-    rounds: int = ROUNDS,
     *,
     checkpoint: Path | None = None,
     resume: bool = False,
@@ -160,7 +164,7 @@ def _run(
         reaching,
         schedule,
         seed=SEED,
-        rounds=rounds,
+        rounds=ROUNDS,
         checkpoint=checkpoint,
         fingerprint="contract",
         aggregator=aggregator,
