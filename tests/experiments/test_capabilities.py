@@ -25,10 +25,6 @@ ASKING: dict[str, tuple[str, dict[str, Any]]] = {
 """For each capability: the field that asks for it, and sections that ask."""
 
 
-def _source(method: Method, sections: dict[str, Any]) -> dict[str, Any]:
-    return minimal_source(method, **sections)
-
-
 def test_every_capability_has_its_words_and_a_configuration_that_asks_for_it() -> None:
     names = [f.name for f in fields(Capabilities)]
     assert list(FEATURES) == names and list(ASKING) == names
@@ -39,7 +35,7 @@ def test_every_capability_has_its_words_and_a_configuration_that_asks_for_it() -
 def test_a_feature_is_accepted_exactly_for_the_methods_that_declare_it(method: Method, capability: str) -> None:
     # Prepare
     field, sections = ASKING[capability]
-    source = _source(method, sections)
+    source = minimal_source(method, **sections)
 
     # Execute / Assert
     if getattr(method.supports, capability):
@@ -53,7 +49,7 @@ def test_a_feature_is_accepted_exactly_for_the_methods_that_declare_it(method: M
 
 def test_a_vertical_experiment_with_client_level_privacy_is_refused_naming_the_field_and_the_method() -> None:
     # Prepare: nothing of FALSE-VFL passes through an aggregation, so no noise would ever be added
-    source = _source(METHODS["false-vfl"], {"privacy": {"target_epsilon": 4.0}})
+    source = minimal_source(METHODS["false-vfl"], privacy={"target_epsilon": 4.0})
 
     # Execute
     with pytest.raises(ConfigError) as info:
@@ -66,7 +62,7 @@ def test_a_vertical_experiment_with_client_level_privacy_is_refused_naming_the_f
 
 def test_the_features_of_aggregation_privacy_and_attack_do_not_reach_a_centralized_run() -> None:
     # Prepare: SCAFFOLD honours neither; the centralized baseline keeps the mean
-    source = _source(METHODS["scaffold"], {"aggregation": {"clip_norm": 1.0}})
+    source = minimal_source(METHODS["scaffold"], aggregation={"clip_norm": 1.0})
     source["runs"][0]["setting"] = "centralized"
 
     # Execute / Assert
