@@ -12,6 +12,7 @@ from typing import Any
 from fedmosaic import __version__
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.aggregation import build_aggregation
+from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
@@ -21,7 +22,7 @@ from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, su
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
-from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
+from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
 from fedmosaic.methods.registry import get_method

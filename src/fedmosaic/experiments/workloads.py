@@ -31,6 +31,7 @@ from fedmosaic.data.concept_clients import (
     learned_confidence,
     oracle_confidence,
 )
+from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.partition import partition
 from fedmosaic.data.simpson import sample_grid_png, simpson_mnist
 from fedmosaic.errors import ConfigError
@@ -41,7 +42,6 @@ from fedmosaic.experiments.table_vertical import prepare_vertical_tables
 from fedmosaic.experiments.table_workload import prepare_tables
 from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Schedule, derive_rng
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
 from fedmosaic.methods.probes import ColourSwapProbe
 

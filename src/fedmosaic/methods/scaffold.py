@@ -42,9 +42,10 @@ from torch import Tensor
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ArraySpec, ClientContext, ClientState, Message, ReplySpec, RoundContext
 from fedmosaic.methods.base import Built, MethodParams
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, Pretraining, training_metrics
+from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, training_metrics
 from fedmosaic.methods.gradients import GradientMap, gradient_hooks
 from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.task import Pretraining
 from fedmosaic.methods.training import TrainParams
 
 if TYPE_CHECKING:  # the registry imports this module
