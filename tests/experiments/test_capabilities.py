@@ -27,7 +27,8 @@ ASKING: dict[str, tuple[str, dict[str, Any]]] = {
 
 def test_every_capability_has_its_words_and_a_configuration_that_asks_for_it() -> None:
     names = [f.name for f in fields(Capabilities)]
-    assert list(FEATURES) == names and list(ASKING) == names
+    assert list(FEATURES) == names
+    assert list(ASKING) == names
 
 
 @pytest.mark.parametrize("capability", list(ASKING))
@@ -44,7 +45,8 @@ def test_a_feature_is_accepted_exactly_for_the_methods_that_declare_it(method: M
     with pytest.raises(ConfigError) as info:
         load_config(source)
     assert info.value.field == field
-    assert f"method '{method.name}'" in str(info.value) and "\n" not in str(info.value)
+    assert f"method '{method.name}'" in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 def test_a_vertical_experiment_with_client_level_privacy_is_refused_naming_the_field_and_the_method() -> None:
@@ -57,7 +59,8 @@ def test_a_vertical_experiment_with_client_level_privacy_is_refused_naming_the_f
 
     # Assert
     assert str(info.value).startswith("privacy.target_epsilon: method 'false-vfl' of runs.0 does not support")
-    assert "client-level DP" in str(info.value) and "\n" not in str(info.value)
+    assert "client-level DP" in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 def test_the_features_of_aggregation_privacy_and_attack_do_not_reach_a_centralized_run() -> None:

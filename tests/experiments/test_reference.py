@@ -63,7 +63,9 @@ def test_reference_covers_every_table_of_the_schema_and_of_every_methods_paramet
     headings = _headings(render_reference())
 
     # Execute / Assert: each has a heading of its own
-    assert "vertical" in expected and "tables.sites" in expected and nested["fcm"] == ["params.model"]
+    assert "vertical" in expected
+    assert "tables.sites" in expected
+    assert nested["fcm"] == ["params.model"]
     for path in expected:
         assert any(f"`[{path}]`" in h or f"`[[{path}]]`" in h for h in headings), f"[{path}] is not in the reference"
     for name, paths in nested.items():

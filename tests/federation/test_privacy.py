@@ -111,7 +111,8 @@ def test_a_round_that_adds_no_noise_records_no_epsilon(make_toy) -> None:
 
     # Assert: round 2 spends nothing and reports no epsilon; round 3 is the second step
     assert [r.status for r in history] == ["ok", "ok", "ok"]
-    assert "dp_epsilon" not in history[1].metrics and "dp_sample_rate" not in history[1].metrics
+    assert "dp_epsilon" not in history[1].metrics
+    assert "dp_sample_rate" not in history[1].metrics
     assert history[2].metrics["dp_epsilon"] == pytest.approx(client_level_epsilon(1.1, [0.5, 0.5], 1e-5))
 
 

@@ -50,7 +50,7 @@ def _compare(a: Any, b: Any, path: str, seen: set[tuple[int, int]]) -> None:
     elif isinstance(a, (list, tuple)):
         if len(a) != len(b):
             raise AssertionError(f"{path}: length {len(a)} != {len(b)}")
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             _compare(x, y, f"{path}[{i}]", seen)
     elif callable(a) and hasattr(a, "__qualname__"):
         if a.__qualname__ != b.__qualname__:

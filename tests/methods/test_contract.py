@@ -258,10 +258,12 @@ def test_bad_parameters_are_refused_on_one_line_naming_the_field(name: str) -> N
 
     # Execute / Assert: an unknown key, then a value of the wrong type for each parameter
     unknown = refusal({"no_such_parameter": 1})
-    assert unknown is not None and unknown.field == "runs.0.params.no_such_parameter"
+    assert unknown is not None
+    assert unknown.field == "runs.0.params.no_such_parameter"
     for field in fields:
         error = next(e for e in map(refusal, ({field: v} for v in WRONG)) if e is not None)
-        assert error.field.startswith(f"runs.0.params.{field}") and "\n" not in str(error), str(error)
+        assert error.field.startswith(f"runs.0.params.{field}"), str(error)
+        assert "\n" not in str(error)
 
 
 WRONG: tuple[Any, ...] = (-1, "?", [1], {"?": 1}, True)
@@ -283,7 +285,8 @@ def test_it_refuses_to_be_built_from_another_methods_parameters(name: str) -> No
         method.build(task, ForeignParams())
 
     # Assert
-    assert f"method '{name}' takes {method.params.__name__}" in str(info.value) and "\n" not in str(info.value)
+    assert f"method '{name}' takes {method.params.__name__}" in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(("name", "variant"), CASES, ids=IDS)
@@ -346,7 +349,7 @@ def _altered_by(method: Method, variant: str, attack: str) -> int:
         return spies["sent"]
 
     _run(method, variant, wrap=hostile)
-    pairs = zip(spies["honest"].replies, spies["sent"].replies)
+    pairs = zip(spies["honest"].replies, spies["sent"].replies, strict=False)
     return sum(
         a.arrays.keys() != b.arrays.keys() or any(not np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
         for a, b in pairs
@@ -366,7 +369,8 @@ def test_the_runtime_features_it_declares_act_on_its_runs(name: str, variant: st
             method, variant, aggregator=GaussianMechanism(1.0, 0.5), privacy=PrivacyBudget(0.5, 1e-5)
         ).history
         epsilons = [r.metrics["dp_epsilon"] for r in history]
-        assert len(epsilons) == ROUNDS and epsilons == sorted(set(epsilons))
+        assert len(epsilons) == ROUNDS
+        assert epsilons == sorted(set(epsilons))
     elif capability == "robust_aggregation":
         rule = CountingMedian()
         _run(method, variant, aggregator=rule)

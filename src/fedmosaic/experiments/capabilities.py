@@ -22,19 +22,24 @@ class Experiment(Protocol):
     """What the check reads of an experiment (an :class:`~fedmosaic.experiments.config.ExperimentConfig`)."""
 
     @property
-    def train(self) -> TrainParams: ...
+    def train(self) -> TrainParams:
+        """The local training parameters."""
 
     @property
-    def privacy(self) -> PrivacySection: ...
+    def privacy(self) -> PrivacySection:
+        """The ``[privacy]`` section."""
 
     @property
-    def aggregation(self) -> AggregationSection: ...
+    def aggregation(self) -> AggregationSection:
+        """The ``[aggregation]`` section."""
 
     @property
-    def attack(self) -> AttackSection: ...
+    def attack(self) -> AttackSection:
+        """The ``[attack]`` section."""
 
     @property
-    def runs(self) -> list[RunSection]: ...
+    def runs(self) -> list[RunSection]:
+        """The runs."""
 
 
 FEATURES: dict[str, tuple[str, str]] = {
