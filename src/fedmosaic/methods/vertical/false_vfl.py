@@ -53,6 +53,7 @@ from torch import Tensor, nn
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound, snis_weights
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
@@ -71,6 +72,9 @@ from fedmosaic.methods.vertical.tensors import (
     tensor,
 )
 from fedmosaic.models.export import ModelExport
+
+STATE = DeclaredState({"seed": INT, "trained_round": INT}, attribute_prefix="_")
+"""The active party's counters besides its arrays and its steps per stage."""
 
 
 class ActiveModel(nn.Module):
@@ -484,7 +488,7 @@ class FalseVFLServer(ServerLogic):
         arrays |= {f"best.{k}": v for k, v in self._best_classifier.items()}
         if self._labeled is not None:
             arrays |= {f"labeled.{k}": v.numpy() for k, v in self._labeled._asdict().items()}
-        config: dict[str, Any] = {"seed": self._seed, "trained_round": self._trained_round}
+        config: dict[str, Any] = STATE.save(self)
         config |= {f"steps.{k}": v for k, v in self._steps.items()}
         config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
@@ -500,8 +504,7 @@ class FalseVFLServer(ServerLogic):
             if "labeled.mean" in state.arrays
             else None
         )
-        self._seed = int(state.config["seed"])
-        self._trained_round = int(state.config["trained_round"])
+        STATE.load(self, state.config)
         self._steps = {k: int(state.config[f"steps.{k}"]) for k in self._steps}
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)
