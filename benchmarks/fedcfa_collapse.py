@@ -11,9 +11,10 @@ second part takes FedCFA's round-1 global model and average dataset (round
 2's start) and, for every client's data, measures the counterfactual samples
 the round-2 client would build: the received model's accuracy on the real,
 positive and negative samples, the mean absolute score of the replaced
-factors, and the sum over the decoder's hidden units of minus the loss's
-gradient with respect to their pre-activations (per sample, for the preset's
-decoder Linear-ReLU-Linear; negative: a gradient step lowers them).
+factors, how often the donor's value is the larger one, and the sum over
+the decoder's hidden units of minus the loss's gradient with respect to
+their pre-activations (per sample, for the preset's decoder
+Linear-ReLU-Linear; negative: a gradient step lowers them).
 
 Usage: python benchmarks/fedcfa_collapse.py [--data-dir DATA] [--rounds 10] [--threads 1] [--out FILE]
 """
@@ -149,7 +150,7 @@ def _rounds(task: HorizontalTask, method: str, params: dict[str, Any], seed: int
     return history
 
 
-def _counterfactual_probe(task: HorizontalTask, seed: int, scoring: str) -> list[dict[str, float]]:
+def _counterfactual_probe(task: HorizontalTask, seed: int, scoring: str) -> list[dict[str, Any]]:
     """Round 2's counterfactual samples of every client, seen by the round-1 global model."""
     built = get_method("fedcfa")
     params = FedCFAParams(scoring=scoring)
@@ -176,10 +177,18 @@ def _counterfactual_probe(task: HorizontalTask, seed: int, scoring: str) -> list
         k = params.replaced(z.shape[1])
         samples = counterfactuals(z, y, donors[drawn], average_y[drawn], scores, k)
         low, high = extreme_factors(scores, k)
-        row: dict[str, float] = {
+        donor = donors[drawn]
+        row: dict[str, Any] = {
+            "average_x_shape": list(average_x.shape),
+            "average_y_shape": list(average_y.shape),
+            "factor_mean": float(z.mean()),
+            "donor_factor_mean": float(donors.mean()),
+            "negative_target_mean": samples.negative_target.mean(dim=0).tolist(),
             "mean_abs_score_all": float(magnitude.mean()),
             "positive_mean_abs_score_replaced": float(magnitude[low].mean()),
             "negative_mean_abs_score_replaced": float(magnitude[high].mean()),
+            "positive_replaced_donor_larger": float((donor > z)[low].float().mean()),
+            "negative_replaced_donor_larger": float((donor > z)[high].float().mean()),
         }
         targets = {"real": F.one_hot(y, 2).float(), "positive": F.one_hot(y, 2).float()}
         targets["negative"] = samples.negative_target
