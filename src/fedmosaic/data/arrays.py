@@ -115,7 +115,7 @@ class ArrayDataset:
         ends = np.cumsum([len(r) for r in rows])
         return [
             ArrayDataset(block.x[end - len(r) : end], block.y[end - len(r) : end], self.num_classes)
-            for r, end in zip(rows, ends)
+            for r, end in zip(rows, ends, strict=True)
         ]
 
 

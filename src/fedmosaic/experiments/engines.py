@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import override
+
 from fedmosaic.experiments.config import FederationSection, fingerprint
 from fedmosaic.experiments.inprocess_grid import make_grid
 from fedmosaic.federation import ClientLogic, Grid, RoundRecord, Schedule
@@ -106,6 +108,7 @@ class InProcessEngine(Engine):
     federation: FederationSection = field(default_factory=FederationSection)
     cores: int | None = None
 
+    @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
         with make_grid(self.federation, job.client_factory, job.seed, job.schedule, cores=self.cores) as grid:
             return federate(grid)
@@ -123,6 +126,7 @@ class DeploymentEngine(Engine):
     def __init__(self, grid: Any) -> None:
         self._grid = grid
 
+    @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
         from fedmosaic.federation.flower.grid import FlowerGrid
 
@@ -148,6 +152,7 @@ class SimulationEngine(Engine):
     cpus_per_client: float = 1.0
     init_args: dict[str, Any] = field(default_factory=dict)
 
+    @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
         from flwr.serverapp import Grid as FlowerGridApi
         from flwr.serverapp import ServerApp

@@ -52,11 +52,14 @@ def run_grid(
     share = job_cores(cores, jobs, len(points))
     tasks = [
         partial(_run_point, run_point, source, out_dir / folder, data_dir=data_dir, resume=resume, cores=share)
-        for (_, source), folder in zip(points, folders)
+        for (_, source), folder in zip(points, folders, strict=True)
     ]
     if jobs > 1 and len(tasks) > 1:
         progress.start_point(0, len(points), f"{min(jobs, len(points))} points at a time")
-        done = lambda task, count: progress.start_point(count, len(points), f"finished: {labels[task]}")
+
+        def done(task: int, count: int) -> None:
+            progress.start_point(count, len(points), f"finished: {labels[task]}")
+
         rows = run_in_processes(tasks, jobs, progress, labels=[f"p{i}" for i in range(len(tasks))], on_done=done)
     else:
         rows = []
@@ -65,7 +68,7 @@ def run_grid(
             rows.append(task(progress))
     entries = [
         {"values": values, "folder": folder.as_posix(), "runs": point_rows}
-        for (values, _), folder, point_rows in zip(points, folders, rows)
+        for (values, _), folder, point_rows in zip(points, folders, rows, strict=True)
     ]
     results = {
         "fedmosaic_version": __version__,

@@ -77,7 +77,10 @@ def run_in_processes(
     pending = deque(range(len(tasks)))
     running: dict[int, int] = {}
     done = 0
-    forward = lambda worker, event: _forward(progress, labels[running[worker]], event)
+
+    def forward(worker: int, event: tuple[Any, ...]) -> None:
+        _forward(progress, labels[running[worker]], event)
+
     with WorkerPool(lambda index: _TaskRunner(tasks), max(1, min(jobs, len(tasks))), daemon=False) as pool:
         while pending or running:
             for worker in pool.idle:

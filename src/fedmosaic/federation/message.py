@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 
-ConfigScalar = Union[int, float, str, bool]
-ConfigValue = Union[ConfigScalar, list[int], list[float], list[str], list[bool]]
+ConfigScalar = int | float | str | bool
+ConfigValue = ConfigScalar | list[int] | list[float] | list[str] | list[bool]
 
 
 @dataclass

@@ -59,7 +59,7 @@ class ArraySpec:
         if str(array.dtype) != self.dtype:
             return f"dtype {array.dtype}, expected {self.dtype}"
         if len(array.shape) != len(self.shape) or any(
-            want is not None and got != want for got, want in zip(array.shape, self.shape)
+            want is not None and got != want for got, want in zip(array.shape, self.shape, strict=True)
         ):
             expected = ", ".join("*" if n is None else str(n) for n in self.shape)
             return f"shape {tuple(array.shape)}, expected ({expected}{',' if len(self.shape) == 1 else ''})"
@@ -133,7 +133,7 @@ class ReplySpec:
         return cls(arrays=specs, metrics=frozenset(metrics), **options)  # type: ignore[arg-type]
 
     def extended(self, *, optional_arrays: Mapping[str, ArraySpec], checks: tuple[Check, ...] = ()) -> ReplySpec:
-        """This spec with further optional arrays and checks (a wrapper's own uploads)."""
+        """A copy of the spec with further optional arrays and checks (a wrapper's own uploads)."""
         return replace(
             self,
             optional_arrays={**self.optional_arrays, **optional_arrays},

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import (
@@ -100,6 +101,7 @@ class FedAvgServer(ServerLogic):
         self._num_classes = test.num_classes
         self.params: dict[str, np.ndarray] = {}
 
+    @override
     def initialize(self, seed: int) -> None:
         self._model = seeded(derive_seed(seed, "init"), self._model_factory)
         if self._pretraining is not None:
@@ -116,12 +118,13 @@ class FedAvgServer(ServerLogic):
         if self._pretraining is not None:
             self._start = {f"{PRETRAINED}{name}": value for name, value in self.evaluate(0).items()}
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays=self.params, config={"round": ctx.round})
-        replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
+        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=self.reply_spec())
         weights = [reply.metrics["num_examples"] for reply in replies.values()]
         self.params = ctx.aggregate(
-            [(reply.arrays, w) for reply, w in zip(replies.values(), weights)], reference=self.params
+            [(reply.arrays, w) for reply, w in zip(replies.values(), weights, strict=True)], reference=self.params
         )
         return training_metrics(list(replies.values()))
 
@@ -138,6 +141,7 @@ class FedAvgServer(ServerLogic):
             y_name: ArraySpec((None, self._num_classes), "float32"),
         }
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         model = self._require_model()
         load_arrays(model, self.params)
@@ -152,9 +156,11 @@ class FedAvgServer(ServerLogic):
             return None
         return ModelExport("classifier", self._model_factory.to_json(), dict(self.params))
 
+    @override
     def state_dict(self) -> ClientState:
         return ClientState(arrays=dict(self.params), config=dict(self._start))
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         self._require_model()
         self.params = dict(state.arrays)
@@ -201,6 +207,7 @@ class FedAvgClient(ClientLogic):
         self._train = train
         self._mu = mu
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         load_arrays(self._model, message.arrays)
         generator = torch.Generator().manual_seed(context.seed)
@@ -226,7 +233,7 @@ class FedAvgClient(ClientLogic):
         mu = self._mu
 
         def proximal_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
-            drift = sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchors))
+            drift = sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchors, strict=True))
             return F.cross_entropy(model(x), y) + 0.5 * mu * drift
 
         return proximal_loss

@@ -80,6 +80,7 @@ class Classifier:
     num_classes: int
 
     def __call__(self) -> nn.Module:
+        """A fresh model of this architecture."""
         return build_model(self.params, self.input_shape, self.num_classes)
 
     def to_json(self) -> dict[str, Any]:

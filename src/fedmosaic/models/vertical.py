@@ -28,6 +28,7 @@ averaged).
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ class VerticalModel(LoadedModel):
         """Each party's block (zeros where absent) and the ``(n, K)`` presence."""
         bounds = np.cumsum([0, *self.widths])
         blocks, present = [], []
-        for k, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+        for k, (start, stop) in enumerate(pairwise(bounds)):
             block = x[:, start:stop]
             missing = np.isnan(block)
             partial = missing.any(1) & ~missing.all(1)

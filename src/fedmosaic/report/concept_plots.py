@@ -147,7 +147,9 @@ def _draw_matrix(figure: Figure, clients: list[str], nodes: list[str], labels: n
     axes.imshow(shade, aspect="auto", cmap="Blues", vmin=0, vmax=len(rounds) + 0.5, interpolation="nearest")
     axes.set_xticks(range(len(nodes)), nodes, rotation=30, ha="right")
     axes.set_yticks(
-        range(len(clients)), [f"client {c} (round {int(j)})" for c, j in zip(clients, joined)], fontsize="small"
+        range(len(clients)),
+        [f"client {c} (round {int(j)})" for c, j in zip(clients, joined, strict=True)],
+        fontsize="small",
     )
     axes.grid(False)
     axes.set_title("concepts each client labels (darker: joined later)")

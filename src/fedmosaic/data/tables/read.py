@@ -101,7 +101,7 @@ class Table:
 
 
 def read_table(path: str, field: str) -> Table:
-    """Read a CSV or Parquet table, every cell as text.
+    r"""Read a CSV or Parquet table, every cell as text.
 
     Parameters
     ----------
@@ -119,7 +119,7 @@ def read_table(path: str, field: str) -> Table:
     --------
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "site.csv").write_text("age,smoke\\n41,yes\\n57,\\n")
+    >>> _ = (folder / "site.csv").write_text("age,smoke\n41,yes\n57,\n")
     >>> table = read_table(str(folder / "site.csv"), "tables.sites.0.file")
     >>> table.numbers(["age"]).ravel().tolist(), table.categories("smoke", ["no", "yes"], "tables.concepts.smoke").tolist()
     ([41.0, 57.0], [1, -1])

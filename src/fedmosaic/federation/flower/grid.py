@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from flwr.app import Message as FlowerMessage
 from flwr.serverapp import Grid as FlowerGridApi
+from typing_extensions import override
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.flower.records import category, from_record_dict, to_record_dict
@@ -97,6 +98,7 @@ class FlowerGrid(Grid):
         self._connected = False
         self.lost: list[LostReply] = []
 
+    @override
     def send_and_receive(
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, derive_rng
 from fedmosaic.methods.arrays import load_arrays
@@ -46,6 +47,7 @@ class FCMClient(ClientLogic):
         self._model: ConceptModel | None = None
         self._model_graph = ""
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         if message.kind == REGISTER:
             return self._register(context)

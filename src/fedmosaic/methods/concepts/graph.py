@@ -280,7 +280,7 @@ def fuse_graphs(
     n = len(names)
     position = {name: k for k, name in enumerate(names)}
     cells, beliefs, holders = [], [], []
-    for client, (matrix, alpha) in enumerate(zip(matrices, shares)):
+    for client, (matrix, alpha) in enumerate(zip(matrices, shares, strict=True)):
         index = _global_positions(matrix, position, client)
         cells.append((index[:, None] * n + index).ravel())
         beliefs.append((alpha * matrix.values).ravel())
@@ -412,7 +412,7 @@ def prune_cycles(graph: FusedGraph, task: str | None = None) -> tuple[FusedGraph
     successors = [order[np.flatnonzero(row[order])].tolist() for row in adjacency]
     removed: list[RemovedEdge] = []
     while (cycle := _find_cycle(successors, order.tolist())) is not None:
-        edges = list(zip(cycle, cycle[1:] + cycle[:1]))
+        edges = list(zip(cycle, cycle[1:] + cycle[:1], strict=True))
         if task_index is not None and adjacency[:, task_index].sum() == 1:
             edges = [edge for edge in edges if edge[1] != task_index]
         src, dst = _first_by(edges, lambda e: graph.margins[e], lambda e: (names[e[0]], names[e[1]]))

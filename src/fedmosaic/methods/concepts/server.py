@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import (
@@ -64,6 +65,7 @@ class FCMServer(ServerLogic):
         self._params = params
         self.initialize(0)
 
+    @override
     def initialize(self, seed: int) -> None:
         self.seed = seed
         self.model_seed = 0
@@ -83,6 +85,7 @@ class FCMServer(ServerLogic):
 
     # -- the round -----------------------------------------------------------------
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         newcomers = [c for c in ctx.clients if c not in self.registry and c not in self.rejected]
         known = len(self.registry)
@@ -286,11 +289,13 @@ class FCMServer(ServerLogic):
         if patience and self.bad_rounds >= patience and rnd >= self._task.last_arrival:
             self.stopped = True
 
+    @override
     def done(self) -> bool:
         return self.stopped
 
     # -- evaluation ----------------------------------------------------------------
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         if self.model is None:
             return {}
@@ -362,6 +367,7 @@ class FCMServer(ServerLogic):
     def _task_labeled(self) -> bool:
         return any(self._task.task in entry["concepts"] for entry in self.registry.values())
 
+    @override
     def artifacts(self) -> dict[str, Any]:
         return {**self.curves, "fusions": self.fusions}
 
@@ -392,6 +398,7 @@ class FCMServer(ServerLogic):
 
     # -- checkpoints -----------------------------------------------------------------
 
+    @override
     def state_dict(self) -> ClientState:
         arrays: dict[str, np.ndarray] = {}
         if self.model is not None:
@@ -415,6 +422,7 @@ class FCMServer(ServerLogic):
         }
         return ClientState(arrays=arrays, config=config)
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         config = state.config
         self.seed = int(config["seed"])  # type: ignore[arg-type]
@@ -449,7 +457,7 @@ def _weighted_mean(replies: dict[int, Message], key: str, weight: str) -> float 
     pairs = [(r.metrics[key], r.metrics[weight]) for r in replies.values() if r.metrics.get(weight, 0) > 0]
     if not pairs:
         return None
-    values, weights = zip(*pairs)
+    values, weights = zip(*pairs, strict=True)
     return float(np.average(values, weights=weights))
 
 

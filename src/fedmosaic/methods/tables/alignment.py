@@ -27,6 +27,7 @@ from __future__ import annotations
 import secrets
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, RoundContext, ServerLogic
@@ -88,6 +89,7 @@ class AlignmentClient(ClientLogic):
     def __init__(self, ids: list[str]) -> None:
         self._ids = ids
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         psi = _psi()
         if message.kind == REQUEST:
@@ -137,9 +139,11 @@ class AlignmentServer(ServerLogic):
         self._ids = ids
         self.present: dict[int, np.ndarray] = {}
 
+    @override
     def initialize(self, seed: int) -> None:
         self.present = {}
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         psi = _psi()
         clients = {c: _client(psi, None) for c in ctx.clients}
@@ -185,11 +189,14 @@ class AlignmentServer(ServerLogic):
                 raise FedmosaicError(f"alignment with passive party {c + 1}: the two intersections differ in size")
         return {f"common_{c + 1}": float(self.present[c].sum()) for c in sorted(self.present)}
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         return {}
 
+    @override
     def state_dict(self) -> ClientState:
         return ClientState(arrays={f"present_{c}": held for c, held in self.present.items()})
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         self.present = {int(name.split("_")[1]): held for name, held in state.arrays.items()}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from torch import nn
 
 from fedmosaic.methods.base import Built, MethodParams
-from fedmosaic.methods.vertical.baselines import Concatenation, LaserVFL, Local
+from fedmosaic.methods.vertical.baselines import Baseline, Concatenation, LaserVFL, Local
 from fedmosaic.methods.vertical.false_vfl import FalseVFLServer
 from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
 from fedmosaic.methods.vertical.fedhssl import FedHSSLServer
@@ -21,7 +21,7 @@ from fedmosaic.methods.vertical.params import (
     SplitVFLParams,
 )
 from fedmosaic.methods.vertical.split_client import SplitClient
-from fedmosaic.methods.vertical.split_server import Baseline, SplitServer, encoder
+from fedmosaic.methods.vertical.split_server import SplitServer, encoder
 from fedmosaic.methods.vertical.task import VerticalTask
 
 

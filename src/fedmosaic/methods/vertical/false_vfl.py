@@ -49,6 +49,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
@@ -136,6 +137,7 @@ class FalseVFLServer(ServerLogic):
         self._seed = 0
         self._reset_progress()
 
+    @override
     def initialize(self, seed: int) -> None:
         self._seed = seed
         self._model = seeded(derive_seed(seed, "active-party"), self._build)
@@ -150,6 +152,7 @@ class FalseVFLServer(ServerLogic):
         self._steps = {"stage1": 0, "classifier": 0}
         self._trained_round = 0
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         if ctx.round <= self._params.stage1_rounds:
             return self._pretrain_epoch(ctx)
@@ -169,9 +172,11 @@ class FalseVFLServer(ServerLogic):
             self._last_evaluation = self._evaluate_tests(ctx)
         return metrics
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         return dict(self._last_evaluation) if rnd > self._params.stage1_rounds else {}
 
+    @override
     def artifacts(self) -> dict[str, Any]:
         validation = self._task.data.validation
         record = self._selection.record(
@@ -203,8 +208,10 @@ class FalseVFLServer(ServerLogic):
         return self._task.test_accuracies(accuracy) | ess
 
     def exported_model(self) -> ModelExport:
-        """The model the run tests: the active party's networks here (the classifier selected on validation, else the
-        final one), each passive party's in its own part.
+        """The model the run tests: the active party's networks here, each passive party's in its own part.
+
+        The active party's classifier is the one selected on validation, else
+        the final one.
 
         ``details`` holds the seed each test setting's prediction drew its
         samples from.
@@ -293,7 +300,7 @@ class FalseVFLServer(ServerLogic):
         samples = [slice(i * kappa, (i + 1) * kappa) for i in range(len(posteriors))]  # each bound's samples
         bounds = [
             iwae_bound(self._model.log_weights(h[own], mean, logvar, loglik[own], generator)).mean()
-            for own, (mean, logvar) in zip(samples, posteriors)
+            for own, (mean, logvar) in zip(samples, posteriors, strict=True)
         ]
         self._generative_optimizer.zero_grad()
         (-sum(bounds)).backward()
@@ -477,6 +484,7 @@ class FalseVFLServer(ServerLogic):
         self._classifier_optimizer = torch.optim.Adam(self._model.classifier.parameters(), lr=lr)
 
     # ------------------------------------------------------------------ state
+    @override
     def state_dict(self) -> ClientState:
         arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()}
         arrays |= optimizer_to_arrays(self._generative_optimizer, "opt.generative.")
@@ -489,6 +497,7 @@ class FalseVFLServer(ServerLogic):
         config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         load_arrays(self._model, {k[6:]: v for k, v in state.arrays.items() if k.startswith("model.")})
         self._reset_optimizers()
