@@ -56,7 +56,7 @@ def compare_with_best_other(
             for run in entry["runs"]:
                 if metric in run:
                     finals.setdefault(key, {}).setdefault(run["name"], []).append(float(run[metric]))
-    cells = []
+    cells: list[dict[str, Any]] = []
     for key, runs in finals.items():
         means = {name: float(np.mean(values)) for name, values in runs.items()}
         others = {name: value for name, value in means.items() if name != grid.compare}

@@ -66,7 +66,7 @@ def run_grid(
         for index, task in enumerate(tasks):
             progress.start_point(index, len(points), labels[index])
             rows.append(task(progress))
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"values": values, "folder": folder.as_posix(), "runs": point_rows}
         for (values, _), folder, point_rows in zip(points, folders, rows, strict=True)
     ]
@@ -103,7 +103,8 @@ def _run_point(
 ) -> list[dict[str, Any]]:
     """Run one point and return its summary rows."""
     results = run_point(load_config(source), out_dir, data_dir=data_dir, resume=resume, progress=progress, cores=cores)
-    return summary_rows(results)["rows"]
+    rows: list[dict[str, Any]] = summary_rows(results)["rows"]
+    return rows
 
 
 def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, Any]:

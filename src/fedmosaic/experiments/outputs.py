@@ -96,7 +96,8 @@ def finish_run(out_dir: Path, results: dict[str, Any], summary: dict[str, Any]) 
 def read_results(out_dir: Path) -> dict[str, Any]:
     """The ``results.json`` of a finished run."""
     try:
-        return json.loads((out_dir / RESULTS).read_text())
+        results: dict[str, Any] = json.loads((out_dir / RESULTS).read_text())
+        return results
     except (OSError, json.JSONDecodeError) as error:
         raise FedmosaicError(f"cannot read {out_dir / RESULTS}: {error}") from None
 

@@ -126,6 +126,6 @@ class _EmittingProgress:
         self._emit(("finish_run", name))
 
 
-def _forward(progress: ProgressSink, label: str, event: tuple) -> None:
+def _forward(progress: ProgressSink, label: str, event: tuple[Any, ...]) -> None:
     kind, name, *args = event
     getattr(progress, kind)(f"{label} {name}" if label else name, *args)

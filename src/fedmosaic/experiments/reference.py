@@ -24,7 +24,8 @@ from pydantic.fields import FieldInfo
 
 from fedmosaic.experiments import presets
 from fedmosaic.experiments.config import ExperimentConfig
-from fedmosaic.methods.registry import METHODS, Method
+from fedmosaic.methods.base import Method
+from fedmosaic.methods.registry import METHODS
 
 REGENERATE = "python -m fedmosaic.experiments.reference > docs/experiments.md"
 EXAMPLE_PRESET = "digits-fedavg"

@@ -148,4 +148,5 @@ def _standardised(x: np.ndarray) -> np.ndarray:
     """A party's own columns standardised over the rows given (its statistics stay with it)."""
     mean, spread = x.mean(axis=0), x.std(axis=0)
     spread[spread == 0] = 1.0
-    return ((x - mean) / spread).astype(np.float32)
+    standardised: np.ndarray = ((x - mean) / spread).astype(np.float32)
+    return standardised

@@ -68,7 +68,8 @@ class TableWorkload:
 
     def features(self, site: int) -> np.ndarray:
         """Site ``site``'s raw features (what its scaling client summarises)."""
-        return self.sites[site].x
+        features: np.ndarray = self.sites[site].x
+        return features
 
     def header(self) -> dict[str, ConfigValue]:
         """What every message of a job carries for the clients: the fitted scaling."""
@@ -83,13 +84,13 @@ class TableWorkload:
         clients = self._concept_clients(config)
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(clients))
-            return [Job("federated", self._concept_task(clients, config), schedule)]  # type: ignore[arg-type]
+            return [Job("federated", self._concept_task(clients, config), schedule)]
         if setting == "centralized":
-            pooled = _pooled(list(clients), self.tables)  # type: ignore[arg-type]
+            pooled = _pooled(list(clients), self.tables)
             size = int(pooled.train.x.nbytes + pooled.train.values.nbytes)
             return [Job("centralized", self._concept_task([pooled], config), Schedule(num_clients=1), size)]
         return [
-            Job(f"client-{k}", self._concept_task([client], config), Schedule(num_clients=1))  # type: ignore[list-item]
+            Job(f"client-{k}", self._concept_task([client], config), Schedule(num_clients=1))
             for k, client in enumerate(clients)
         ]
 

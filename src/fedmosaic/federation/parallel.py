@@ -130,8 +130,9 @@ class ParallelGrid(Grid):
         self._pool.close(abort=abort)
         remove_shared(self._prefix)
 
-    def __exit__(self, error_type: object, *exc: object) -> None:
-        self.close(abort=error_type is not None)
+    @override
+    def __exit__(self, *exc: object) -> None:
+        self.close(abort=exc[0] is not None)
 
     def _guard(self) -> _AbortOnError:
         return _AbortOnError(self)
@@ -158,7 +159,7 @@ class _WorkerHandler:
         self._host = host
         self._prefix = prefix
 
-    def __call__(self, request: tuple, emit: Callable[[Any], None]) -> Any:
+    def __call__(self, request: tuple[Any, ...], emit: Callable[[Any], None]) -> Any:
         kind, *args = request
         if kind == "states":
             return self._host.client_states()

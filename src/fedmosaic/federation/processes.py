@@ -228,7 +228,7 @@ def _serve(
             return
         try:
             result = handler(request, emit)
-        except Exception as error:  # reported to the parent, which raises it there
+        except Exception as error:  # noqa: BLE001 - reported to the parent, which raises it there
             connection.send(("error", _one_line(error), traceback.format_exc()))
         else:
             connection.send(("ok", result))

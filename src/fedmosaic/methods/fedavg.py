@@ -30,6 +30,7 @@ from fedmosaic.federation import (
     ServerLogic,
     derive_seed,
 )
+from fedmosaic.federation.message import as_float, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.models import Classifier
 from fedmosaic.methods.probes import Probe
@@ -164,7 +165,7 @@ class FedAvgServer(ServerLogic):
     def load_state_dict(self, state: ClientState) -> None:
         self._require_model()
         self.params = dict(state.arrays)
-        self._start = {k: float(v) for k, v in state.config.items() if k.startswith(PRETRAINED)}  # type: ignore[arg-type]
+        self._start = {k: as_float(v) for k, v in state.config.items() if k.startswith(PRETRAINED)}
 
     def _require_model(self) -> nn.Module:
         if self._model is None:
@@ -221,7 +222,7 @@ class FedAvgClient(ClientLogic):
         )
         metrics = {"num_examples": float(len(self._y)), "train_loss": loss}
         if self._train.dp_noise_multiplier > 0:
-            rounds = int(state.config.get("dp_rounds", 0)) + 1
+            rounds = as_int(state.config.get("dp_rounds", 0)) + 1
             state.config["dp_rounds"] = rounds
             metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._y), rounds)
         return Message(arrays=model_to_arrays(self._model), metrics=metrics)

@@ -62,7 +62,7 @@ class Table:
     def numbers(self, columns: list[str], dtype: type = np.float32) -> np.ndarray:
         """The ``columns`` as ``dtype`` (default float32) ``(n, len(columns))``; every cell must be a finite number."""
         self.require(columns)
-        out = np.empty((len(self), len(columns)), dtype=dtype)
+        out: np.ndarray = np.empty((len(self), len(columns)), dtype=dtype)
         for k, column in enumerate(columns):
             text = self.cells[column]
             values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)

@@ -214,7 +214,8 @@ def _client_shares(weights: Sequence[float], clients: int) -> np.ndarray:
     if bad.any():
         k = int(np.argmax(bad))
         raise FedmosaicError(f"weights: must be finite and > 0 (got {shares[k]:.6g} for client {k})")
-    return shares / shares.sum()
+    normalised: np.ndarray = shares / shares.sum()
+    return normalised
 
 
 def _global_positions(matrix: object, position: dict[str, int], client: int) -> np.ndarray:
@@ -356,7 +357,8 @@ def _task_index(names: tuple[str, ...], task: str | None) -> int | None:
 def _restore_task_parent(graph: FusedGraph, adjacency: np.ndarray, successors: list[list[int]], task: int) -> None:
     """Give a parentless ``task`` its best-scored acyclic candidate parent, in place."""
     names = graph.names
-    candidates = [u for u in np.flatnonzero(graph.scores[:, task] > TIE_ATOL) if not _reaches(successors, task, u)]
+    above: list[int] = np.flatnonzero(graph.scores[:, task] > TIE_ATOL).tolist()
+    candidates = [u for u in above if not _reaches(successors, task, u)]
     if candidates:
         parent = _first_by(candidates, lambda u: -graph.scores[u, task], lambda u: (names[u],))
         adjacency[parent, task] = True

@@ -21,6 +21,7 @@ from fedmosaic.federation import (
     derive_rng,
     derive_seed,
 )
+from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN
 from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph, consensus_record
@@ -213,7 +214,7 @@ class FCMServer(ServerLogic):
             return {}
         if self._params.growth == "grow":
             report = self.model.adapt(graph)
-            change = {
+            change: dict[str, Any] = {
                 "round": rnd,
                 "ratio": report.change_ratio,
                 "growth_ratio": report.growth_ratio,
@@ -405,7 +406,7 @@ class FCMServer(ServerLogic):
             arrays.update({f"model/{k}": v for k, v in model_to_arrays(self.model).items()})
         arrays.update({f"best/{k}": v for k, v in self.best.items()})
         arrays.update({f"confidence/{c}": np.array(m.values) for c, m in self.confidences.items()})
-        config = {
+        config: dict[str, ConfigValue] = {
             "seed": self.seed,
             "model_seed": self.model_seed,
             "graph": encode_graph(self.model.graph) if self.model is not None else "",
@@ -425,8 +426,8 @@ class FCMServer(ServerLogic):
     @override
     def load_state_dict(self, state: ClientState) -> None:
         config = state.config
-        self.seed = int(config["seed"])  # type: ignore[arg-type]
-        self.model_seed = int(config["model_seed"])  # type: ignore[arg-type]
+        self.seed = as_int(config["seed"])
+        self.model_seed = as_int(config["model_seed"])
         self.registry = {int(c): e for c, e in json.loads(str(config["registry"])).items()}
         self.rejected = {int(c): r for c, r in json.loads(str(config["rejected"])).items()}
         self.confidences = {
@@ -437,8 +438,8 @@ class FCMServer(ServerLogic):
         self.best_graph = str(config["best_graph"])
         best_key = json.loads(str(config["best_key"]))
         self.best_key = None if best_key is None else tuple(float(v) for v in best_key)
-        self.best_round = int(config["best_round"])  # type: ignore[arg-type]
-        self.bad_rounds = int(config["bad_rounds"])  # type: ignore[arg-type]
+        self.best_round = as_int(config["best_round"])
+        self.bad_rounds = as_int(config["bad_rounds"])
         self.stopped = bool(config["stopped"])
         self.changes = json.loads(str(config["changes"]))
         self.fusions = json.loads(str(config["fusions"]))

@@ -41,7 +41,8 @@ class Scaling:
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """``(x - mean) / std`` as float32."""
-        return ((x.astype(np.float64) - self.mean) / self.std).astype(np.float32)
+        scaled: np.ndarray = ((x.astype(np.float64) - self.mean) / self.std).astype(np.float32)
+        return scaled
 
     def to_config(self) -> dict[str, list[float]]:
         """The scaling as message/header config."""

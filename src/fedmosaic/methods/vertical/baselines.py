@@ -60,7 +60,8 @@ def probabilities(votes: Votes) -> Tensor:
 def fully_aligned_labeled_rows(split: VerticalSplit) -> np.ndarray:
     """Labeled rows that every party holds."""
     labeled = split.labeled
-    return labeled[split.present[labeled].all(axis=1)]
+    aligned: np.ndarray = labeled[split.present[labeled].all(axis=1)]
+    return aligned
 
 
 class Baseline(Protocol):

@@ -44,6 +44,7 @@ bounds valid; see docs/methods/vertical.md).
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -53,6 +54,7 @@ from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
+from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound, snis_weights
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
@@ -131,7 +133,7 @@ class FalseVFLServer(ServerLogic):
     def __init__(self, task: VerticalTask, params: FalseVFLParams) -> None:
         self._task, self._params = task, params
         data = task.data
-        self._build = lambda: ActiveModel(data.widths[0], data.num_classes, params, data.likelihood)
+        self._build = partial(ActiveModel, data.widths[0], data.num_classes, params, data.likelihood)
         self._model: ActiveModel = self._build()
         self._reset_optimizers()
         self._seed = 0
@@ -303,7 +305,9 @@ class FalseVFLServer(ServerLogic):
             for own, (mean, logvar) in zip(samples, posteriors, strict=True)
         ]
         self._generative_optimizer.zero_grad()
-        (-sum(bounds)).backward()
+        total = sum(bounds)
+        assert isinstance(total, Tensor)  # one bound per sampled posterior, never none
+        (-total).backward()
         self._generative_optimizer.step()
         self._steps["stage1"] += 1
         # A party missing either reply of this step gets no gradients: its networks skip the step.
@@ -509,9 +513,9 @@ class FalseVFLServer(ServerLogic):
             if "labeled.mean" in state.arrays
             else None
         )
-        self._seed = int(state.config["seed"])
-        self._trained_round = int(state.config["trained_round"])
-        self._steps = {k: int(state.config[f"steps.{k}"]) for k in self._steps}
+        self._seed = as_int(state.config["seed"])
+        self._trained_round = as_int(state.config["trained_round"])
+        self._steps = {k: as_int(state.config[f"steps.{k}"]) for k in self._steps}
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)
 

@@ -34,6 +34,7 @@ the pre-trained encoders; missing blocks are zero-filled at test time.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
+from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.vertical.baselines import Concatenation
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
@@ -78,7 +80,7 @@ class FedHSSLServer(ServerLogic):
 
     def __init__(self, task: VerticalTask, params: FedHSSLParams) -> None:
         self._task, self._params = task, params
-        self._build = lambda: SimSiamParty(task.data.widths[0], params.hidden, params.embedding, params.layers)
+        self._build = partial(SimSiamParty, task.data.widths[0], params.hidden, params.embedding, params.layers)
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
         self._finetune = SplitServer(task, params, Concatenation())
@@ -214,7 +216,7 @@ class FedHSSLServer(ServerLogic):
         load_arrays(self._model, {k[len(model) :]: v for k, v in state.arrays.items() if k.startswith(model)})
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         load_optimizer_arrays(self._optimizer, state.arrays, f"{SSL}opt.")
-        self._seed = int(state.config["seed"])
+        self._seed = as_int(state.config["seed"])
         self._finetune.load_state_dict(
             ClientState(
                 arrays={k[len(FINETUNE) :]: v for k, v in state.arrays.items() if k.startswith(FINETUNE)},

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
+from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.vertical.baselines import Baseline, accuracy, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
@@ -65,7 +67,7 @@ class SplitServer(ServerLogic):
     def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline) -> None:
         self._task, self._params, self._baseline = task, params, baseline
         data = task.data
-        self._build = lambda: active_model(data.widths[0], data.num_parties, data.num_classes, params, baseline)
+        self._build = partial(active_model, data.widths[0], data.num_parties, data.num_classes, params, baseline)
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
         self._seed = 0
@@ -210,7 +212,13 @@ class SplitServer(ServerLogic):
         if not self._baseline.uses_passive_parties:
             return {}
         zero_fill = self._baseline.zero_fill_at_test and not train
-        config = {"action": "embed", "split": name, "train": train, "zero_fill": zero_fill, "best": best}
+        config: dict[str, ConfigValue] = {
+            "action": "embed",
+            "split": name,
+            "train": train,
+            "zero_fill": zero_fill,
+            "best": best,
+        }
         kind = "train" if train else "evaluate"
         sizes = {c: len(rows) if config["zero_fill"] else int(present[:, c + 1].sum()) for c in ctx.clients}
         replies = ctx.exchange(
@@ -220,7 +228,7 @@ class SplitServer(ServerLogic):
         return {c: reply.arrays["embedding"] for c, reply in replies.items()}
 
     def _embeddings(
-        self, model: nn.Module, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]
+        self, model: nn.ModuleDict, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]
     ) -> Tensor:
         """``(n, K, e)`` embeddings, zeros for parties absent from ``filled`` (or not taking part)."""
         x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
@@ -245,8 +253,8 @@ class SplitServer(ServerLogic):
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         load_optimizer_arrays(self._optimizer, state.arrays)
         self._best = {k[5:]: np.array(v) for k, v in state.arrays.items() if k.startswith("best.")}
-        self._seed = int(state.config["seed"])
-        self._steps, self._trained_round = int(state.config["steps"]), int(state.config["trained_round"])
+        self._seed = as_int(state.config["seed"])
+        self._steps, self._trained_round = as_int(state.config["steps"]), as_int(state.config["trained_round"])
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)
 
