@@ -167,8 +167,8 @@ def fit_mechanism(blocks: list[np.ndarray], missingness: Missingness, rng: np.ra
         if source is None:
             directions.append(None)
             continue
-        direction: np.ndarray = rng.normal(size=blocks[source].shape[1])
-        direction = direction / np.linalg.norm(direction)
+        direction = rng.normal(size=(blocks[source].shape[1],))
+        direction /= np.linalg.norm(direction)
         directions.append(direction)
         score = blocks[source].astype(np.float64) @ direction
         spread = float(score.std())

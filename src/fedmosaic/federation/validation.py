@@ -190,11 +190,14 @@ def check_reply(reply: object, spec: ReplySpec, limits: ReplyLimits = ReplyLimit
     -------
     str or None
     """
-    for step in (_check_structure, _check_size, _check_arrays, _check_metrics, _check_config):
+    reason = _check_structure(reply, spec, limits)
+    if reason is not None:
+        return reason
+    assert isinstance(reply, Message)  # the structure check found none of the ways it is not
+    for step in (_check_size, _check_arrays, _check_metrics, _check_config):
         reason = step(reply, spec, limits)
         if reason is not None:
             return reason
-    assert isinstance(reply, Message)
     for check in spec.checks:
         try:
             reason = check(reply)

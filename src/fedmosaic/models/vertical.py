@@ -169,8 +169,8 @@ class SplitVFLModel(VerticalModel):
         self.passive = [encoder(width, params) for width in self.widths[1:]] if takes_part else []
         for k, network in enumerate(self.passive, start=1):
             load_arrays(network, read_part(folder, card, f"party-{k}"))
-        for network in (self.active, *self.passive):
-            network.eval()
+        for part in (self.active, *self.passive):
+            part.eval()
 
     @torch.no_grad()
     def votes(self, inputs: Any) -> Votes:

@@ -389,7 +389,7 @@ class FCMServer(ServerLogic):
     def _fusion_of(self, graph: ConceptGraph) -> dict[str, Any]:
         """The latest fusion that produced ``graph`` (its nodes and edges)."""
         edges = {(parent, node) for node in graph.nodes for parent in graph.parents[node]}
-        for fusion in reversed(self.fusions):
+        for fusion in self.fusions[::-1]:  # latest first (reversed() of dicts with Any values is typed Any)
             if (
                 set(fusion["nodes"]) == set(graph.nodes)
                 and {(e["source"], e["target"]) for e in fusion["edges"]} == edges
