@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fedmosaic.version import __version__
+
 if TYPE_CHECKING:
     from fedmosaic.models.loaded import LoadedModel
 
-__version__ = "0.1.0"
+__all__ = ["__version__", "load_model"]
 
 
 def load_model(path: str | Path) -> LoadedModel:

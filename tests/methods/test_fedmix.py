@@ -38,7 +38,7 @@ from fedmosaic.methods.fedmix import (
     naivemix_loss,
 )
 from fedmosaic.methods.models import ModelParams, build_model
-from fedmosaic.methods.registry import HorizontalTask
+from fedmosaic.methods.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 
 SHAPE = (2, 2)

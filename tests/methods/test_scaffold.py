@@ -13,7 +13,7 @@ from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import ClientContext, ClientState, Federation, InProcessGrid, Message, Schedule
 from fedmosaic.methods.arrays import model_to_arrays
 from fedmosaic.methods.models import ModelParams, build_model
-from fedmosaic.methods.registry import HorizontalTask, get_method
+from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.scaffold import (
     CONTROL,
     CONTROL_DELTA,
@@ -23,6 +23,7 @@ from fedmosaic.methods.scaffold import (
     build_scaffold,
     effective_steps,
 )
+from fedmosaic.methods.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 
 LR = 0.1

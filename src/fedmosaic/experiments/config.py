@@ -1,485 +1,73 @@
-"""The experiment configuration: schema, loading, overrides.
+"""The experiment configuration: the whole schema and its loading.
 
 An experiment is a TOML file (or a preset shipped with the package). Every
 section is validated at the boundary; the first problem is reported on one
 line naming the field and what is accepted. ``docs/experiments.md`` documents
 every key; ``tests/experiments/test_config.py`` keeps it in sync.
+
+This module is the public face: the sections themselves live in
+:mod:`~fedmosaic.experiments.sections`, reading TOML, ``--set`` overrides and
+grid expansion in :mod:`~fedmosaic.experiments.overrides`; here they are
+assembled (:class:`ExperimentConfig`) and checked across sections
+(:func:`load_config`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import tomllib
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import Field, NonNegativeInt
 
 from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.overrides import apply_overrides, grid_points, read_toml
+from fedmosaic.experiments.sections import (
+    VERTICAL_DATASETS,
+    VERTICAL_IMAGE_DATASETS,
+    AggregationSection,
+    AttackSection,
+    ClientsAtRound,
+    ConceptsSection,
+    DataSection,
+    FederationSection,
+    GridSection,
+    PartitionSection,
+    PrivacySection,
+    RunSection,
+    Section,
+    VerticalSection,
+)
 from fedmosaic.experiments.validation import validate
 from fedmosaic.methods.models import ModelParams
 from fedmosaic.methods.registry import METHODS, MethodParams, get_method
 from fedmosaic.methods.training import TrainParams
 
-VERTICAL_DATASETS = ("digits", "fashion-mnist", "isolet", "mnist")
-"""Datasets a ``[vertical]`` task can cut into party blocks."""
-VERTICAL_IMAGE_DATASETS = ("digits", "fashion-mnist", "mnist")
-"""Of those, the images (patches, Bernoulli pixels)."""
-
-
-class Section(BaseModel):
-    """Base of every configuration section: unknown keys and loose types are rejected.
-
-    Infinite values (``vertical.alpha = inf``) stay floats when the
-    configuration is recorded, so the recorded ``config.toml`` loads back.
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True, ser_json_inf_nan="constants")
-
-
-class DataSection(Section):
-    """Which dataset, and where its files are.
-
-    Parameters
-    ----------
-    dataset : {"digits", "mnist", "fashion-mnist", "isolet", "simpson-mnist", "bnlearn"}, default "digits"
-        ``digits`` ships with scikit-learn; ``bnlearn`` samples concept data
-        from a Bayesian network that ships with pgmpy (for concept methods);
-        ``simpson-mnist`` colours MNIST's 1s and 7s so that every client shows
-        the trend the pooled data reverses (``partition.num_clients`` clients,
-        one shade band each); the others are read from the data directory.
-    data_dir : str or None, default None
-        Data directory; otherwise ``--data-dir``, then ``FEDMOSAIC_DATA``, then
-        the default cache folder.
-    test_fraction : float, default 0.25
-        Share of ``digits`` held out for testing (the others have a fixed
-        test split).
-    network : str, default "asia"
-        ``bnlearn`` only: the network (asia, sachs, alarm, insurance,
-        hailfinder, or any other network pgmpy ships).
-    task : str or None, default None
-        ``bnlearn`` only: the task node (default: dysp, Akt, BP, PropCost,
-        R5Fcst for the five networks above; required for others).
-    samples : int or None, default None
-        ``bnlearn`` only: samples drawn in all (default per network: 10k,
-        15k, 2k, 10k, 40k), split 70/10/20 into train, validation and test.
-    latent_dim : int or None, default None
-        ``bnlearn`` only: width of the autoencoder latent that forms the
-        input (default 32 for asia and sachs, 64 otherwise).
-    noise_share : float or None, default None
-        ``bnlearn`` only: share ``s`` of Gaussian noise in the input,
-        ``x = (1 - s) * latent + s * N(0, 1)`` with the latent on unit scale,
-        in [0, 1). The default (0.7) makes concepts imperfectly predicted, as
-        in the F-CMs paper; ``0`` gives clean inputs, the easy setting where
-        concepts are predicted almost perfectly and interventions gain little.
-    samples_per_client : int, default 1000
-        ``simpson-mnist`` only: training digits per client.
-    simpson_design : {"conflicting", "bands"}, default "conflicting"
-        ``simpson-mnist`` only: ``conflicting`` gives each client a colour
-        rule ("darker is 1" within shades that neighbouring clients read the
-        other way; pooled, lighter is 1; at least 3 clients); ``bands`` is
-        the first design, disjoint shade bands where one colour rule is right
-        everywhere (kept to reproduce its results).
-    test_colours : {"pooled", "independent"} or None, default None
-        ``simpson-mnist`` only: test shades drawn like the pooled data, or
-        independently of the label; unset: ``independent`` for the
-        ``conflicting`` design, ``pooled`` for ``bands``.
-    pretrain_samples : int, default 1000
-        ``simpson-mnist`` only: size of the sample the initial model is
-        pre-trained on (``train.pretrain_epochs``); its shades are
-        independent of the label in the ``conflicting`` design.
-    validation_samples : int, default 1000
-        ``simpson-mnist`` only: size of the validation set, training digits
-        no client holds, shaded as the test set.
-    evaluate_on : {"test", "validation"}, default "test"
-        ``simpson-mnist`` only: evaluate (accuracy and colour reliance) on
-        the test set, or on the validation set to choose hyper-parameters.
-    resolution : int or None, default None
-        ``simpson-mnist`` only: side in pixels the digits are averaged down
-        to (then scaled back up) before being tinted; coarser digits make the
-        shape less informative and the colour shortcut more tempting. None
-        keeps MNIST's 28 x 28.
-    """
-
-    dataset: Literal["digits", "mnist", "fashion-mnist", "isolet", "simpson-mnist", "bnlearn"] = "digits"
-    data_dir: str | None = None
-    test_fraction: float = Field(default=0.25, gt=0, lt=1)
-    network: str = "asia"
-    task: str | None = None
-    samples: PositiveInt | None = None
-    latent_dim: PositiveInt | None = None
-    noise_share: float | None = Field(default=None, ge=0, lt=1)
-    samples_per_client: PositiveInt = 1000
-    simpson_design: Literal["conflicting", "bands"] = "conflicting"
-    test_colours: Literal["pooled", "independent"] | None = None
-    pretrain_samples: NonNegativeInt = 1000
-    validation_samples: NonNegativeInt = 1000
-    evaluate_on: Literal["test", "validation"] = "test"
-    resolution: PositiveInt | None = None
-
-
-class ConceptsSection(Section):
-    """How concept-labeled clients are laid out (``bnlearn`` data).
-
-    Parameters
-    ----------
-    num_clients : int, default 20
-        Number of clients.
-    initial_clients : int, default 10
-        Clients present from round 1; the others join at ``join_round``.
-    join_round : int or None, default None
-        Round at which the late clients join (default 10 for asia, 20
-        otherwise).
-    confidence : {"oracle", "learned"}, default "oracle"
-        Local confidence matrices: the true graph restricted to the client's
-        concepts (some clients corrupted), or learned from the client's own
-        data by bootstrap structure learning.
-    corrupt_clients : float, default 0.1
-        Oracle mode: share of clients whose matrix is corrupted.
-    corrupt_pairs : float, default 0.1
-        Oracle mode: share of a corrupted client's concept pairs inverted,
-        removed or added.
-    """
-
-    num_clients: PositiveInt = 20
-    initial_clients: PositiveInt = 10
-    join_round: PositiveInt | None = None
-    confidence: Literal["oracle", "learned"] = "oracle"
-    corrupt_clients: float = Field(default=0.1, ge=0, le=1)
-    corrupt_pairs: float = Field(default=0.1, ge=0, le=1)
-
-
-class PartitionSection(Section):
-    """How the training data is split across clients.
-
-    Parameters
-    ----------
-    scheme : {"iid", "dirichlet", "pathological"}, default "dirichlet"
-        Uniform split, Dirichlet label skew, or a few classes per client.
-    num_clients : int, default 10
-        Number of clients (at most the number of training samples).
-    alpha : float, default 0.5
-        Dirichlet concentration (> 0); smaller is more skewed.
-    classes_per_client : int, default 2
-        Classes each client holds under ``pathological``.
-    min_size : int, default 10
-        Fewest training samples a client may hold.
-    """
-
-    scheme: Literal["iid", "dirichlet", "pathological"] = "dirichlet"
-    num_clients: PositiveInt = 10
-    alpha: float = Field(default=0.5, gt=0)
-    classes_per_client: PositiveInt = 2
-    min_size: PositiveInt = 10
-
-
-class VerticalSection(Section):
-    """A vertical task: column blocks over parties, who holds which row, and the label budget.
-
-    Present only for vertical experiments (methods false-vfl, vfl-local,
-    vanilla-vfl, plug-vfl, laser-vfl, fedhssl). Party 0 is the active party (labels);
-    the others are the federation's clients.
-
-    Parameters
-    ----------
-    num_parties : int or None, default None
-        K, the active party included (>= 2; default 8 for tabular data, 4 for images).
-    split : {"even", "dirichlet", "patches"} or None, default None
-        Contiguous blocks of equal width, VertiBench's Dirichlet importance
-        split, or image patches (default: patches for images, even otherwise).
-    alpha : float, default 1.0
-        Dirichlet split concentration (> 0; ``inf`` for equal weights).
-    train_missing : str, default "mcar:0.5"
-        Missingness of the training rows: ``mcar:<p>``, ``mar:<1 or 2>``,
-        ``mnar:<rate>``, or ``keep:<k>`` (exactly k parties per row)
-        (docs/methods/vertical.md).
-    test_missing : str or list of str, default "mcar:0.0"
-        Missingness of the test rows, drawn independently from the same
-        mechanism as the training rows (one MAR and one MNAR model: the same
-        score directions, standardization and calibration); with a list, the
-        trained models are evaluated under each (metrics ``accuracy_mcar0``,
-        ``accuracy_mnar9``...; ``accuracy`` is the first).
-    label_budget : int or None, default None
-        Labeled training rows, drawn among those the active party holds
-        (default 500 for tabular data, 1000 for images).
-    train_rows : int or None, default None
-        Use a seeded random subset of this many training rows (default: all).
-    test_rows : int or None, default None
-        Use a seeded random subset of this many test rows (default: all).
-    validation_fraction : float, default 0.2
-        Share of the labeled rows held out (the same rows for every run) to
-        select each method's round and stop it early; 0 selects the last round.
-    """
-
-    num_parties: int | None = Field(default=None, ge=2)
-    split: Literal["even", "dirichlet", "patches"] | None = None
-    alpha: float = Field(default=1.0, gt=0)
-    train_missing: str = "mcar:0.5"
-    test_missing: str | list[str] = "mcar:0.0"
-    label_budget: PositiveInt | None = None
-    train_rows: PositiveInt | None = None
-    test_rows: PositiveInt | None = None
-    validation_fraction: float = Field(default=0.2, ge=0, lt=1)
-
-    def parties(self, dataset: str) -> int:
-        """K for ``dataset``: ``num_parties``, else 4 for images and 8 for tabular data."""
-        if self.num_parties is not None:
-            return self.num_parties
-        return 4 if dataset in VERTICAL_IMAGE_DATASETS else 8
-
-    def test_settings(self) -> list[str]:
-        """The test-time missingness specifications, in order."""
-        return [self.test_missing] if isinstance(self.test_missing, str) else list(self.test_missing)
-
-
-class ClientsAtRound(Section):
-    """A set of clients and a round (for arrivals, departures, failures).
-
-    Parameters
-    ----------
-    clients : list of int
-        Client ids, each in 0..``partition.num_clients - 1``.
-    round : int
-        The round (counted from 1) at which it happens.
-    """
-
-    clients: list[NonNegativeInt] = Field(min_length=1)
-    round: PositiveInt
-
-
-class FederationSection(Section):
-    """How rounds run.
-
-    Parameters
-    ----------
-    engine : {"inprocess", "flower-simulation", "flower"}, default "inprocess"
-        Where clients run: in this process; as virtual nodes of Flower's
-        simulation (Ray); or as the SuperNodes of a running Flower deployment
-        (``fedmosaic run --superlink`` or ``fedmosaic deploy``). Only the
-        federated setting uses Flower; the centralized and local baselines,
-        which involve one site, run in process.
-    rounds : int, default 20
-        Number of rounds.
-    fraction : float, default 1.0
-        Share of available clients sampled per round, in (0, 1].
-    clients_per_round : int or None, default None
-        Exact number of clients per round (overrides ``fraction``).
-    min_replies : int, default 1
-        Fewest replies a round needs; otherwise it is skipped.
-    dropout : float, default 0.0
-        Probability that a sampled client fails to reply, in [0, 1).
-    arrivals : list of {clients, round}, default []
-        Clients that join at a later round (they receive nothing before).
-    departures : list of {clients, round}, default []
-        Clients gone from a round on.
-    failures : list of {clients, round}, default []
-        Clients that fail to reply in a given round.
-    evaluate_every : int, default 1
-        Evaluate every this many rounds (and after the last).
-    threads : int, default 1
-        PyTorch threads for training and evaluation. One is fastest for the
-        small models of federated clients and never oversubscribes the cores
-        when other work runs beside; raise it for large models.
-    target_accuracy : float or None, default None
-        When set, each run reports the first round whose accuracy reaches it
-        (``rounds_to_target``; ``null``, shown as "not reached", when none does).
-    max_reply_bytes : int, default 268435456
-        Largest reply a client may send (256 MiB); larger replies are rejected.
-    max_examples : int, default 1000000000
-        Largest plausible ``num_examples`` in a reply.
-    retries : int, default 0
-        Quorum policy: a round without ``min_replies`` valid replies is rolled
-        back and tried again this many times with clients sampled afresh,
-        then skipped (0: skipped at once).
-    audit : bool, default false
-        Write the message audit: ``messages/<run>-<job>.jsonl`` in the output
-        folder, one line per message with its arrays' names, shapes, dtypes
-        and bytes, its config keys and metrics (never array contents).
-    workers : int or None, default None
-        Worker processes that run a round's clients in parallel, each client
-        always in the same worker; results are identical to one process.
-        Default: one per core when a round has more than one client (never
-        more than a round's clients), else 1; 1 runs the clients one after
-        another in the calling process.
-    client_cache : int, default 32
-        Clients whose logic (model, data tensors) each process keeps built
-        between rounds; the least recently used are rebuilt when sampled
-        again (costs time, never results).
-    client_memory_mb : float, default 1024
-        Memory each process gives to the states clients keep between rounds
-        (e.g. optimizer moments); past it the least recently used go to disk.
-    reply_timeout_s : float, default 300.0
-        Flower engines: longest wait, in seconds, for the replies of one
-        exchange; clients that have not replied by then count as dropouts.
-    ray_address : str or None, default None
-        ``flower-simulation`` only: the Ray cluster to run on (``"auto"``: the
-        cluster this machine has joined); none starts Ray on this machine.
-    """
-
-    engine: Literal["inprocess", "flower-simulation", "flower"] = "inprocess"
-    rounds: PositiveInt = 20
-    fraction: float = Field(default=1.0, gt=0, le=1)
-    clients_per_round: PositiveInt | None = None
-    min_replies: PositiveInt = 1
-    dropout: float = Field(default=0.0, ge=0, lt=1)
-    arrivals: list[ClientsAtRound] = Field(default_factory=list)
-    departures: list[ClientsAtRound] = Field(default_factory=list)
-    failures: list[ClientsAtRound] = Field(default_factory=list)
-    evaluate_every: PositiveInt = 1
-    threads: PositiveInt = 1
-    target_accuracy: float | None = Field(default=None, gt=0, le=1)
-    max_reply_bytes: PositiveInt = 256 * 2**20
-    max_examples: PositiveInt = 10**9
-    retries: NonNegativeInt = 0
-    audit: bool = False
-    workers: PositiveInt | None = None
-    client_cache: PositiveInt = 32
-    client_memory_mb: float = Field(default=1024.0, gt=0)
-    reply_timeout_s: float = Field(default=300.0, gt=0)
-    ray_address: str | None = None
-
-
-class AggregationSection(Section):
-    """How the server combines the clients' arrays, name by name (every horizontal method and F-CMs).
-
-    Parameters
-    ----------
-    rule : {"mean", "median", "trimmed-mean"}, default "mean"
-        The example-weighted mean, the coordinate-wise median, or the
-        coordinate-wise mean after dropping ``trim`` of the values at each end
-        (the robust rules ignore the clients' claimed example counts).
-    trim : float, default 0.2
-        ``trimmed-mean`` only: share dropped at each end, in [0, 0.5).
-    clip_norm : float or None, default None
-        Bound each client's update (what it sends minus what it received) to
-        this L2 norm per module (layer) before combining; none when unset.
-    """
-
-    rule: Literal["mean", "median", "trimmed-mean"] = "mean"
-    trim: float = Field(default=0.2, ge=0, lt=0.5)
-    clip_norm: float | None = Field(default=None, gt=0)
-
-
-class PrivacySection(Section):
-    """Client-level differential privacy of the aggregate (every horizontal method and F-CMs).
-
-    Parameters
-    ----------
-    noise_multiplier : float, default 0.0
-        Gaussian noise on each module's sum of clipped updates, in units of
-        ``clip_norm``; 0 turns client-level DP off. The aggregate is then the
-        unweighted mean of the clipped updates, and each round records the
-        (epsilon, delta) spent so far (``dp_epsilon``), from Opacus's RDP
-        accountant.
-    target_epsilon : float or None, default None
-        Instead of ``noise_multiplier``: the noise that spends this epsilon
-        over ``federation.rounds`` rounds (Opacus's search).
-    clip_norm : float, default 1.0
-        Bound on the L2 norm of a client's whole update (split evenly over
-        the model's modules).
-    delta : float, default 1e-5
-        Target delta, in (0, 1).
-    """
-
-    noise_multiplier: float = Field(default=0.0, ge=0)
-    target_epsilon: float | None = Field(default=None, gt=0)
-    clip_norm: float = Field(default=1.0, gt=0)
-    delta: float = Field(default=1e-5, gt=0, lt=1)
-
-    @property
-    def enabled(self) -> bool:
-        """Whether client-level DP is on."""
-        return self.noise_multiplier > 0 or self.target_epsilon is not None
-
-
-class AttackSection(Section):
-    """Simulated hostile clients (federated runs), to measure robustness.
-
-    Parameters
-    ----------
-    fraction : float, default 0.0
-        Share of the clients that are hostile, in [0, 1), drawn from the seed.
-    kind : str, default "sign-flip"
-        What their replies become: ``sign-flip`` or ``scale`` (x100) of the
-        update; ``nan``, ``inf``, ``wrong-shape``, ``unknown-name``,
-        ``oversized``, or ``malformed`` (one of these per client); for
-        F-CMs ``reversed-graph`` or ``random-graph`` confidence matrices.
-    """
-
-    fraction: float = Field(default=0.0, ge=0, lt=1)
-    kind: Literal[
-        "sign-flip",
-        "scale",
-        "nan",
-        "inf",
-        "wrong-shape",
-        "unknown-name",
-        "oversized",
-        "malformed",
-        "reversed-graph",
-        "random-graph",
-    ] = "sign-flip"
-
-
-class RunSection(Section):
-    """One method to run (several are compared on identical partitions).
-
-    Parameters
-    ----------
-    name : str
-        Label in results and reports (unique within the experiment).
-    method : str
-        A registered method (``fedmosaic presets`` lists them).
-    setting : {"federated", "centralized", "local"}, default "federated"
-        ``centralized`` pools all clients' data into one client;
-        ``local`` trains each client alone and reports mean and std.
-    params : table, default {}
-        The method's own parameters (e.g. ``mu`` for FedProx).
-    """
-
-    name: str = Field(min_length=1)
-    method: str
-    setting: Literal["federated", "centralized", "local"] = "federated"
-    params: dict[str, Any] = Field(default_factory=dict)
-
-
-class GridSection(Section):
-    """A grid of experiments: the experiment runs once per combination of values.
-
-    Parameters
-    ----------
-    axes : table of key to array
-        Keys as for ``--set`` (``*`` stands for every entry of a list, e.g.
-        ``"runs.*.params.model.family"``) and the values each takes.
-    rows : str
-        The axis whose values group the table's rows (one row per run within).
-    columns : str
-        The axis whose values are the table's columns.
-    metric : str, default "accuracy"
-        Final metric in each cell, as a percentage, mean ± std over the other
-        axes (e.g. seeds).
-    secondary : str or None, default "coverage"
-        Final metric shown in parentheses, as a percentage (empty: none).
-    compare : str or None, default None
-        A run's name: the results count the cells (combinations of the axes
-        other than ``seed``, seeds averaged) where it is best and its mean
-        margin over the best other run, overall and per axis value.
-    compare_metrics : list of str or None, default None
-        The final metrics compared (default: ``metric``); each is one more
-        cell axis, named ``metric`` (e.g. one accuracy per test setting).
-    """
-
-    axes: dict[str, list[Any]] = Field(min_length=1)
-    rows: str
-    columns: str
-    metric: str = "accuracy"
-    secondary: str | None = "coverage"
-    compare: str | None = None
-    compare_metrics: list[str] | None = None
+__all__ = [
+    "AggregationSection",
+    "AttackSection",
+    "ClientsAtRound",
+    "ConceptsSection",
+    "DataSection",
+    "ExperimentConfig",
+    "FederationSection",
+    "GridSection",
+    "PartitionSection",
+    "PrivacySection",
+    "RunSection",
+    "Section",
+    "VERTICAL_DATASETS",
+    "VERTICAL_IMAGE_DATASETS",
+    "VerticalSection",
+    "apply_overrides",
+    "fingerprint",
+    "grid_points",
+    "load_config",
+    "method_params",
+    "read_toml",
+]
 
 
 class ExperimentConfig(Section):
@@ -612,27 +200,6 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
     return config
 
 
-def grid_points(source: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Every combination of a grid's axis values, with the raw configuration it gives.
-
-    Returns
-    -------
-    list of (values, source)
-        ``values`` maps each axis key to its value; ``source`` is the raw
-        configuration of that point, without the grid.
-    """
-    grid = source["grid"]
-    keys = list(grid["axes"])
-    points = []
-    for combination in itertools.product(*(grid["axes"][k] for k in keys)):
-        values = dict(zip(keys, combination))
-        point = json.loads(json.dumps({k: v for k, v in source.items() if k != "grid"}))
-        for key, value in values.items():
-            _set_path(point, key.split("."), json.loads(json.dumps(value)), key)
-        points.append((values, point))
-    return points
-
-
 def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
     for field in ("rows", "columns"):
         if getattr(grid, field) not in grid.axes:
@@ -746,75 +313,6 @@ def _check_tables(config: ExperimentConfig) -> None:
                     f"runs.{index}.setting",
                     f"on Flower each site's table stays on its node: only 'federated' runs, got '{run.setting}'",
                 )
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML experiment file.
-
-    Raises
-    ------
-    ConfigError
-        If the file cannot be read or is not valid TOML.
-    """
-    try:
-        return tomllib.loads(path.read_text())
-    except OSError as error:
-        raise ConfigError("experiment", f"cannot read {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError("experiment", f"{path} is not valid TOML: {error}") from None
-
-
-def apply_overrides(source: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``key=value`` overrides to a raw configuration.
-
-    Keys are dotted paths (``partition.alpha``, ``runs.1.params.mu``); ``*``
-    stands for every entry of a list (``runs.*.params.model.family``); values
-    are TOML values (``5``, ``0.1``, ``true``, ``[1, 2]``), or bare strings.
-
-    Examples
-    --------
-    >>> apply_overrides({"partition": {"alpha": 0.5}}, ["partition.alpha=0.1", "name=x"])
-    {'partition': {'alpha': 0.1}, 'name': 'x'}
-    >>> apply_overrides({"runs": [{"name": "a"}, {"name": "b"}]}, ["runs.*.setting=local"])["runs"]
-    [{'name': 'a', 'setting': 'local'}, {'name': 'b', 'setting': 'local'}]
-    """
-    result = json.loads(json.dumps(source))
-    for override in overrides:
-        key, sep, text = override.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError("--set", f"expected key=value, got {override!r}")
-        _set_path(result, key.strip().split("."), _parse_value(text.strip()), key.strip())
-    return result
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return tomllib.loads(f"value = {text}")["value"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def _set_path(node: Any, parts: list[str], value: Any, key: str) -> None:
-    part, rest = parts[0], parts[1:]
-    if isinstance(node, list):
-        if part == "*":
-            targets = list(range(len(node)))
-        elif part.isdigit() and int(part) < len(node):
-            targets = [int(part)]
-        else:
-            raise ConfigError("--set", f"{key}: '{part}' is not an index of a list of {len(node)} (or *)")
-        for index in targets:
-            if rest:
-                _set_path(node[index], rest, value, key)
-            else:
-                node[index] = value
-    elif isinstance(node, dict):
-        if rest:
-            _set_path(node.setdefault(part, {}), rest, value, key)
-        else:
-            node[part] = value
-    else:
-        raise ConfigError("--set", f"{key}: '{part}' is inside a value that is not a table")
 
 
 def fingerprint(document: Any) -> str:

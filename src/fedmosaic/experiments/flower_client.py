@@ -23,9 +23,10 @@ from flwr.app import Context
 from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
+from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, load_config, method_params
 from fedmosaic.experiments.table_workload import SCALING, TableWorkload, node_workload
-from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, prepare_workload
+from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
 from fedmosaic.federation.flower.client import handle_flower_message
 from fedmosaic.federation.message import ConfigValue, as_int

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from fedmosaic import __version__
+from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.table_cards import describe_tables, describe_vertical_tables, table_evaluation_inputs
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
-from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload
+from fedmosaic.experiments.workloads import ConceptWorkload
 from fedmosaic.federation import ClientLogic, Grid
 from fedmosaic.models.card import CARD_FORMAT
 from fedmosaic.models.export import ModelExport

@@ -15,16 +15,18 @@ import numpy as np
 from fedmosaic import __version__
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.aggregation import build_aggregation
+from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
+from fedmosaic.experiments.job import Job
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.model_cards import client_parts, model_path, write_job_model
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
-from fedmosaic.experiments.workloads import ClassificationWorkload, ConceptWorkload, Job, prepare_workload
+from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
 from fedmosaic.federation.logic import ClientLogic, ServerLogic

@@ -23,15 +23,16 @@ import numpy as np
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.data.concept_clients import learned_confidence
+from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.data.tables.sites import ConceptSite, Sites, read_concept_site, read_concept_test, read_labeled
 from fedmosaic.errors import ConfigError, FedmosaicError
+from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, FederationSection
-from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec
-from fedmosaic.experiments.workloads import ClassificationWorkload, Job, federated_schedule
+from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
+from fedmosaic.experiments.job import Job, federated_schedule
 from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive_rng
 from fedmosaic.federation.message import ConfigValue
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
 from fedmosaic.methods.tables.scaling import Scaling, ScalingClient, ScalingServer
 

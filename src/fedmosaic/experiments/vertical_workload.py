@@ -12,7 +12,7 @@ from fedmosaic.data.missingness import MaskModel, Missingness, fit_mechanism, pa
 from fedmosaic.data.vertical import dirichlet_column_blocks, even_column_blocks, image_patch_blocks
 from fedmosaic.data.vertical_data import VerticalData, column_blocks, hold_out_validation, vertical_split
 from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
-from fedmosaic.experiments.workloads import Job
+from fedmosaic.experiments.job import Job
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.methods.vertical.task import VerticalTask
 

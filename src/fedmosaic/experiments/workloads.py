@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.data.bayesnet import (
     ConceptDataset,
     ConceptSplits,
@@ -33,82 +31,22 @@ from fedmosaic.data.concept_clients import (
     learned_confidence,
     oracle_confidence,
 )
+from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.partition import partition
 from fedmosaic.data.simpson import sample_grid_png, simpson_mnist
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.config import ExperimentConfig, FederationSection
+from fedmosaic.experiments.classification import ClassificationWorkload
+from fedmosaic.experiments.config import ExperimentConfig
+from fedmosaic.experiments.job import Job, federated_schedule
+from fedmosaic.experiments.table_vertical import prepare_vertical_tables
+from fedmosaic.experiments.table_workload import prepare_tables
+from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Schedule, derive_rng
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
-from fedmosaic.methods.probes import ColourSwapProbe, Probe
-from fedmosaic.methods.registry import HorizontalTask
+from fedmosaic.methods.probes import ColourSwapProbe
 
 FEW_ADDITIONAL_SUBSETS = ("asia", "hailfinder")
 """Networks whose additional concepts appear in 1 extra subgraph; the others use 3."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One federation to run.
-
-    Parameters
-    ----------
-    label : str
-        Identifies the job inside its run (checkpoint file name).
-    task : object
-        What the method is built from (``HorizontalTask`` or ``ConceptTask``).
-    schedule : Schedule
-        Who takes part when.
-    pooled_bytes : int, default 0
-        Bytes of raw data pooled at one site (the centralized baseline).
-    """
-
-    label: str
-    task: Any
-    schedule: Schedule
-    pooled_bytes: int = 0
-
-
-@dataclass(frozen=True)
-class ClassificationWorkload:
-    """A dataset partitioned across clients, and the global test set.
-
-    Parameters
-    ----------
-    clients : list of ArrayDataset
-        Each client's training data.
-    test : ArrayDataset
-        The global test set.
-    pretrain : ArrayDataset or None, default None
-        A pooled sample for central pretraining of the initial model.
-    figures : tuple of (name, caption, PNG bytes), default ()
-        Pictures of the data for the report.
-    probes : tuple of Probe, default ()
-        Further measurements of the global model at every evaluation.
-    """
-
-    clients: list[ArrayDataset]
-    test: ArrayDataset
-    pretrain: ArrayDataset | None = None
-    figures: tuple[tuple[str, str, bytes], ...] = ()
-    probes: tuple[Probe, ...] = ()
-
-    def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
-        """The federations that make up a run in ``setting``."""
-        task = lambda clients: HorizontalTask(
-            clients, self.test, config.model, config.train, self.pretrain, self.probes
-        )
-        if setting == "federated":
-            schedule = federated_schedule(config.federation, len(self.clients))
-            return [Job("federated", task(self.clients), schedule)]
-        if setting == "centralized":
-            pooled = ArrayDataset(
-                x=np.concatenate([c.x for c in self.clients]),
-                y=np.concatenate([c.y for c in self.clients]),
-                num_classes=self.test.num_classes,
-            )
-            return [Job("centralized", task([pooled]), Schedule(num_clients=1), pooled.x.nbytes + pooled.y.nbytes)]
-        return [Job(f"client-{k}", task([c]), Schedule(num_clients=1)) for k, c in enumerate(self.clients)]
 
 
 @dataclass(frozen=True)
@@ -172,17 +110,10 @@ def prepare_workload(
 ) -> ClassificationWorkload | ConceptWorkload:
     """Load and lay out the experiment's data (before anything is written)."""
     if config.tables is not None:
-        # imported here: the table workloads build on this module's Job
-        from fedmosaic.experiments.table_vertical import prepare_vertical_tables
-        from fedmosaic.experiments.table_workload import prepare_tables
-
         return prepare_vertical_tables(config) if config.tables.kind == "vertical" else prepare_tables(config)  # type: ignore[return-value]
     if config.task_kind == "concepts":
         return prepare_concepts(config)
     if config.task_kind == "vertical":
-        # imported here: the vertical workload builds on this module's Job
-        from fedmosaic.experiments.vertical_workload import prepare_vertical
-
         return prepare_vertical(config, data_dir=data_dir)  # type: ignore[return-value]
     return prepare_classification(config, data_dir=data_dir)
 
@@ -313,25 +244,3 @@ def _confidence(
             splits.train.columns(client.concepts)[client.train_rows], client.concepts, rng
         )
     return ConfidenceMatrix(tuple(names), values)
-
-
-def federated_schedule(
-    federation: FederationSection, num_clients: int, joins: dict[int, int] | None = None
-) -> Schedule:
-    """The schedule of the ``[federation]`` section, with the workload's own arrivals."""
-    arrivals = dict(joins or {})
-    arrivals.update({c: entry.round for entry in federation.arrivals for c in entry.clients})
-    leaves = {c: entry.round for entry in federation.departures for c in entry.clients}
-    failures: dict[int, frozenset[int]] = {}
-    for entry in federation.failures:
-        failures[entry.round] = failures.get(entry.round, frozenset()) | frozenset(entry.clients)
-    return Schedule(
-        num_clients=num_clients,
-        fraction=federation.fraction,
-        clients_per_round=federation.clients_per_round,
-        joins=arrivals,
-        leaves=leaves,
-        dropout=federation.dropout,
-        failures=failures,
-        min_replies=federation.min_replies,
-    )

@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 
 from fedmosaic.federation.logic import ClientContext, ClientLogic
 from fedmosaic.federation.message import Message
-from fedmosaic.federation.seeding import derive_seed
 from fedmosaic.federation.state import ClientState
 from fedmosaic.federation.store import StateStore
+from fedmosaic.seeding import derive_seed
 
 ClientFactory = Callable[[int], ClientLogic]
 

@@ -39,8 +39,8 @@ from typing_extensions import override
 
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.message import Message
-from fedmosaic.federation.seeding import derive_rng
 from fedmosaic.federation.state import ClientState
+from fedmosaic.seeding import derive_rng
 
 MALFORMED = ("nan", "inf", "wrong-shape", "unknown-name", "oversized")
 ATTACKS = ("sign-flip", "scale", *MALFORMED, "malformed", "reversed-graph", "random-graph")

@@ -30,7 +30,7 @@ from fedmosaic.federation.aggregate import weighted_average
 from fedmosaic.federation.robust import Aggregator, Contribution, clip_update, module_of
 
 if TYPE_CHECKING:
-    from fedmosaic.federation.federation import RoundRecord
+    from fedmosaic.federation.record import RoundRecord
 
 SAMPLE_RATE = "dp_sample_rate"
 

@@ -12,8 +12,8 @@ from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.robust import Aggregator, Contribution, Mean
-from fedmosaic.federation.seeding import derive_rng
 from fedmosaic.federation.validation import OPEN, ReplyLimits, ReplySpec, check_reply, reply_size
+from fedmosaic.seeding import derive_rng
 
 LOG = logging.getLogger("fedmosaic.federation")
 
@@ -37,7 +37,7 @@ class RoundContext:
         The clients selected for this round, sorted.
     seed : int
         The experiment seed (derive further seeds with
-        :func:`~fedmosaic.federation.seeding.derive_seed`).
+        :func:`~fedmosaic.seeding.derive_seed`).
     grid : Grid
         The engine's grid.
     failing : frozenset of int

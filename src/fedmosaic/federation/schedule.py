@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from fedmosaic.federation.seeding import derive_rng
+from fedmosaic.seeding import derive_rng
 
 
 @dataclass(frozen=True)

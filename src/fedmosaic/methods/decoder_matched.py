@@ -29,7 +29,7 @@ from fedmosaic.methods.gradients import gradient_hooks
 from fedmosaic.methods.training import TrainParams
 
 if TYPE_CHECKING:  # the registry imports this module
-    from fedmosaic.methods.registry import HorizontalTask
+    from fedmosaic.methods.task import HorizontalTask
 
 
 class DecoderMatchedParams(MethodParams):
@@ -93,7 +93,7 @@ def build_decoder_matched(task: HorizontalTask, params: MethodParams) -> Built:
     --------
     >>> import numpy as np
     >>> from fedmosaic.methods.models import ModelParams
-    >>> from fedmosaic.methods.registry import HorizontalTask
+    >>> from fedmosaic.methods.task import HorizontalTask
     >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
     >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())
     >>> server, clients = build_decoder_matched(task, DecoderMatchedParams())

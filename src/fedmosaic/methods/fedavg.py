@@ -10,7 +10,6 @@ each client's loss.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -34,6 +33,7 @@ from fedmosaic.federation.message import as_float, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.models import Classifier
 from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.task import Pretraining
 from fedmosaic.methods.training import (
     LossFn,
     TrainParams,
@@ -49,22 +49,6 @@ PRETRAINED = "pretrained_"
 """Prefix of the metrics of the pre-trained initial model, repeated in every evaluation."""
 DP_SGD_EPSILON = "dp_sgd_epsilon"
 """Metric of a client training with local DP-SGD: the epsilon it has spent so far."""
-
-
-@dataclass(frozen=True)
-class Pretraining:
-    """Central training of the initial global model before round 1.
-
-    Parameters
-    ----------
-    data : ArrayDataset
-        A small pooled sample (e.g. Simpson-MNIST's pretraining sample).
-    params : TrainParams
-        How to train on it (its ``epochs``).
-    """
-
-    data: ArrayDataset
-    params: TrainParams
 
 
 class FedAvgServer(ServerLogic):

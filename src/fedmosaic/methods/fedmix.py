@@ -57,12 +57,13 @@ from fedmosaic.federation import (
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.federation.robust import Contribution
 from fedmosaic.methods.base import Built, MethodParams
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, Pretraining
+from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory
 from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.task import Pretraining
 from fedmosaic.methods.training import LossFn, TrainParams
 
 if TYPE_CHECKING:
-    from fedmosaic.methods.registry import HorizontalTask
+    from fedmosaic.methods.task import HorizontalTask
 
 Variant = Literal["fedmix", "naivemix"]
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 
 from pydantic import Field
 
-from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.errors import ConfigError
 from fedmosaic.methods.base import Built, Method, MethodParams
 from fedmosaic.methods.concepts.client import FCMClient
@@ -15,13 +13,11 @@ from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.decoder_matched import DecoderMatchedParams, build_decoder_matched
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, Pretraining
+from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
 from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
-from fedmosaic.methods.models import Classifier, ModelParams
-from fedmosaic.methods.probes import Probe
 from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.task import HorizontalTask
 from fedmosaic.methods.vertical.build import (
     build_false_vfl,
     build_fedhssl,
@@ -53,46 +49,6 @@ class FedProxParams(MethodParams):
     """
 
     mu: float = Field(default=0.01, gt=0)
-
-
-@dataclass(frozen=True)
-class HorizontalTask:
-    """What a horizontal classification method is built from.
-
-    Parameters
-    ----------
-    clients : list of ArrayDataset
-        Each client's private training data, by client id.
-    test : ArrayDataset
-        The global test set.
-    model : ModelParams
-        Architecture of the model.
-    train : TrainParams
-        Local training hyper-parameters.
-    pretrain : ArrayDataset or None, default None
-        A pooled sample the server trains the initial model on for
-        ``train.pretrain_epochs`` epochs before round 1.
-    probes : tuple of Probe, default ()
-        Further measurements of the global model at every evaluation
-        (Simpson-MNIST's colour reliance).
-    """
-
-    clients: list[ArrayDataset]
-    test: ArrayDataset
-    model: ModelParams
-    train: TrainParams
-    pretrain: ArrayDataset | None = None
-    probes: tuple[Probe, ...] = ()
-
-    def pretraining(self) -> Pretraining | None:
-        """The central pretraining of the initial model, if any."""
-        if self.pretrain is None or self.train.pretrain_epochs == 0:
-            return None
-        return Pretraining(self.pretrain, self.train.model_copy(update={"epochs": self.train.pretrain_epochs}))
-
-    def model_factory(self) -> Classifier:
-        """The task's architecture, which builds a fresh model when called."""
-        return Classifier(self.model, tuple(self.test.x.shape[1:]), self.test.num_classes)
 
 
 def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:

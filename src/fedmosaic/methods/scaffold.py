@@ -43,13 +43,14 @@ from typing_extensions import override
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ArraySpec, ClientContext, ClientState, Message, ReplySpec, RoundContext
 from fedmosaic.methods.base import Built, MethodParams
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, Pretraining, training_metrics
+from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, training_metrics
 from fedmosaic.methods.gradients import GradientMap, gradient_hooks
 from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.task import Pretraining
 from fedmosaic.methods.training import TrainParams
 
 if TYPE_CHECKING:  # the registry imports this module
-    from fedmosaic.methods.registry import HorizontalTask
+    from fedmosaic.methods.task import HorizontalTask
 
 CONTROL = "control/"
 """Prefix of the server control variate ``c`` in messages and in the server state."""
@@ -219,7 +220,7 @@ def build_scaffold(task: HorizontalTask, params: MethodParams) -> Built:
     --------
     >>> import numpy as np
     >>> from fedmosaic.methods.models import ModelParams
-    >>> from fedmosaic.methods.registry import HorizontalTask
+    >>> from fedmosaic.methods.task import HorizontalTask
     >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
     >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())
     >>> server, clients = build_scaffold(task, ScaffoldParams())

@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fedmosaic import __version__
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.version import __version__
 
 CARD_FILE = "card.json"
 CARD_FORMAT = 1

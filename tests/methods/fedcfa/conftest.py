@@ -16,7 +16,7 @@ import pytest
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.methods.fedcfa import FedCFAParams
 from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.registry import HorizontalTask
+from fedmosaic.methods.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 
 CENTRES = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 2.0]])

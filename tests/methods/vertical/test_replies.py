@@ -11,7 +11,7 @@ import torch
 
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, InProcessGrid, Message, Schedule
-from fedmosaic.federation.federation import RoundRecord
+from fedmosaic.federation.record import RoundRecord
 from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_plug, build_vanilla
 from fedmosaic.methods.vertical.params import (
     FalseVFLParams,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.tables.read import read_table
 from fedmosaic.errors import ConfigError, FedmosaicError
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 
 BELIEF_COLUMNS = ["parent", "child", "confidence"]
 """The columns of a graph belief file."""

@@ -15,11 +15,11 @@ from typing import Generic, TypeVar, overload
 import numpy as np
 
 from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.tables.beliefs import read_belief
 from fedmosaic.data.tables.read import UNLABELED, Table, read_table
 from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.errors import ConfigError, FedmosaicError
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 
 T = TypeVar("T")
 

@@ -20,8 +20,8 @@ from fedmosaic.federation.flower.grid import PARTITION, PARTITION_QUERY
 from fedmosaic.federation.flower.records import from_record_dict, to_record_dict
 from fedmosaic.federation.logic import ClientContext, ClientLogic
 from fedmosaic.federation.message import ConfigValue, Message, as_int
-from fedmosaic.federation.seeding import derive_seed
 from fedmosaic.federation.state import ClientState
+from fedmosaic.seeding import derive_seed
 
 LogicFactory = Callable[[dict[str, ConfigValue], int, Context], ClientLogic]
 """Builds the client logic of partition ``p`` for a message's header, on a node with a Flower context."""

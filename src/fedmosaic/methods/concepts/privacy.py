@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
+from fedmosaic.data.confidence import ConfidenceMatrix
 
 
 def most_believed_states(matrix: ConfidenceMatrix) -> np.ndarray:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import override
 
+from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import (
     ArraySpec,
@@ -24,7 +25,7 @@ from fedmosaic.federation import (
 from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix, aggregate_graph, consensus_record
+from fedmosaic.methods.concepts.graph import aggregate_graph, consensus_record
 from fedmosaic.methods.concepts.metrics import concept_scores, coverage, intervention_curve, random_order, task_accuracy
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.params import FCMParams

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
+from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.methods.concepts.models import ConceptGraph
 from fedmosaic.methods.training import TrainParams
 

@@ -13,7 +13,7 @@ from fedmosaic.methods.fedcfa.server import FedCFAServer
 from fedmosaic.methods.fedcfa.split import default_split, split_model
 
 if TYPE_CHECKING:  # the registry imports this module
-    from fedmosaic.methods.registry import HorizontalTask
+    from fedmosaic.methods.task import HorizontalTask
 
 
 def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
@@ -46,7 +46,7 @@ def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
     >>> import numpy as np
     >>> from fedmosaic.data.arrays import ArrayDataset
     >>> from fedmosaic.methods.models import ModelParams
-    >>> from fedmosaic.methods.registry import HorizontalTask
+    >>> from fedmosaic.methods.task import HorizontalTask
     >>> from fedmosaic.methods.training import TrainParams
     >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
     >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())

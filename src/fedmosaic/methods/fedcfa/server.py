@@ -17,7 +17,7 @@ from fedmosaic.federation import (
     derive_rng,
     label_means_check,
 )
-from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, Pretraining, training_metrics
+from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, training_metrics
 from fedmosaic.methods.fedcfa.average_dataset import (
     AVERAGE_X,
     AVERAGE_Y,
@@ -30,6 +30,7 @@ from fedmosaic.methods.fedcfa.average_dataset import (
 )
 from fedmosaic.methods.fedcfa.params import FedCFAParams
 from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.task import Pretraining
 
 
 class FedCFAServer(FedAvgServer):

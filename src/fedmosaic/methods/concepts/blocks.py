@@ -1,0 +1,176 @@
+"""The module of one node of a concept-based model (:class:`NodeBlock`) and its four kinds."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from fedmosaic.methods.concepts.model_params import ConceptModelParams
+from fedmosaic.methods.concepts.slots import Fill, Slot, leaky_mlp, rewire_grouped_outputs, rewire_inputs
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """What a node's module is: its block class, outputs and named inputs.
+
+    Parameters
+    ----------
+    block : type of NodeBlock
+        The module class.
+    cardinality : int
+        Number of logits.
+    slots : tuple of Slot
+        The inputs, concatenated in this order.
+    hidden : tuple of int, default ()
+        Hidden widths (:class:`MLPHead` only).
+    """
+
+    block: type[NodeBlock]
+    cardinality: int
+    slots: tuple[Slot, ...]
+    hidden: tuple[int, ...] = ()
+
+    @property
+    def width(self) -> int:
+        """Number of input features."""
+        return sum(slot.width for slot in self.slots)
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The nodes whose messages the module reads."""
+        return tuple(slot.source for slot in self.slots if slot.source is not None)
+
+    def rewirable_to(self, other: NodeSpec) -> bool:
+        """Whether ``other`` differs from this spec in its slots only."""
+        return (self.block, self.cardinality, self.hidden) == (other.block, other.cardinality, other.hidden)
+
+
+class NodeOutput(NamedTuple):
+    """A node module's output.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, cardinality)
+    values : Tensor of shape (n, cardinality, embedding) or None
+        One embedding per value, mixed by the fed probabilities into the
+        message to the node's children; None where the message is the fed
+        probabilities themselves.
+    """
+
+    logits: Tensor
+    values: Tensor | None
+
+
+class NodeBlock(nn.Module, ABC):
+    """A node's module: logits (and maybe value embeddings) from the encoding and its slots."""
+
+    def __init__(self, spec: NodeSpec) -> None:
+        super().__init__()
+        self.cardinality = spec.cardinality
+
+    @staticmethod
+    @abstractmethod
+    def message_width(cardinality: int, params: ConceptModelParams) -> int:
+        """Width of the message the node feeds its children."""
+
+    @abstractmethod
+    def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
+        """Predict the node from the encoding and its concatenated slots."""
+
+    @abstractmethod
+    def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
+        """Adapt in place to new slots, keeping the weights of the retained ones."""
+
+
+class MLPHead(NodeBlock):
+    """Logits from the slots by a LeakyReLU MLP (a linear layer without hidden widths).
+
+    C2BM roots (one encoding slot, no hidden layer) and the task decoder of
+    CBM and CEM (one slot per concept). Its message is the fed probabilities.
+    """
+
+    def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
+        super().__init__(spec)
+        self.layers = leaky_mlp([spec.width, *spec.hidden, spec.cardinality])
+
+    @staticmethod
+    def message_width(cardinality: int, params: ConceptModelParams) -> int:
+        return cardinality
+
+    def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
+        return NodeOutput(self.layers(inputs), None)
+
+    def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
+        rewire_inputs(self.layers[0], before, after, fill)
+
+
+class EmbeddingHead(NodeBlock):
+    """One embedding per value from the slots (linear, LeakyReLU), then a linear scorer over them.
+
+    CEM concepts (one encoding slot) and every CGM node (the encoding for
+    roots, the parents' mixed embeddings otherwise). Its message is the value
+    embeddings mixed by the fed probabilities.
+    """
+
+    def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
+        super().__init__(spec)
+        self.embedding_size = params.embedding_size
+        values = spec.cardinality * params.embedding_size
+        self.values = leaky_mlp([spec.width, values], activate_output=True)
+        self.scorer = nn.Linear(values, spec.cardinality)
+
+    @staticmethod
+    def message_width(cardinality: int, params: ConceptModelParams) -> int:
+        return params.embedding_size
+
+    def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
+        values = self.values(inputs)
+        return NodeOutput(self.scorer(values), values.view(-1, self.cardinality, self.embedding_size))
+
+    def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
+        rewire_inputs(self.values[0], before, after, fill)
+
+
+class ScoredEmbeddingHead(EmbeddingHead):
+    """An :class:`EmbeddingHead` whose message is the fed probabilities.
+
+    CBM concepts, as in the reference code: the same per-value embeddings and
+    linear scorer as CEM, but the task decoder reads the concept
+    probabilities, not the mixed embeddings.
+    """
+
+    @staticmethod
+    def message_width(cardinality: int, params: ConceptModelParams) -> int:
+        return cardinality
+
+    def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
+        return NodeOutput(super().forward(encoding, inputs).logits, None)
+
+
+class WeightGenerator(NodeBlock):
+    """C2BM non-root: logits = W(encoding) @ slots, W a (cardinality x slot width) matrix from an MLP.
+
+    The MLP is linear, LeakyReLU, linear with ``decoder_hidden`` hidden
+    units; output row ``v * width + j`` is ``W[v, j]``. Its message is the fed
+    probabilities.
+    """
+
+    def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
+        super().__init__(spec)
+        self.generator = leaky_mlp([params.encoder_hidden, params.decoder_hidden, spec.cardinality * spec.width])
+
+    @staticmethod
+    def message_width(cardinality: int, params: ConceptModelParams) -> int:
+        return cardinality
+
+    def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
+        weights = self.generator(encoding).view(len(encoding), self.cardinality, inputs.shape[1])
+        return NodeOutput(torch.einsum("nvp,np->nv", weights, inputs), None)
+
+    def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
+        rewire_grouped_outputs(self.generator[-1], self.cardinality, before, after, fill)
