@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from torch import nn
+from functools import partial
 
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.vertical.baselines import Baseline, Concatenation, LaserVFL, Local
@@ -32,9 +31,7 @@ def build_false_vfl(task: VerticalTask, params: MethodParams) -> Built:
 
     def party(client: int) -> FalseVFLClient:
         width = data.widths[client + 1]
-        build: Callable[[], nn.Module] = lambda: PartyModel(
-            width, params.hidden, params.latent, data.likelihood, params.variant == "II"
-        )
+        build = partial(PartyModel, width, params.hidden, params.latent, data.likelihood, params.variant == "II")
         return FalseVFLClient(client + 1, data.splits, build, params.lr)
 
     return FalseVFLServer(task, params), party
