@@ -2,11 +2,12 @@
 
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from pydantic import BaseModel, Field
 
-from fedmosaic.experiments.config import ClientsAtRound, FederationSection, RunSection
+from fedmosaic.experiments.config import ClientsAtRound, ExperimentConfig, FederationSection, RunSection
 from fedmosaic.experiments.reference import (
     REGENERATE,
     config_tables,
@@ -38,28 +39,56 @@ def test_committed_reference_is_up_to_date() -> None:
     assert DOCS.read_text() == render_reference(), f"docs/experiments.md is stale; run: {REGENERATE}"
 
 
-def test_reference_covers_every_table() -> None:
-    headers = [header for table in config_tables() for header in table.headers]
-    assert headers == [
-        "[data]",
-        "[partition]",
-        "[federation]",
-        "[[federation.arrivals]]",
-        "[[federation.departures]]",
-        "[[federation.failures]]",
-        "[concepts]",
-        "[vertical]",
-        "[model]",
-        "[train]",
-        "[[runs]]",
-        "[grid]",
-        "[aggregation]",
-        "[privacy]",
-        "[attack]",
-        "[tables]",
-        "[[tables.sites]]",
-        "[[tables.parties]]",
-    ]
+def _tables_in(model: type[BaseModel], prefix: str) -> list[tuple[str, type[BaseModel]]]:
+    """Every table nested in ``model``, found from the fields' types: ``(dotted path, model)``, depth first."""
+    found = []
+    for name, field in model.model_fields.items():
+        candidates = [field.annotation, *get_args(field.annotation)]
+        candidates += [inner for candidate in candidates for inner in get_args(candidate)]
+        nested = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+        for child in nested[:1]:
+            found.append((f"{prefix}{name}", child))
+            found += _tables_in(child, f"{prefix}{name}.")
+    return found
+
+
+def _headings(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("#")]
+
+
+def test_reference_covers_every_table_of_the_schema_and_of_every_methods_parameters() -> None:
+    # Prepare: the tables, derived from the schema's types, not from the generator
+    expected = [path for path, _ in _tables_in(ExperimentConfig, "")]
+    nested = {name: [path for path, _ in _tables_in(method.params, "params.")] for name, method in METHODS.items()}
+    headings = _headings(render_reference())
+
+    # Execute / Assert: each has a heading of its own
+    assert "vertical" in expected
+    assert "tables.sites" in expected
+    assert nested["fcm"] == ["params.model"]
+    for path in expected:
+        assert any(f"`[{path}]`" in h or f"`[[{path}]]`" in h for h in headings), f"[{path}] is not in the reference"
+    for name, paths in nested.items():
+        for path in paths:
+            assert any(h.startswith(f"#### `{name}`") and f"`{path}`" in h for h in headings), f"{name} {path}"
+
+
+def test_the_reference_test_finds_a_section_left_out() -> None:
+    # Prepare: a schema with a table the reference does not have
+    class Hidden(BaseModel):
+        """Hidden."""
+
+    class Schema(ExperimentConfig):
+        """A schema with one more table."""
+
+        hidden: Hidden | None = None
+
+    # Execute
+    paths = [path for path, _ in _tables_in(Schema, "")]
+
+    # Assert
+    assert "hidden" in paths
+    assert not any("`[hidden]`" in h for h in _headings(render_reference()))
 
 
 def test_every_key_and_method_parameter_is_described() -> None:

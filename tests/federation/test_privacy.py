@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from opacus.accountants import RDPAccountant
 
-from fedmosaic.federation import Schedule
+from fedmosaic.federation import RoundContext, Schedule
 from fedmosaic.federation.privacy import GaussianMechanism, PrivacyBudget, client_level_epsilon
 from fedmosaic.federation.robust import ClippedUpdates, Mean
 
@@ -97,3 +97,44 @@ def test_a_private_federation_records_the_epsilon_spent_each_round_and_resumes_i
     assert epsilons == sorted(epsilons)
     assert epsilons[0] > 0
     assert epsilons[-1] == pytest.approx(client_level_epsilon(1.1, [0.5] * 4, 1e-5))
+
+
+def test_a_round_that_adds_no_noise_records_no_epsilon(make_toy) -> None:
+    # Prepare: the private toy method, whose round 2 aggregates nothing (as a round without uploads)
+    made = make_toy(rounds=3, schedule=Schedule(num_clients=6, clients_per_round=3))
+    made.federation.aggregator = GaussianMechanism(clip_norm=1.0, noise_multiplier=1.1)
+    made.federation.privacy = PrivacyBudget(1.1, 1e-5)
+    aggregating = made.server.run_round
+    made.server.run_round = lambda ctx: {} if ctx.round == 2 else aggregating(ctx)  # type: ignore[method-assign]
+
+    # Execute
+    history = made.federation.run()
+
+    # Assert: round 2 spends nothing and reports no epsilon; round 3 is the second step
+    assert [r.status for r in history] == ["ok", "ok", "ok"]
+    assert "dp_epsilon" not in history[1].metrics
+    assert "dp_sample_rate" not in history[1].metrics
+    assert history[2].metrics["dp_epsilon"] == pytest.approx(client_level_epsilon(1.1, [0.5, 0.5], 1e-5))
+
+
+def test_a_budget_beside_a_rule_without_noise_reports_no_epsilon(make_toy) -> None:
+    # Prepare: a budget, but the plain mean (nothing to account)
+    made = make_toy(rounds=2)
+    made.federation.privacy = PrivacyBudget(1.1, 1e-5)
+
+    # Execute
+    history = made.federation.run()
+
+    # Assert
+    assert not any("dp_epsilon" in r.metrics for r in history)
+
+
+def test_a_second_noised_aggregation_in_a_round_is_refused() -> None:
+    # Prepare
+    ctx = RoundContext(round=1, clients=[0], seed=0, grid=None, aggregator=GaussianMechanism(1.0, 1.0))  # type: ignore[arg-type]
+    parts = [({"l.w": np.ones(2)}, 1.0)]
+    ctx.aggregate(parts, {"l.w": np.zeros(2)})
+
+    # Execute / Assert
+    with pytest.raises(ValueError, match="second noised aggregation"):
+        ctx.aggregate(parts, {"l.w": np.zeros(2)})

@@ -23,6 +23,7 @@ from pydantic import Field, NonNegativeInt
 from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.capabilities import check_supported
 from fedmosaic.experiments.overrides import apply_overrides, grid_points, read_toml
 from fedmosaic.experiments.sections import (
     VERTICAL_DATASETS,
@@ -43,7 +44,7 @@ from fedmosaic.experiments.sections import (
 from fedmosaic.experiments.validation import validate
 from fedmosaic.methods.base import MethodParams
 from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.registry import METHODS, get_method
+from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.training import TrainParams
 
 __all__ = [
@@ -188,12 +189,7 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
                 f"'{run.method}' is a {method.kind} method; {given} gives a {config.task_kind} task",
             )
         method_params(config, index)
-        if config.train.dp_noise_multiplier > 0 and not method.dp_sgd:
-            raise ConfigError(
-                "train.dp_noise_multiplier",
-                f"local DP-SGD needs a loss of per-example terms; '{run.method}' has none "
-                f"(DP-SGD methods: {', '.join(sorted(m.name for m in METHODS.values() if m.dp_sgd))})",
-            )
+        check_supported(config, index, method)
     if config.vertical is not None:
         _check_vertical(config)
     if config.task_kind == "vertical":

@@ -153,7 +153,7 @@ def parameter_docs(model: type[BaseModel]) -> dict[str, str]:
 
     Examples
     --------
-    >>> from fedmosaic.methods.registry import FedProxParams
+    >>> from fedmosaic.methods.fedavg import FedProxParams
     >>> parameter_docs(FedProxParams)["mu"][:30]
     'Weight of the proximal term `m'
     """
@@ -340,7 +340,18 @@ def _table_section(table: Table) -> str:
 
 def _method_section(method: Method) -> str:
     body = key_table(method.params) if method.params.model_fields else "No parameters."
-    return f"### `{method.name}`\n\n{method.summary}.\n\n{body}"
+    sections = [f"### `{method.name}`\n\n{method.summary}.\n\n{body}"]
+    for table in method_tables(method):
+        title = ", ".join(f"`{header.strip('[]')}`" for header in table.headers)  # inline tables of `params`
+        sections.append(f"#### `{method.name}`: {title}\n\n{_summary(table.model)}\n\n{key_table(table.model)}")
+    return "\n\n".join(sections)
+
+
+def method_tables(method: Method) -> list[Table]:
+    """The tables nested in a method's parameters (e.g. F-CMs' ``params.model``), each after its parent."""
+    headers: dict[type[BaseModel], list[str]] = {}
+    _collect_tables(method.params, "params.", headers)
+    return [Table(found, model) for model, found in headers.items()]
 
 
 def _presets_table() -> str:

@@ -330,7 +330,7 @@ class FederationSection(Section):
 
 
 class AggregationSection(Section):
-    """How the server combines the clients' arrays, name by name (every horizontal method and F-CMs).
+    """How the server combines the clients' arrays, name by name (a method that would skip a rule refuses it).
 
     Parameters
     ----------
@@ -351,7 +351,7 @@ class AggregationSection(Section):
 
 
 class PrivacySection(Section):
-    """Client-level differential privacy of the aggregate (every horizontal method and F-CMs).
+    """Client-level differential privacy of the aggregate (a method that cannot honour it refuses it).
 
     Parameters
     ----------
@@ -394,6 +394,8 @@ class AttackSection(Section):
         update; ``nan``, ``inf``, ``wrong-shape``, ``unknown-name``,
         ``oversized``, or ``malformed`` (one of these per client); for
         F-CMs ``reversed-graph`` or ``random-graph`` confidence matrices.
+        A method whose replies the kind cannot alter refuses it (e.g. a
+        vertical method ``sign-flip``, which needs the model in the replies).
     """
 
     fraction: float = Field(default=0.0, ge=0, lt=1)

@@ -54,9 +54,10 @@ class Federation:
         How the server logic's :meth:`RoundContext.aggregate` combines replies.
     privacy : PrivacyBudget or None, default None
         With a :class:`~fedmosaic.federation.privacy.GaussianMechanism`
-        aggregator: its noise and delta, so that each aggregated round
-        records the privacy spent so far (``dp_epsilon``, ``dp_delta``,
-        ``dp_sample_rate``).
+        aggregator: its noise and delta, so that each round whose server
+        logic aggregated with noise records the privacy spent so far
+        (``dp_epsilon``, ``dp_delta``, ``dp_sample_rate``); a round without
+        a noised aggregation records none.
 
     Examples
     --------
@@ -152,7 +153,7 @@ class Federation:
                 reasons.append(str(error))
                 continue
             status = "ok"
-            if self.privacy is not None:
+            if self.privacy is not None and ctx.noised:
                 rate = len(ctx.clients) / len(self.schedule.available(rnd))  # per available client
                 metrics.update(self.privacy.spent(self._history, rate))
             break

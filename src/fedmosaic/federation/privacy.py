@@ -13,8 +13,10 @@ and one client's whole contribution to all sums together stays within
 ``clip_norm``.
 
 The privacy spent is computed by Opacus's RDP accountant
-(:func:`client_level_epsilon`): one step per aggregated round, with sampling
-rate the share of the available clients selected.
+(:func:`client_level_epsilon`): one step per round whose server logic
+aggregated through the mechanism (a round without a noised aggregation
+releases nothing and is not accounted), with sampling rate the share of the
+available clients selected.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class GaussianMechanism(Aggregator):
             raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier}")
         self.clip_norm = clip_norm
         self.noise_multiplier = noise_multiplier
+
+    @property
+    def adds_noise(self) -> bool:
+        """Whether noise is drawn (``noise_multiplier > 0``)."""
+        return self.noise_multiplier > 0
 
     def module_bound(self, reference: Mapping[str, np.ndarray]) -> float:
         """The norm bound of one module's update: ``clip_norm / sqrt(M)``."""

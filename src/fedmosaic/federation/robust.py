@@ -45,6 +45,11 @@ def module_of(name: str) -> str:
 class Aggregator(ABC):
     """Combines one round's contributions into new global arrays, name by name."""
 
+    @property
+    def adds_noise(self) -> bool:
+        """Whether the rule adds noise for privacy (the round is then accounted); False for every rule here."""
+        return False
+
     @abstractmethod
     def aggregate(
         self,

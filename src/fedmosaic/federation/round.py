@@ -50,6 +50,12 @@ class RoundContext:
         Sees every message that crosses (the message audit).
     aggregator : Aggregator
         The rule :meth:`aggregate` applies (the weighted mean by default).
+
+    Attributes
+    ----------
+    noised : bool
+        Whether :meth:`aggregate` has added noise this round (the federation
+        accounts the privacy spent only then).
     """
 
     round: int
@@ -62,6 +68,7 @@ class RoundContext:
     observer: MessageObserver | None = None
     aggregator: Aggregator = field(default_factory=Mean)
     aggregations: int = 0
+    noised: bool = False
     bytes_down: int = 0
     bytes_up: int = 0
     replied: set[int] = field(default_factory=set)
@@ -141,7 +148,12 @@ class RoundContext:
         reference : mapping of str to ndarray
             What was sent: updates are measured from it (clipping, noise).
         """
+        if self.noised:
+            raise ValueError(
+                f"round {self.round}: a second noised aggregation; the privacy accounting counts one per round"
+            )
         self.aggregations += 1
+        self.noised = self.aggregator.adds_noise
         rng = derive_rng(self.seed, self.round, "aggregate", self.aggregations)
         return self.aggregator.aggregate(contributions, reference, rng)
 

@@ -1,13 +1,14 @@
-"""What every method provides: validated parameters and a builder."""
+"""What every method provides: validated parameters, a builder, and what of the runtime it honours."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.federation import ClientLogic, ServerLogic
 
 Built = tuple[ServerLogic, Callable[[int], ClientLogic]]
@@ -18,6 +19,60 @@ class MethodParams(BaseModel):
     """Base of every method's parameters: unknown keys and loose types are rejected."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The runtime features a method honours; the configuration refuses the others.
+
+    Each flag is a promise that the feature acts on the method's run as
+    documented; a feature a method would skip silently is refused instead
+    (``load_config``), rather than a run reporting a guarantee it does not give.
+
+    Parameters
+    ----------
+    dp_sgd : bool, default False
+        Local DP-SGD (``train.dp_noise_multiplier``): the clients train the
+        global model with the one training loop, and its loss is a mean of
+        per-example terms, with nothing that mixes examples of a batch or
+        depends on the parameters alone.
+    client_dp : bool, default False
+        Client-level DP (``[privacy]``): everything the clients' uploads put
+        into what the server releases passes through one
+        :meth:`~fedmosaic.federation.round.RoundContext.aggregate` per round,
+        so the Gaussian mechanism clips and noises all of it and the
+        accountant's ``dp_epsilon`` covers it. Methods that share other
+        statistics of the clients' data (means, control variates) or never
+        aggregate (vertical methods) cannot honour it.
+    robust_aggregation : bool, default False
+        The ``[aggregation]`` rules (median, trimmed mean, ``clip_norm``):
+        the clients' model arrays are combined through
+        :meth:`~fedmosaic.federation.round.RoundContext.aggregate`, and no
+        other upload steers the global model around the rule.
+    update_attacks : bool, default False
+        The ``sign-flip`` and ``scale`` attacks of ``[attack]``: replies carry
+        model arrays under the names they were sent, so the attack has an
+        update to reverse or scale.
+    graph_attacks : bool, default False
+        The ``reversed-graph`` and ``random-graph`` attacks of ``[attack]``:
+        clients upload a confidence matrix (array ``confidence``).
+    """
+
+    dp_sgd: bool = False
+    client_dp: bool = False
+    robust_aggregation: bool = False
+    update_attacks: bool = False
+    graph_attacks: bool = False
+
+    def names(self) -> tuple[str, ...]:
+        """The flags that are set, in declaration order.
+
+        Examples
+        --------
+        >>> Capabilities(dp_sgd=True, graph_attacks=True).names()
+        ('dp_sgd', 'graph_attacks')
+        """
+        return tuple(f.name for f in fields(self) if getattr(self, f.name))
 
 
 @dataclass(frozen=True)
@@ -34,17 +89,30 @@ class Method:
         The kind of task (and of prepared data) the method is built from.
     params : type of MethodParams
         Validates the method's parameters.
-    build : callable (task, MethodParams) -> (ServerLogic, client factory)
-        Creates the server logic and a factory of client logic by client id.
-    dp_sgd : bool, default False
-        Whether its clients may train with local DP-SGD (``train.dp_noise_multiplier``):
-        its loss is a mean of per-example terms, with nothing that mixes
-        examples of a batch or depends on the parameters alone.
+    builder : callable (task, params) -> (ServerLogic, client factory)
+        Creates the server logic and a factory of client logic by client id,
+        from parameters of type ``params`` (checked by :meth:`build`).
+    supports : Capabilities, default Capabilities()
+        The runtime features the method honours.
     """
 
     name: str
     summary: str
     kind: TaskKind
     params: type[MethodParams]
-    build: Callable[[Any, MethodParams], Built]
-    dp_sgd: bool = False
+    builder: Callable[[Any, Any], Built]
+    supports: Capabilities = Capabilities()
+
+    def build(self, task: Any, params: MethodParams) -> Built:
+        """The server logic and client factory for ``task``.
+
+        Raises
+        ------
+        ConfigError
+            If ``params`` are not the method's parameters (one line naming the method).
+        """
+        if type(params) is not self.params:
+            raise ConfigError(
+                "params", f"method '{self.name}' takes {self.params.__name__}, got {type(params).__name__}"
+            )
+        return self.builder(task, params)

@@ -79,13 +79,13 @@ class DecoderMatchedClient(FedAvgClient):
             return super().handle(message, state, context)
 
 
-def build_decoder_matched(task: HorizontalTask, params: MethodParams) -> Built:
+def build_decoder_matched(task: HorizontalTask, params: DecoderMatchedParams) -> Built:
     """The server (FedAvg's) and client factory of FedAvg with a matched decoder step.
 
     Raises
     ------
     TypeError
-        If ``params`` is not a DecoderMatchedParams or the model is not sequential.
+        If the model is not sequential.
     ValueError
         If the model cannot be split where ``params.split`` says.
 
@@ -100,8 +100,6 @@ def build_decoder_matched(task: HorizontalTask, params: MethodParams) -> Built:
     >>> type(server).__name__, type(clients(0)).__name__
     ('FedAvgServer', 'DecoderMatchedClient')
     """
-    if not isinstance(params, DecoderMatchedParams):
-        raise TypeError(f"build_decoder_matched needs DecoderMatchedParams, got {type(params).__name__}")
     factory = task.model_factory()
     split_model(factory(), params.split)  # refuses a model it cannot split, once, here
     server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 from typing_extensions import override
@@ -31,9 +32,10 @@ from fedmosaic.federation import (
 )
 from fedmosaic.federation.message import as_float, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.models import Classifier
 from fedmosaic.methods.probes import Probe
-from fedmosaic.methods.task import Pretraining
+from fedmosaic.methods.task import HorizontalTask, Pretraining
 from fedmosaic.methods.training import (
     LossFn,
     TrainParams,
@@ -222,3 +224,35 @@ class FedAvgClient(ClientLogic):
             return F.cross_entropy(model(x), y) + 0.5 * mu * drift
 
         return proximal_loss
+
+
+class FedAvgParams(MethodParams):
+    """FedAvg takes no parameters beyond the shared training ones."""
+
+
+class FedProxParams(MethodParams):
+    """FedProx parameters.
+
+    Parameters
+    ----------
+    mu : float, default 0.01
+        Weight of the proximal term ``mu / 2 * ||w - w_global||^2`` (> 0).
+    """
+
+    mu: float = Field(default=0.01, gt=0)
+
+
+def build_fedavg(task: HorizontalTask, params: FedAvgParams) -> Built:
+    """FedAvg's server and client factory for a classification task."""
+    return _build_proximal(task, mu=0.0)
+
+
+def build_fedprox(task: HorizontalTask, params: FedProxParams) -> Built:
+    """FedProx's server and client factory: FedAvg's, with the clients' proximal term ``mu``."""
+    return _build_proximal(task, mu=params.mu)
+
+
+def _build_proximal(task: HorizontalTask, *, mu: float) -> Built:
+    factory = task.model_factory()
+    server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)
+    return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)

@@ -544,7 +544,7 @@ class FedMixServer(FedAvgServer):
         self.relay.load_state_dict(state)
 
 
-def build_fedmix(task: HorizontalTask, params: MethodParams) -> Built:
+def build_fedmix(task: HorizontalTask, params: FedMixParams) -> Built:
     """FedMix's (or NaiveMix's) server and client factory for a classification task.
 
     Parameters
@@ -562,8 +562,6 @@ def build_fedmix(task: HorizontalTask, params: MethodParams) -> Built:
     --------
     See ``tests/methods/test_fedmix.py``.
     """
-    if not isinstance(params, FedMixParams):
-        raise TypeError(f"build_fedmix needs FedMixParams, got {type(params).__name__}")
     factory = task.model_factory()
     server = FedMixServer(factory, task.test, task.pretraining(), params.mean_batch, task.probes)
     return server, lambda client: FedMixClient(factory, task.clients[client], task.train, params)

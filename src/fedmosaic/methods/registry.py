@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import difflib
-
-from pydantic import Field
+from dataclasses import replace
 
 from fedmosaic.errors import ConfigError
-from fedmosaic.methods.base import Built, Method, MethodParams
-from fedmosaic.methods.concepts.client import FCMClient
+from fedmosaic.methods.base import Capabilities, Method, MethodParams
+from fedmosaic.methods.concepts.build import build_fcm
 from fedmosaic.methods.concepts.params import FCMParams
-from fedmosaic.methods.concepts.server import FCMServer
-from fedmosaic.methods.concepts.task import ConceptTask
 from fedmosaic.methods.decoder_matched import DecoderMatchedParams, build_decoder_matched
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
+from fedmosaic.methods.fedavg import FedAvgParams, FedProxParams, build_fedavg, build_fedprox
 from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
@@ -34,35 +31,13 @@ from fedmosaic.methods.vertical.params import (
     SplitVFLParams,
 )
 
+__all__ = ["METHODS", "FedAvgParams", "FedProxParams", "HorizontalTask", "Method", "MethodParams", "get_method"]
+"""Also importable from here, where they were defined before: the parameters, the task and the method types."""
 
-class FedAvgParams(MethodParams):
-    """FedAvg takes no parameters beyond the shared training ones."""
-
-
-class FedProxParams(MethodParams):
-    """FedProx parameters.
-
-    Parameters
-    ----------
-    mu : float, default 0.01
-        Weight of the proximal term ``mu / 2 * ||w - w_global||^2`` (> 0).
-    """
-
-    mu: float = Field(default=0.01, gt=0)
-
-
-def _build_fedavg(task: HorizontalTask, params: MethodParams) -> Built:
-    factory = task.model_factory()
-    mu = params.mu if isinstance(params, FedProxParams) else 0.0
-    server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)
-    return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)
-
-
-def _build_fcm(task: ConceptTask, params: MethodParams) -> Built:
-    assert isinstance(params, FCMParams)
-    server = FCMServer(task, params)
-    return server, lambda client: FCMClient(task.clients[client], params, task.train, task.cardinalities)
-
+MODEL_UPDATES = Capabilities(client_dp=True, robust_aggregation=True, update_attacks=True)
+"""Clients train the global model and upload it, and nothing else: every runtime feature but DP-SGD applies."""
+MODEL_AND_MEANS = Capabilities(robust_aggregation=True, update_attacks=True)
+"""The model is aggregated by the rule, but means of the clients' data are shared without noise (no client-level DP)."""
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -72,15 +47,16 @@ METHODS: dict[str, Method] = {
             "FedAvg: example-weighted average of full models",
             "classification",
             FedAvgParams,
-            _build_fedavg,
-            dp_sgd=True,
+            build_fedavg,
+            replace(MODEL_UPDATES, dp_sgd=True),
         ),
         Method(
             "fedprox",
             "FedProx: FedAvg with a proximal term mu",
             "classification",
             FedProxParams,
-            _build_fedavg,
+            build_fedprox,
+            MODEL_UPDATES,
         ),
         Method(
             "fedavg-decoder-matched",
@@ -88,6 +64,7 @@ METHODS: dict[str, Method] = {
             "classification",
             DecoderMatchedParams,
             build_decoder_matched,
+            MODEL_UPDATES,
         ),
         Method(
             "scaffold",
@@ -95,6 +72,7 @@ METHODS: dict[str, Method] = {
             "classification",
             ScaffoldParams,
             build_scaffold,
+            Capabilities(update_attacks=True),  # the control variates bypass the rule and the noise
         ),
         Method(
             "fedcfa",
@@ -102,6 +80,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedCFAParams,
             build_fedcfa,
+            MODEL_AND_MEANS,
         ),
         Method(
             "fedmix",
@@ -109,6 +88,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedMixParams,
             build_fedmix,
+            MODEL_AND_MEANS,
         ),
         Method(
             "naivemix",
@@ -116,15 +96,15 @@ METHODS: dict[str, Method] = {
             "classification",
             NaiveMixParams,
             build_fedmix,
-            dp_sgd=True,
+            replace(MODEL_AND_MEANS, dp_sgd=True),
         ),
         Method(
             "fcm",
             "F-CMs: concept-based models that grow with their clients (and static, reinit, full-model variants)",
             "concepts",
             FCMParams,
-            _build_fcm,
-            dp_sgd=True,
+            build_fcm,
+            replace(MODEL_UPDATES, dp_sgd=True, graph_attacks=True),
         ),
         Method(
             "false-vfl",

@@ -213,7 +213,7 @@ def _shifted_by(shift: Tensor) -> GradientMap:
     return lambda gradient: gradient + shift
 
 
-def build_scaffold(task: HorizontalTask, params: MethodParams) -> Built:
+def build_scaffold(task: HorizontalTask, params: ScaffoldParams) -> Built:
     """SCAFFOLD's server and client factory for a classification task.
 
     Examples
@@ -227,8 +227,6 @@ def build_scaffold(task: HorizontalTask, params: MethodParams) -> Built:
     >>> type(server).__name__, type(clients(0)).__name__
     ('ScaffoldServer', 'ScaffoldClient')
     """
-    if not isinstance(params, ScaffoldParams):
-        raise TypeError(f"build_scaffold needs ScaffoldParams, got {type(params).__name__}")
     factory = task.model_factory()
     server = ScaffoldServer(factory, task.test, len(task.clients), params, task.pretraining(), task.probes)
     return server, lambda client: ScaffoldClient(factory, task.clients[client], task.train)

@@ -208,30 +208,6 @@ def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_d
 
 
 @pytest.mark.parametrize(
-    ("build", "params"),
-    [(build_laser, params_of(build_laser)), (build_fedhssl, FedHSSLParams(**PARAMS.model_dump(), pretrain_rounds=2))],
-    ids=["laser", "fedhssl"],
-)
-def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path, build, params) -> None:  # type: ignore[no-untyped-def]
-    # FedHSSL resumes at the switch from pre-training to fine-tuning
-    def federation(rounds: int) -> Federation:
-        server, factory = build(VerticalTask(tiny_data, 4), params)
-        return Federation(
-            server,
-            RecordingGrid(factory, 0),
-            Schedule(num_clients=2),
-            seed=0,
-            rounds=rounds,
-            checkpoint=tmp_path / "c.npz",
-        )
-
-    whole = [r.metrics for r in federation(4).run()]
-    federation(2).run()
-    resumed = [r.metrics for r in federation(4).run(resume=True)]
-    assert resumed == whole
-
-
-@pytest.mark.parametrize(
     "missingness",
     [Missingness("mcar", 0.5), Missingness("mar", 2), Missingness("mnar", 0.9), Missingness("keep", 1)],
     ids=["mcar5", "mar2", "mnar9", "keep1"],

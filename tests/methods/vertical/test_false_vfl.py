@@ -114,31 +114,6 @@ def test_product_of_experts_fusion_also_trains(tiny_data: VerticalData) -> None:
     assert "accuracy" in records[-1].metrics
 
 
-def test_a_resumed_run_ends_exactly_like_an_uninterrupted_one(tiny_data: VerticalData, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # Prepare: stop after round 2 of 4 (inside stage 2 after the labeled posteriors were fetched)
-    params = PARAMS.model_copy(update={"stage1_rounds": 1})
-
-    def federation(rounds: int) -> Federation:
-        server, factory = build_false_vfl(VerticalTask(tiny_data, 4), params)
-        return Federation(
-            server,
-            RecordingGrid(factory, 0),
-            Schedule(num_clients=2),
-            seed=0,
-            rounds=rounds,
-            checkpoint=tmp_path / "c.npz",
-        )
-
-    # Execute
-    whole = [r.metrics for r in federation(4).run()]
-    (tmp_path / "c.npz").unlink()
-    federation(2).run()
-    resumed = [r.metrics for r in federation(4).run(resume=True)]
-
-    # Assert
-    assert resumed == whole
-
-
 def test_the_exchanged_gradients_equal_those_of_one_joint_computation(tiny_data: VerticalData) -> None:
     # Prepare: the real active party and passive parties, initialised; one batch of every training row
     server, factory = build_false_vfl(VerticalTask(tiny_data, 2), PARAMS)

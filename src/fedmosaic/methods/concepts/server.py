@@ -22,7 +22,6 @@ from fedmosaic.federation import (
     derive_rng,
     derive_seed,
 )
-from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays
 from fedmosaic.methods.concepts.client import REGISTER, TRAIN
 from fedmosaic.methods.concepts.graph import aggregate_graph, consensus_record
@@ -30,6 +29,7 @@ from fedmosaic.methods.concepts.metrics import concept_scores, coverage, interve
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.task import ConceptTask, LabeledConcepts, decode_graph, encode_graph
+from fedmosaic.methods.declared_state import BOOL, BY_CLIENT, FLOATS_OR_NONE, INT, JSON, STR, DeclaredState
 from fedmosaic.methods.fedavg import DP_SGD_EPSILON
 from fedmosaic.models.export import ModelExport
 
@@ -40,6 +40,23 @@ CONCEPT_METRICS = (
     "own_balanced_concept_accuracy",
 )
 """Concept accuracy, plain and balanced, over the task's true ancestors (comparable across runs) and over the model's own concepts."""
+STATE = DeclaredState(
+    {
+        "seed": INT,
+        "model_seed": INT,
+        "registry": BY_CLIENT,
+        "rejected": BY_CLIENT,
+        "best_graph": STR,
+        "best_key": FLOATS_OR_NONE,
+        "best_round": INT,
+        "bad_rounds": INT,
+        "stopped": BOOL,
+        "changes": JSON,
+        "fusions": JSON,
+        "curves": JSON,
+    }
+)
+"""The server's state besides its arrays (models, confidence matrices) and the graph of its model."""
 
 
 class FCMServer(ServerLogic):
@@ -407,44 +424,18 @@ class FCMServer(ServerLogic):
             arrays.update({f"model/{k}": v for k, v in model_to_arrays(self.model).items()})
         arrays.update({f"best/{k}": v for k, v in self.best.items()})
         arrays.update({f"confidence/{c}": np.array(m.values) for c, m in self.confidences.items()})
-        config: dict[str, ConfigValue] = {
-            "seed": self.seed,
-            "model_seed": self.model_seed,
-            "graph": encode_graph(self.model.graph) if self.model is not None else "",
-            "registry": json.dumps({str(c): e for c, e in self.registry.items()}),
-            "rejected": json.dumps({str(c): r for c, r in self.rejected.items()}),
-            "best_graph": self.best_graph,
-            "best_key": json.dumps(self.best_key),
-            "best_round": self.best_round,
-            "bad_rounds": self.bad_rounds,
-            "stopped": self.stopped,
-            "changes": json.dumps(self.changes),
-            "fusions": json.dumps(self.fusions),
-            "curves": json.dumps(self.curves),
-        }
-        return ClientState(arrays=arrays, config=config)
+        graph = encode_graph(self.model.graph) if self.model is not None else ""
+        return ClientState(arrays=arrays, config={"graph": graph, **STATE.save(self)})
 
     @override
     def load_state_dict(self, state: ClientState) -> None:
         config = state.config
-        self.seed = as_int(config["seed"])
-        self.model_seed = as_int(config["model_seed"])
-        self.registry = {int(c): e for c, e in json.loads(str(config["registry"])).items()}
-        self.rejected = {int(c): r for c, r in json.loads(str(config["rejected"])).items()}
+        STATE.load(self, config)
         self.confidences = {
             c: ConfidenceMatrix(tuple(entry["confidence_names"]), state.arrays[f"confidence/{c}"])
             for c, entry in self.registry.items()
         }
         self.best = {k.removeprefix("best/"): v for k, v in state.arrays.items() if k.startswith("best/")}
-        self.best_graph = str(config["best_graph"])
-        best_key = json.loads(str(config["best_key"]))
-        self.best_key = None if best_key is None else tuple(float(v) for v in best_key)
-        self.best_round = as_int(config["best_round"])
-        self.bad_rounds = as_int(config["bad_rounds"])
-        self.stopped = bool(config["stopped"])
-        self.changes = json.loads(str(config["changes"]))
-        self.fusions = json.loads(str(config["fusions"]))
-        self.curves = json.loads(str(config["curves"]))
         self.model = None
         if config["graph"]:
             graph = decode_graph(str(config["graph"]))

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from fedmosaic.methods.base import Built, MethodParams
+from fedmosaic.methods.base import Built
 from fedmosaic.methods.fedcfa.client import FedCFAClient
 from fedmosaic.methods.fedcfa.params import FedCFAParams
 from fedmosaic.methods.fedcfa.server import FedCFAServer
@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the registry imports this module
     from fedmosaic.methods.task import HorizontalTask
 
 
-def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
+def build_fedcfa(task: HorizontalTask, params: FedCFAParams) -> Built:
     """FedCFA's server logic and client factory for ``task``.
 
     The split point is resolved and checked once, here, on a model of the
@@ -36,7 +36,7 @@ def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
     Raises
     ------
     TypeError
-        If ``params`` is not a FedCFAParams or the model is not sequential.
+        If the model is not sequential.
     ValueError
         If the model cannot be split where ``params.split`` says, or the split
         gives fewer than 2 factors.
@@ -54,8 +54,6 @@ def build_fedcfa(task: HorizontalTask, params: MethodParams) -> Built:
     >>> type(server).__name__, type(clients(1)).__name__
     ('FedCFAServer', 'FedCFAClient')
     """
-    if not isinstance(params, FedCFAParams):
-        raise TypeError(f"build_fedcfa needs FedCFAParams, got {type(params).__name__}")
     factory = task.model_factory()
     model = factory()
     split = default_split(model) if params.split is None else params.split

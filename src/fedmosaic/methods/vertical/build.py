@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TypeVar
 
-from fedmosaic.methods.base import Built, MethodParams
+from fedmosaic.methods.base import Built
 from fedmosaic.methods.vertical.baselines import Baseline, Concatenation, LaserVFL, Local
 from fedmosaic.methods.vertical.false_vfl import FalseVFLServer
 from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
@@ -24,9 +25,8 @@ from fedmosaic.methods.vertical.split_server import SplitServer, encoder
 from fedmosaic.methods.vertical.task import VerticalTask
 
 
-def build_false_vfl(task: VerticalTask, params: MethodParams) -> Built:
+def build_false_vfl(task: VerticalTask, params: FalseVFLParams) -> Built:
     """FALSE-VFL: the active party's server logic and a passive party per client."""
-    assert isinstance(params, FalseVFLParams)
     data = task.data
 
     def party(client: int) -> FalseVFLClient:
@@ -37,17 +37,18 @@ def build_false_vfl(task: VerticalTask, params: MethodParams) -> Built:
     return FalseVFLServer(task, params), party
 
 
-def build_fedhssl(task: VerticalTask, params: MethodParams) -> Built:
+def build_fedhssl(task: VerticalTask, params: FedHSSLParams) -> Built:
     """FedHSSL: the active party's server logic and a passive party per client."""
-    assert isinstance(params, FedHSSLParams)
     return FedHSSLServer(task, params), lambda client: FedHSSLClient(client + 1, task.data.splits, params)
 
 
-def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[VerticalTask, MethodParams], Built]:
-    """The builder of a split-network baseline."""
+P = TypeVar("P", bound=SplitVFLParams)
 
-    def build(task: VerticalTask, params: MethodParams) -> Built:
-        assert isinstance(params, SplitVFLParams)
+
+def split_builder(baseline: Callable[[P], Baseline]) -> Callable[[VerticalTask, P], Built]:
+    """The builder of a split-network baseline whose parameters are of ``baseline``'s type."""
+
+    def build(task: VerticalTask, params: P) -> Built:
         data = task.data
 
         def party(client: int) -> SplitClient:
@@ -59,19 +60,23 @@ def split_builder(baseline: Callable[[MethodParams], Baseline]) -> Callable[[Ver
     return build
 
 
-build_local = split_builder(lambda params: Local())
-build_vanilla = split_builder(lambda params: Concatenation())
+def _local(params: SplitVFLParams) -> Baseline:
+    return Local()
 
 
-def _plug(params: MethodParams) -> Baseline:
-    assert isinstance(params, PlugVFLParams)
+def _vanilla(params: SplitVFLParams) -> Baseline:
+    return Concatenation()
+
+
+def _plug(params: PlugVFLParams) -> Baseline:
     return Concatenation(dropout=params.dropout, zero_fill_at_test=False, aligned_only=False)
 
 
-def _laser(params: MethodParams) -> Baseline:
-    assert isinstance(params, LaserVFLParams)
+def _laser(params: LaserVFLParams) -> Baseline:
     return LaserVFL(shared_masks=params.masks == "batch")
 
 
+build_local = split_builder(_local)
+build_vanilla = split_builder(_vanilla)
 build_plug = split_builder(_plug)
 build_laser = split_builder(_laser)

@@ -56,6 +56,7 @@ from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound, snis_weights
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
@@ -74,6 +75,9 @@ from fedmosaic.methods.vertical.tensors import (
     tensor,
 )
 from fedmosaic.models.export import ModelExport
+
+STATE = DeclaredState({"seed": INT, "trained_round": INT}, attribute_prefix="_")
+"""The active party's counters besides its arrays and its steps per stage."""
 
 
 class ActiveModel(nn.Module):
@@ -496,7 +500,7 @@ class FalseVFLServer(ServerLogic):
         arrays |= {f"best.{k}": v for k, v in self._best_classifier.items()}
         if self._labeled is not None:
             arrays |= {f"labeled.{k}": v.numpy() for k, v in self._labeled._asdict().items()}
-        config: dict[str, Any] = {"seed": self._seed, "trained_round": self._trained_round}
+        config: dict[str, Any] = STATE.save(self)
         config |= {f"steps.{k}": v for k, v in self._steps.items()}
         config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
@@ -513,8 +517,7 @@ class FalseVFLServer(ServerLogic):
             if "labeled.mean" in state.arrays
             else None
         )
-        self._seed = as_int(state.config["seed"])
-        self._trained_round = as_int(state.config["trained_round"])
+        STATE.load(self, state.config)
         self._steps = {k: as_int(state.config[f"steps.{k}"]) for k in self._steps}
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)

@@ -43,8 +43,8 @@ from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
-from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.baselines import Concatenation
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import FedHSSLParams
@@ -65,6 +65,8 @@ from fedmosaic.methods.vertical.tensors import gradient, leaf, tensor
 from fedmosaic.models.export import ModelExport
 
 SSL, FINETUNE = "ssl.", "finetune."
+STATE = DeclaredState({"seed": INT}, attribute_prefix="_")
+"""The active party's own state besides its arrays (the fine-tuning's is the split server's)."""
 
 
 class FedHSSLServer(ServerLogic):
@@ -207,7 +209,7 @@ class FedHSSLServer(ServerLogic):
         arrays = {f"{SSL}model.{k}": v for k, v in model_to_arrays(self._model).items()}
         arrays |= optimizer_to_arrays(self._optimizer, f"{SSL}opt.")
         arrays |= {FINETUNE + k: v for k, v in finetune.arrays.items()}
-        config: dict[str, Any] = {"seed": self._seed} | {FINETUNE + k: v for k, v in finetune.config.items()}
+        config: dict[str, Any] = STATE.save(self) | {FINETUNE + k: v for k, v in finetune.config.items()}
         return ClientState(arrays=arrays, config=config)
 
     @override
@@ -216,7 +218,7 @@ class FedHSSLServer(ServerLogic):
         load_arrays(self._model, {k[len(model) :]: v for k, v in state.arrays.items() if k.startswith(model)})
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         load_optimizer_arrays(self._optimizer, state.arrays, f"{SSL}opt.")
-        self._seed = as_int(state.config["seed"])
+        STATE.load(self, state.config)
         self._finetune.load_state_dict(
             ClientState(
                 arrays={k[len(FINETUNE) :]: v for k, v in state.arrays.items() if k.startswith(FINETUNE)},

@@ -27,8 +27,9 @@ from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
-from fedmosaic.federation.message import ConfigValue, as_int
+from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.baselines import Baseline, accuracy, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
@@ -46,6 +47,9 @@ from fedmosaic.methods.vertical.tensors import (
     tensor,
 )
 from fedmosaic.models.export import ModelExport
+
+STATE = DeclaredState({"seed": INT, "steps": INT, "trained_round": INT}, attribute_prefix="_")
+"""The active party's counters (its models, optimizer and best model are arrays)."""
 
 
 class SplitServer(ServerLogic):
@@ -243,7 +247,7 @@ class SplitServer(ServerLogic):
             self._optimizer
         )
         arrays |= {f"best.{k}": v for k, v in self._best.items()}
-        config: dict[str, Any] = {"seed": self._seed, "steps": self._steps, "trained_round": self._trained_round}
+        config: dict[str, Any] = STATE.save(self)
         config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
 
@@ -253,8 +257,7 @@ class SplitServer(ServerLogic):
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         load_optimizer_arrays(self._optimizer, state.arrays)
         self._best = {k[5:]: np.array(v) for k, v in state.arrays.items() if k.startswith("best.")}
-        self._seed = as_int(state.config["seed"])
-        self._steps, self._trained_round = as_int(state.config["steps"]), as_int(state.config["trained_round"])
+        STATE.load(self, state.config)
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)
 
