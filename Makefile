@@ -1,7 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   creates/refreshes .venv, then runs the demo experiment
 #   make test   creates/refreshes .venv, installs Debian's chromium when missing
-#               (the browser tests drive it), then runs the test suite
+#               (the browser tests drive it), then checks lint, formatting and types
+#               (ruff, mypy) and runs the test suite, stopping at the first that fails
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -28,7 +29,11 @@ demo: $(STAMP)
 chromium:
 	@test -x $(CHROMIUM) || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
+# Static checks first (seconds; mypy keeps its cache in .mypy_cache), then the suite.
 test: $(STAMP) chromium
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --doctest-modules src tests
 
 bench: $(STAMP)
@@ -41,4 +46,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engines.py
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs .mypy_cache .ruff_cache

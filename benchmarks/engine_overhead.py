@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -47,7 +48,7 @@ def _config(rounds: int, data_dir: Path):
 
 def run_engine(config, data: FederatedData) -> tuple[float, float]:
     """Wall time and final accuracy of the FedAvg run on the in-process engine."""
-    factory = lambda: build_model(config.model, tuple(data.test.x.shape[1:]), data.test.num_classes)
+    factory = partial(build_model, config.model, tuple(data.test.x.shape[1:]), data.test.num_classes)
     start = time.perf_counter()
     server = FedAvgServer(factory, data.test)
     grid = InProcessGrid(lambda k: FedAvgClient(factory, data.clients[k], config.train), config.seed)
@@ -66,7 +67,7 @@ def run_engine(config, data: FederatedData) -> tuple[float, float]:
 def run_bare(config, data: FederatedData) -> tuple[float, float]:
     """The same training steps written as a plain PyTorch loop."""
     start = time.perf_counter()
-    factory = lambda: build_model(config.model, tuple(data.test.x.shape[1:]), data.test.num_classes)
+    factory = partial(build_model, config.model, tuple(data.test.x.shape[1:]), data.test.num_classes)
     global_model = seeded(derive_seed(config.seed, "init"), factory)
     local = factory()
     tensors = [(torch.from_numpy(c.x), torch.from_numpy(c.y)) for c in data.clients]

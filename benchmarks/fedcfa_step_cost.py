@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -34,7 +35,7 @@ def _losses(x_shape: tuple[int, ...]) -> dict[str, tuple[torch.nn.Module, LossFn
     generator = torch.Generator().manual_seed(0)
     avg_x = torch.rand(60, *x_shape, generator=generator)
     avg_y = torch.softmax(torch.randn(60, 10, generator=generator), dim=1)
-    build = lambda: build_model(ModelParams(hidden=[200, 200]), x_shape, 10)
+    build = partial(build_model, ModelParams(hidden=[200, 200]), x_shape, 10)
     fedavg = seeded(0, build)
     fedcfa = seeded(0, build)
     split = default_split(fedcfa)

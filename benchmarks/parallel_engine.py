@@ -30,6 +30,8 @@ import os
 import resource
 import statistics
 import time
+from functools import partial
+from itertools import pairwise
 from pathlib import Path
 
 import torch
@@ -75,7 +77,7 @@ def measure_bare(config, data) -> dict:
 def measure_engine(config, data, workers: int) -> dict:
     """The in-process engine with ``workers`` processes: start-up, then per-round times."""
     federation = config.federation.model_copy(update={"workers": workers})
-    factory = lambda: build_model(config.model, tuple(data.test.x.shape[1:]), data.test.num_classes)
+    factory = partial(build_model, config.model, tuple(data.test.x.shape[1:]), data.test.num_classes)
     schedule = federated_schedule(federation, len(data.clients))
     start, cpu = time.perf_counter(), _cpu_seconds()
     first: list[float] = []
@@ -121,7 +123,7 @@ def measure_flower(config, rounds: int, cpus: int) -> dict:
     )
     if len(timings) != rounds + 1:
         raise RuntimeError(f"Flower ran {len(timings) - 1} of {rounds} rounds")
-    walls = [b[0] - a[0] for a, b in zip(timings, timings[1:])]
+    walls = [b[0] - a[0] for a, b in pairwise(timings)]
     cpu = timings[-1][1] - timings[1][1]  # rounds 2..R: Ray's start and data loading left out
     summary = _summary(timings[0][0] - start, walls, None)
     summary["cpu_seconds_per_round"] = cpu / max(1, rounds - 1)

@@ -11,7 +11,7 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["MKL_NUM_THREADS"] = "1"
 
-import torch  # noqa: E402
+import torch
 
 torch.set_num_threads(1)
 

@@ -33,7 +33,7 @@ def _fedmosaic(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize(
-    "args, expected",
+    ("args", "expected"),
     [
         (
             ["run", "digits-fedavg", "--set", "partition.alpah=1"],
@@ -106,11 +106,14 @@ def test_run_writes_results_and_prints_a_summary(tmp_path: Path) -> None:
         app, ["run", "digits-fedavg", *FAST, "--out", str(tmp_path / "out"), "--quiet", "--seed", "5"]
     )
     assert result.exit_code == 0, result.output
-    assert "FedAvg" in result.output and "Centralized" in result.output
-    assert "Task accuracy" in result.output and "Sent (MB)" in result.output
+    assert "FedAvg" in result.output
+    assert "Centralized" in result.output
+    assert "Task accuracy" in result.output
+    assert "Sent (MB)" in result.output
     assert max(len(line) for line in result.output.splitlines()) <= 100
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert saved["seed"] == 5 and saved["config"]["federation"]["rounds"] == 2
+    assert saved["seed"] == 5
+    assert saved["config"]["federation"]["rounds"] == 2
 
 
 def test_report_regenerates_the_report_from_results(tmp_path: Path) -> None:
@@ -125,7 +128,8 @@ def test_report_regenerates_the_report_from_results(tmp_path: Path) -> None:
 def test_presets_lists_every_preset_with_its_description() -> None:
     result = CliRunner().invoke(app, ["presets"], terminal_width=200)
     assert result.exit_code == 0
-    assert "digits-fedavg" in result.output and "mnist-fedavg" in result.output
+    assert "digits-fedavg" in result.output
+    assert "mnist-fedavg" in result.output
     assert "fedprox" in result.output
 
 
@@ -166,7 +170,10 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_results(tmp_path: Path)
     # Assert
     assert resumed.returncode == 0, resumed.stderr
     final = json.loads((tmp_path / "out" / "results.json").read_text())
-    strip = lambda runs: [[{k: v for k, v in row.items() if k != "wall_time_s"} for row in r["history"]] for r in runs]
+
+    def strip(runs):
+        return [[{k: v for k, v in row.items() if k != "wall_time_s"} for row in r["history"]] for r in runs]
+
     assert strip(final["runs"]) == strip(reference["runs"])
 
 
@@ -234,7 +241,8 @@ def test_ctrl_c_on_parallel_jobs_and_workers_leaves_no_process_behind(tmp_path: 
     _, stderr = process.communicate(timeout=60)
     # Assert
     assert len(spawned) >= 6
-    assert process.returncode != 0 and "Traceback" not in stderr
+    assert process.returncode != 0
+    assert "Traceback" not in stderr
     time.sleep(0.5)
     assert not [pid for pid in spawned if _running(pid)]
 
@@ -271,4 +279,5 @@ def test_a_grid_with_parallel_jobs_shows_one_progress_display_and_its_table(tmp_
     assert result.returncode == 0, result.stderr
     assert "jobs: accuracy (%)" in result.stdout
     assert (tmp_path / "out" / "results.json").exists()
-    assert "2/2 done" in result.stderr and "Traceback" not in result.stderr
+    assert "2/2 done" in result.stderr
+    assert "Traceback" not in result.stderr

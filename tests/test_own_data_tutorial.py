@@ -69,7 +69,8 @@ def test_the_tutorials_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
     predictions = pd.read_csv(tmp_path / "runs/asia/predictions.csv")
     fixed = pd.read_csv(tmp_path / "runs/asia/if-smoking.csv")
     assert len(predictions) == len(fixed) == 20
-    assert (fixed["smoke=yes"] == 1.0).all() and not (predictions["smoke=yes"] == 1.0).all()
+    assert (fixed["smoke=yes"] == 1.0).all()
+    assert not (predictions["smoke=yes"] == 1.0).all()
     assert "accuracy_aligned" in json.loads((tmp_path / "runs/vertical/results.json").read_text())["runs"][0]["final"]
 
 
@@ -98,9 +99,12 @@ def test_the_raw_test_table_through_the_saved_model_gives_the_runs_accuracy(tmp_
 
 @pytest.mark.slow
 def test_each_supernode_opens_only_its_own_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Permissions prove nothing (the tests run as root): every process of the deployment carries a
+    """Every table file a process opens is logged, with the node that opened it.
+
+    Permissions prove nothing (the tests run as root): every process of the deployment carries a
     Python audit hook (a ``sitecustomize`` module on its path) that logs each table file it opens, with
-    the deployment marker naming its node (inherited by the processes a SuperNode starts)."""
+    the deployment marker naming its node (inherited by the processes a SuperNode starts).
+    """
     # Prepare
     hook, audit = tmp_path / "hook", tmp_path / "audit"
     hook.mkdir()

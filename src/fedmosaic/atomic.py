@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Create or replace ``path`` so that readers see the old or the new file, never a torn one.
 
     Parameters
@@ -41,7 +41,12 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
         raise
 
 
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Create or replace ``path`` with ``data``, atomically (see :func:`atomic_write`)."""
+    atomic_write(path, lambda handle: handle.write(data))
+
+
 def write_json(path: Path, document: Any) -> None:
     """Write ``document`` as indented JSON, atomically."""
     payload = (json.dumps(document, indent=2, sort_keys=False) + "\n").encode()
-    atomic_write(path, lambda handle: handle.write(payload))
+    atomic_write_bytes(path, payload)

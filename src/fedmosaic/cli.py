@@ -6,7 +6,7 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,10 +20,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from typing_extensions import override
 
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import describe_presets, resolve_experiment
+from fedmosaic.experiments.progress import ProgressSink
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import RoundRecord
 from fedmosaic.methods.registry import METHODS
@@ -43,7 +45,7 @@ out_console = Console()
 err_console = Console(stderr=True)
 
 
-class RichProgress:
+class RichProgress(ProgressSink):
     """Shows one progress bar per run: rounds done, latest metrics, elapsed time and ETA.
 
     Runs of a grid point are removed when the next point starts, those
@@ -70,6 +72,7 @@ class RichProgress:
         self._progress.start()
         return self
 
+    @override
     def start_point(self, index: int, total: int, label: str) -> None:
         for name in self._finished:
             self._progress.remove_task(self._tasks.pop(name))
@@ -79,9 +82,11 @@ class RichProgress:
             self._grid_total = total
         self._progress.update(self._grid, completed=index, status=label)
 
+    @override
     def start_run(self, name: str, total_rounds: int) -> None:
         self._tasks[name] = self._progress.add_task(name, total=total_rounds, status="")
 
+    @override
     def advance(self, name: str, record: RoundRecord) -> None:
         shown = {k: v for k, v in record.metrics.items() if k in ("accuracy", "loss")}
         status = f"round {record.round}" + "".join(f"  {k} {v:.3f}" for k, v in shown.items())
@@ -89,6 +94,7 @@ class RichProgress:
             status += f"  [yellow]skipped: {record.reason}[/]"
         self._progress.update(self._tasks[name], advance=1, status=status)
 
+    @override
     def finish_run(self, name: str) -> None:
         self._progress.update(self._tasks[name], status="[green]done[/]")
         self._finished.add(name)

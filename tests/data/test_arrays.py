@@ -100,7 +100,7 @@ def test_partitioned_parts_hold_the_subsets_as_views_of_one_block() -> None:
     # Execute
     views = data.partitioned(parts)
     # Assert
-    for view, part in zip(views, parts):
+    for view, part in zip(views, parts, strict=True):
         expected = data.subset(part)
         np.testing.assert_array_equal(view.x, expected.x)
         np.testing.assert_array_equal(view.y, expected.y)

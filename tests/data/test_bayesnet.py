@@ -92,10 +92,12 @@ def test_x_has_32_columns_for_asia_and_is_standardised_on_train(asia: ConceptSpl
     x = asia.train.x
 
     # Assert
-    assert x.shape == (1400, 32) and x.dtype == np.float32
+    assert x.shape == (1400, 32)
+    assert x.dtype == np.float32
     np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-5)
     np.testing.assert_allclose(x.std(axis=0), 1, atol=1e-4)
-    assert abs(float(asia.test.x.mean())) < 0.2 and 0.8 < float(asia.test.x.std()) < 1.2
+    assert abs(float(asia.test.x.mean())) < 0.2
+    assert 0.8 < float(asia.test.x.std()) < 1.2
 
 
 def test_latent_width_is_configurable() -> None:
@@ -158,10 +160,12 @@ def test_concepts_are_coded_by_the_state_order_of_their_cpd(asia: ConceptSplits)
     smokers = float(np.mean(data.columns(["smoke"]) == data.states["smoke"].index("yes")))
 
     # Assert
-    assert data.states["asia"] == ["yes", "no"] and data.cardinalities["asia"] == 2
+    assert data.states["asia"] == ["yes", "no"]
+    assert data.cardinalities["asia"] == 2
     assert visited_asia < 0.03  # P(asia = yes) = 0.01
     assert 0.45 < smokers < 0.55  # P(smoke = yes) = 0.5
-    assert data.task == asia.task == "dysp" and "dysp" in data.names
+    assert data.task == asia.task == "dysp"
+    assert "dysp" in data.names
     assert set(asia.graph_edges) >= {("asia", "tub"), ("either", "dysp"), ("bronc", "dysp")}
 
 
@@ -182,13 +186,13 @@ def test_forward_sampling_follows_the_joint_distribution() -> None:
 
 def test_forward_sampling_leaves_numpys_global_generator_untouched() -> None:
     # Prepare
-    before = np.random.get_state()[1].copy()
+    before = np.random.get_state()[1].copy()  # noqa: NPY002 - the legacy global generator is what must stay untouched
 
     # Execute
     forward_sample(tiny_network(), 10, np.random.default_rng(0))
 
     # Assert
-    np.testing.assert_array_equal(np.random.get_state()[1], before)
+    np.testing.assert_array_equal(np.random.get_state()[1], before)  # noqa: NPY002
 
 
 def test_bayes_optimal_accuracy_equals_brute_force_on_a_tiny_network() -> None:
@@ -232,7 +236,8 @@ def test_unknown_network_is_a_one_line_config_error_with_a_suggestion() -> None:
 
     # Assert
     assert caught.value.field == "data.network"
-    assert "did you mean 'asia'?" in str(caught.value) and "\n" not in str(caught.value)
+    assert "did you mean 'asia'?" in str(caught.value)
+    assert "\n" not in str(caught.value)
     assert {"asia", "sachs", "alarm", "insurance", "hailfinder"} <= set(network_names())
 
 
@@ -243,7 +248,8 @@ def test_unknown_task_is_a_one_line_config_error_with_a_suggestion() -> None:
 
     # Assert
     assert caught.value.field == "data.task"
-    assert "did you mean 'dysp'?" in str(caught.value) and "\n" not in str(caught.value)
+    assert "did you mean 'dysp'?" in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_network_without_default_task_needs_one_and_then_works() -> None:
@@ -254,7 +260,8 @@ def test_network_without_default_task_needs_one_and_then_works() -> None:
 
     # Assert
     assert caught.value.field == "data.task"
-    assert splits.task == "Dyspnoea" and splits.train.x.shape == (35, 64)
+    assert splits.task == "Dyspnoea"
+    assert splits.train.x.shape == (35, 64)
 
 
 @pytest.mark.parametrize(
@@ -291,6 +298,7 @@ def test_concept_dataset_subset_copies_rows_and_rejects_bad_codes() -> None:
     part = data.subset([2, 0])
 
     # Assert
-    assert part.concepts.tolist() == [[1, 0], [0, 1]] and part.x.tolist() == [[4, 5], [0, 1]]
+    assert part.concepts.tolist() == [[1, 0], [0, 1]]
+    assert part.x.tolist() == [[4, 5], [0, 1]]
     with pytest.raises(FedmosaicError, match="cardinality"):
         ConceptDataset(data.x, data.concepts + 1, data.names, "wet", data.cardinalities, data.states)

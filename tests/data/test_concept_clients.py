@@ -105,7 +105,8 @@ def test_additional_nodes_appear_only_in_additional_subsets(network: tuple[Edges
 
     # Assert
     for layout in layouts:
-        assert len(layout.additional_nodes) == 2 and task not in layout.additional_nodes
+        assert len(layout.additional_nodes) == 2
+        assert task not in layout.additional_nodes
         for subset, additional in zip(layout.subsets, layout.additional, strict=True):
             held = set(layout.additional_nodes) & set(subset)
             assert held == (set(layout.additional_nodes) if additional else set())
@@ -188,7 +189,9 @@ def test_one_client_in_ten_is_corrupted() -> None:
     picked = corrupted_clients(20, np.random.default_rng(0))
 
     # Assert
-    assert len(picked) == 2 and len(set(picked)) == 2 and all(0 <= k < 20 for k in picked)
+    assert len(picked) == 2
+    assert len(set(picked)) == 2
+    assert all(0 <= k < 20 for k in picked)
 
 
 def assert_valid_confidence(matrix: np.ndarray) -> None:
@@ -264,8 +267,10 @@ def test_learned_confidence_orients_an_identifiable_collider() -> None:
     _, matrix = learned_confidence(np.stack([a, b, c], axis=1), ["a", "b", "c"], np.random.default_rng(1))
 
     # Assert: hill climbing sometimes ends in a complete (unoriented) graph, never in a reversed collider
-    assert matrix[0, 2] >= 0.6 and matrix[1, 2] >= 0.6
-    assert matrix[0, 2] > matrix[2, 0] and matrix[1, 2] > matrix[2, 1]
+    assert matrix[0, 2] >= 0.6
+    assert matrix[1, 2] >= 0.6
+    assert matrix[0, 2] > matrix[2, 0]
+    assert matrix[1, 2] > matrix[2, 1]
 
 
 @pytest.mark.parametrize(
@@ -288,4 +293,5 @@ def test_bad_layout_requests_are_one_line_config_errors(
         call(asia_edges)
 
     # Assert
-    assert caught.value.field == field and "\n" not in str(caught.value)
+    assert caught.value.field == field
+    assert "\n" not in str(caught.value)

@@ -78,10 +78,13 @@ def test_every_dataset_is_rgb_binary_with_the_requested_sizes(splits: SimpsonSpl
     # Assert
     assert sizes == [40] * 5 + [800, 50]
     for data in all_datasets(splits):
-        assert data.x.dtype == np.float32 and data.x.shape[1:] == (3, 28, 28)
-        assert data.y.dtype == np.int64 and set(data.y.tolist()) == {0, 1}
+        assert data.x.dtype == np.float32
+        assert data.x.shape[1:] == (3, 28, 28)
+        assert data.y.dtype == np.int64
+        assert set(data.y.tolist()) == {0, 1}
         assert data.num_classes == 2
-        assert data.x.min() >= 0.0 and data.x.max() <= 1.0
+        assert data.x.min() >= 0.0
+        assert data.x.max() <= 1.0
     assert [len(shades) for shades in splits.shades] == [40] * 5
     assert (len(splits.test_shades), len(splits.pretrain_shades)) == (800, 50)
 
@@ -140,7 +143,8 @@ def test_coarsening_averages_blocks_and_repeats_them() -> None:
     result = coarsened(image[None, None], 2)
 
     # Assert
-    assert result.shape == (1, 1, 4, 4) and result.dtype == np.float32
+    assert result.shape == (1, 1, 4, 4)
+    assert result.dtype == np.float32
     np.testing.assert_allclose(result[0, 0], np.kron(blocks, np.ones((2, 2))), atol=1e-6)
     np.testing.assert_array_equal(coarsened(image[None, None], 4), image[None, None])
 
@@ -170,7 +174,8 @@ def test_client_k_holds_band_k_with_its_share_of_1s(splits: SimpsonSplits) -> No
     # Assert
     np.testing.assert_allclose(shares, [0.1, 0.3, 0.5, 0.7, 0.9])
     for k, (low, high) in enumerate(bands):
-        assert k / 5 <= low and high < (k + 1) / 5
+        assert k / 5 <= low
+        assert high < (k + 1) / 5
     np.testing.assert_allclose(share_of_ones, np.rint(shares * 40) / 40)
 
 
@@ -222,7 +227,8 @@ def test_independent_test_colours_do_not_depend_on_the_label(mnist: DatasetSplit
 
     # Assert
     assert abs(shade_label_correlation(splits.test_shades, splits.test.y)) < 0.1
-    assert splits.test_shades.min() >= 0.0 and splits.test_shades.max() < 1.0
+    assert splits.test_shades.min() >= 0.0
+    assert splits.test_shades.max() < 1.0
     counts = np.histogram(splits.test_shades, bins=5, range=(0.0, 1.0))[0]
     assert counts.min() > 0.7 * len(splits.test_shades) / 5
 
@@ -310,7 +316,7 @@ def test_the_sample_grid_rejects_an_impossible_row_length(splits: SimpsonSplits,
     # Prepare: clients of 40 samples
 
     # Execute / Assert
-    with pytest.raises(ConfigError, match="simpson.per_client: must be from 1 to 40"):
+    with pytest.raises(ConfigError, match=r"simpson\.per_client: must be from 1 to 40"):
         sample_grid_png(splits, per_client=per_client)
 
 
@@ -402,8 +408,10 @@ def test_conflicting_within_every_client_colour_separates_the_digits(conflicting
 
     # Assert: client k's 1s in [k/6, (k+1)/6), its 7s in [(k+1)/6, (k+2)/6): threshold (k+1)/6 is perfect
     for k in range(5):
-        assert k * D <= ones[k].min() and ones[k].max() < (k + 1) * D
-        assert (k + 1) * D <= sevens[k].min() and sevens[k].max() < (k + 2) * D
+        assert k * D <= ones[k].min()
+        assert ones[k].max() < (k + 1) * D
+        assert (k + 1) * D <= sevens[k].min()
+        assert sevens[k].max() < (k + 2) * D
     assert [len(o) for o in ones] == [4, 12, 20, 28, 36]
 
 
@@ -453,13 +461,13 @@ def test_conflicting_pooled_correlation_of_the_population(clients: int, expected
 
 def test_conflicting_refuses_fewer_than_three_clients(mnist: DatasetSplits) -> None:
     # Execute / Assert
-    with pytest.raises(ConfigError, match="simpson.num_clients: must be >= 3 for the 'conflicting' design"):
+    with pytest.raises(ConfigError, match=r"simpson\.num_clients: must be >= 3 for the 'conflicting' design"):
         simpson_mnist(mnist, seed=0, num_clients=2, samples_per_client=10, pretrain_samples=0, validation_samples=0)
 
 
 def test_an_unknown_design_is_a_config_error(mnist: DatasetSplits) -> None:
     # Execute / Assert
-    with pytest.raises(ConfigError, match="simpson.design: .*did you mean 'bands'"):
+    with pytest.raises(ConfigError, match=r"simpson\.design: .*did you mean 'bands'"):
         simpson_mnist(mnist, seed=0, design="band", **CONFLICTING)
 
 
@@ -469,9 +477,11 @@ def test_conflicting_test_and_pretraining_shades_do_not_depend_on_the_label(conf
     pretrain = shade_label_correlation(conflicting.pretrain_shades, conflicting.pretrain.y)
 
     # Assert: independent shades by default, uniform on [0, 1)
-    assert abs(test) < 0.1 and abs(pretrain) < 0.3
+    assert abs(test) < 0.1
+    assert abs(pretrain) < 0.3
     for shades in (conflicting.test_shades, conflicting.pretrain_shades):
-        assert shades.min() >= 0.0 and shades.max() < 1.0
+        assert shades.min() >= 0.0
+        assert shades.max() < 1.0
 
 
 def test_conflicting_pooled_test_colours_follow_the_pooled_law(mnist: DatasetSplits) -> None:

@@ -37,7 +37,8 @@ def test_a_site_labels_the_concepts_whose_column_has_a_value_and_empty_cells_are
     # Assert
     assert data.names == ("c", "y")
     assert data.values.tolist() == [[0, 0], [-1, 1], [1, 1]]
-    assert data.x.dtype == np.float32 and data.belief is None
+    assert data.x.dtype == np.float32
+    assert data.belief is None
 
 
 def test_a_parquet_table_reads_as_its_csv(site: Path) -> None:
@@ -47,7 +48,8 @@ def test_a_parquet_table_reads_as_its_csv(site: Path) -> None:
     from_csv = read_concept_site(_tables(site), 0)
     from_parquet = read_concept_site(_tables(site), 0, file=str(site / "site.parquet"))
     # Assert
-    assert (from_csv.x == from_parquet.x).all() and (from_csv.values == from_parquet.values).all()
+    assert (from_csv.x == from_parquet.x).all()
+    assert (from_csv.values == from_parquet.values).all()
 
 
 def test_a_site_belief_is_read_over_the_concepts_it_labels(site: Path) -> None:
@@ -56,7 +58,8 @@ def test_a_site_belief_is_read_over_the_concepts_it_labels(site: Path) -> None:
     # Execute
     data = read_concept_site(_tables(site, graph=str(site / "graph.csv")), 0)
     # Assert
-    assert data.belief is not None and data.belief.values.tolist() == [[0.0, 0.75], [0.0, 0.0]]
+    assert data.belief is not None
+    assert data.belief.values.tolist() == [[0.0, 0.75], [0.0, 0.0]]
 
 
 def test_sites_are_read_on_first_use_and_a_node_reads_only_its_own() -> None:
@@ -66,7 +69,8 @@ def test_sites_are_read_on_first_use_and_a_node_reads_only_its_own() -> None:
     # Execute
     value = sites[2], sites[2]
     # Assert
-    assert value == (2, 2) and reads == [2]
+    assert value == (2, 2)
+    assert reads == [2]
     with pytest.raises(FedmosaicError, match="site 0's table is not on this node"):
         sites[0]
 

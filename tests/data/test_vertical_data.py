@@ -55,9 +55,13 @@ def test_validation_is_held_out_of_the_labeled_rows_and_keeps_their_labels() -> 
     unchanged, none = hold_out_validation(split, 0.0, np.random.default_rng(4))
 
     # Assert: 10 of the 50 labeled rows move to validation; their features stay in training, unlabeled
-    assert validation is not None and len(validation) == 10 and len(kept.labeled) == 40
+    assert validation is not None
+    assert len(validation) == 10
+    assert len(kept.labeled) == 40
     moved = np.setdiff1d(split.labeled, kept.labeled)
     np.testing.assert_array_equal(validation.y, y[moved])
     np.testing.assert_array_equal(validation.blocks[1], split.blocks[1][moved])
-    assert (kept.y[moved] == UNLABELED).all() and kept.blocks is split.blocks
-    assert none is None and unchanged is split
+    assert (kept.y[moved] == UNLABELED).all()
+    assert kept.blocks is split.blocks
+    assert none is None
+    assert unchanged is split

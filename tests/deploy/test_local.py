@@ -56,8 +56,11 @@ def _changed(source: dict, **federation) -> dict:
 
 @pytest.mark.slow
 def test_fedavg_and_fcms_on_supernodes_equal_the_in_process_run(tmp_path: Path) -> None:
-    """Bit-identical results. F-CMs on asia needs 4 clients (3 base concept subsets and an additional
-    one); the fourth joins at round 2 (a registration exchange, then training). FedAvg uses 3 of the nodes."""
+    """Bit-identical results.
+
+    F-CMs on asia needs 4 clients (3 base concept subsets and an additional one); the fourth joins at
+    round 2 (a registration exchange, then training). FedAvg uses 3 of the nodes.
+    """
     # Execute
     with LocalDeployment(tmp_path / "deployment", 4) as deployment:
         fedavg = submit(DIGITS, tmp_path / "fedavg", deployment.connection, tmp_path / "submit-fedavg", write=print)
@@ -121,13 +124,14 @@ def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_complet
     assert [row["status"] for row in history] == ["ok", "ok"]
     assert [row["dropped"] for row in history] == [[], [2]]
     assert [row["replies"] for row in history] == [3, 2]
-    assert "final" in results["runs"][0] and "accuracy" in results["runs"][0]["final"]
+    assert "final" in results["runs"][0]
+    assert "accuracy" in results["runs"][0]["final"]
     assert any("client 2 dropped out" in line for line in lines)
     assert time.monotonic() - start < 300
     assert deployment.remaining() == []
 
 
 def test_deploy_refuses_a_node_count_other_than_the_clients_before_starting_anything(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="--nodes.*number of clients \\(3\\), got 5"):
+    with pytest.raises(ConfigError, match=r"--nodes.*number of clients \(3\), got 5"):
         deploy_experiment(DIGITS, tmp_path / "out", nodes=5)
     assert not (tmp_path / "out").exists()

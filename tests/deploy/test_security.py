@@ -41,7 +41,8 @@ def test_a_node_key_is_ec_p384_in_the_formats_flower_reads(tmp_path: Path) -> No
 
     # Assert
     private = load_ssh_private_key(pair.private_key.read_bytes(), password=None)
-    assert isinstance(private, ec.EllipticCurvePrivateKey) and private.curve.name == "secp384r1"
+    assert isinstance(private, ec.EllipticCurvePrivateKey)
+    assert private.curve.name == "secp384r1"
     assert try_load_public_key(pair.public_key)  # what `flwr supernode register` accepts
     assert pair.public_key.read_text().startswith("ecdsa-sha2-nistp384 ")
 

@@ -24,16 +24,22 @@ BASE = {"name": "t", "runs": [{"name": "a", "method": "fedavg"}]}
 )
 def test_the_aggregation_section_selects_the_rule(section: dict, kind: type, inner: type | None) -> None:
     rule, budget = build_aggregation(load_config({**BASE, "aggregation": section}), 10)
-    assert isinstance(rule, kind) and budget is None
+    assert isinstance(rule, kind)
+    assert budget is None
     if inner is not None:
-        assert isinstance(rule, ClippedUpdates) and isinstance(rule.inner, inner) and rule.max_norm == 2.0
+        assert isinstance(rule, ClippedUpdates)
+        assert isinstance(rule.inner, inner)
+        assert rule.max_norm == 2.0
 
 
 def test_privacy_selects_the_gaussian_mechanism_and_its_budget() -> None:
     config = load_config({**BASE, "privacy": {"noise_multiplier": 1.3, "clip_norm": 0.5, "delta": 1e-4}})
     rule, budget = build_aggregation(config, 10)
-    assert isinstance(rule, GaussianMechanism) and rule.clip_norm == 0.5 and rule.noise_multiplier == 1.3
-    assert budget is not None and (budget.noise_multiplier, budget.delta) == (1.3, 1e-4)
+    assert isinstance(rule, GaussianMechanism)
+    assert rule.clip_norm == 0.5
+    assert rule.noise_multiplier == 1.3
+    assert budget is not None
+    assert (budget.noise_multiplier, budget.delta) == (1.3, 1e-4)
 
 
 def test_a_target_epsilon_finds_the_noise_that_spends_it_over_the_rounds() -> None:
@@ -41,7 +47,8 @@ def test_a_target_epsilon_finds_the_noise_that_spends_it_over_the_rounds() -> No
         {**BASE, "federation": {"rounds": 10, "fraction": 0.5}, "privacy": {"target_epsilon": 4.0, "delta": 1e-5}}
     )
     rule, budget = build_aggregation(config, 10)
-    assert budget is not None and isinstance(rule, GaussianMechanism)
+    assert budget is not None
+    assert isinstance(rule, GaussianMechanism)
     assert client_level_epsilon(budget.noise_multiplier, [0.5] * 10, 1e-5) == pytest.approx(4.0, abs=0.05)
 
 
@@ -57,7 +64,8 @@ def test_a_target_epsilon_finds_the_noise_that_spends_it_over_the_rounds() -> No
 def test_contradictory_or_impossible_settings_are_one_line_errors(sections: dict, field: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config({**BASE, **sections})
-    assert info.value.field == field and "\n" not in str(info.value)
+    assert info.value.field == field
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize("method", ["fedprox", "fedmix", "fedcfa"])

@@ -66,8 +66,11 @@ def _logs(tmp_path: Path, source: dict) -> dict[str, list[dict]]:
 
 
 def _per_sample(entries: list[dict]) -> list[str]:
-    """Uploads that hold something of one row per example: an array with as many rows as the client's examples,
-    or a name the server never sent whose rows are not fewer than the examples."""
+    """Uploads that hold something of one row per example.
+
+    That is an array with as many rows as the client's examples, or a name the server never sent whose
+    rows are not fewer than the examples.
+    """
     sent = {(e["round"], e["client"]): e["arrays"] for e in entries if e["direction"] == "down"}
     found = []
     for entry in entries:
@@ -128,7 +131,8 @@ def test_vertical_uploads_are_only_the_declared_per_row_latents(tmp_path: Path) 
         uploads = [e for e in entries if e["direction"] == "up"]
         assert any(e["arrays"] for e in uploads), name
         for entry in uploads:
-            assert not entry["metrics"] and not entry["config"], name
+            assert not entry["metrics"], name
+            assert not entry["config"], name
             for array, info in entry["arrays"].items():
                 if array == "loglik":
                     assert len(info["shape"]) == 2, name

@@ -32,8 +32,10 @@ def test_cells_average_seeds_and_count_where_the_run_is_best() -> None:
     assert (comparison["count"], comparison["best"]) == (2, 1)
     assert comparison["mean_margin"] == pytest.approx((0.1 - 0.2) / 2)
     cells = {c["cell"]["data"]: c for c in comparison["cells"]}
-    assert cells["a"]["best_other"] == "Old" and cells["a"]["margin"] == pytest.approx(0.1)
-    assert cells["b"]["best_other"] == "Other" and cells["b"]["margin"] == pytest.approx(-0.2)
+    assert cells["a"]["best_other"] == "Old"
+    assert cells["a"]["margin"] == pytest.approx(0.1)
+    assert cells["b"]["best_other"] == "Other"
+    assert cells["b"]["margin"] == pytest.approx(-0.2)
     assert comparison["by_axis"]["data"]["b"] == {"count": 1, "best": 0, "mean_margin": pytest.approx(-0.2)}
     assert "seed" not in comparison["by_axis"]
 
@@ -46,7 +48,7 @@ def test_no_compared_run_means_no_comparison_and_no_report_section() -> None:
 
 def test_the_report_lists_the_tally_and_every_cell() -> None:
     comparison = compare_with_best_other(GRID, [entry("a", 0, 0.8, 0.6, 0.5)])
-    heading, _, tally, *_, cells = comparison_blocks(comparison)
+    _heading, _, tally, *_, cells = comparison_blocks(comparison)
     assert tally.rows[0] == ("all", "", "1", "1", "+20.0")
     assert cells.rows[0][-1] == "+20.0"
 
@@ -57,7 +59,7 @@ def test_the_compared_run_must_exist() -> None:
         "runs": [{"name": "FedAvg", "method": "fedavg"}],
         "grid": {"axes": {"seed": [0, 1]}, "rows": "seed", "columns": "seed", "compare": "FedCFA"},
     }
-    with pytest.raises(ConfigError, match="grid.compare: must be the name of a run"):
+    with pytest.raises(ConfigError, match=r"grid\.compare: must be the name of a run"):
         load_config(source)
 
 

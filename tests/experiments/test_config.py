@@ -28,13 +28,15 @@ def test_a_minimal_config_gets_documented_defaults() -> None:
     config = load_config(BASE)
     assert config.seed == 0
     assert config.data.dataset == "digits"
-    assert config.partition.scheme == "dirichlet" and config.partition.num_clients == 10
-    assert config.federation.engine == "inprocess" and config.federation.rounds == 20
+    assert config.partition.scheme == "dirichlet"
+    assert config.partition.num_clients == 10
+    assert config.federation.engine == "inprocess"
+    assert config.federation.rounds == 20
     assert config.runs[0].setting == "federated"
 
 
 @pytest.mark.parametrize(
-    "source, field, expected",
+    ("source", "field", "expected"),
     [
         (_with(partition={"alpah": 0.1}), "partition.alpah", "did you mean 'alpha'?"),
         (_with(federaton={}), "federaton", "did you mean 'federation'?"),
@@ -75,7 +77,8 @@ def test_unknown_key_lists_accepted_keys() -> None:
 def test_method_parameters_are_validated_by_the_method() -> None:
     config = load_config(_with(runs=[{"name": "p", "method": "fedprox", "params": {"mu": 0.5}}]))
     params = method_params(config, 0)
-    assert isinstance(params, FedProxParams) and params.mu == 0.5
+    assert isinstance(params, FedProxParams)
+    assert params.mu == 0.5
 
 
 def test_overrides_parse_toml_values_and_reach_nested_keys() -> None:

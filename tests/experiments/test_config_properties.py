@@ -60,7 +60,8 @@ paths = st.one_of(st.sampled_from(KEYS), st.text(max_size=20))
 
 def _one_line(error: ConfigError) -> None:
     text = str(error)
-    assert text and "\n" not in text
+    assert text
+    assert "\n" not in text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

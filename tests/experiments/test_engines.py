@@ -87,12 +87,12 @@ def test_the_configured_engine_is_the_one_named() -> None:
 
 
 def test_the_flower_engine_needs_a_superlink() -> None:
-    with pytest.raises(ConfigError, match="federation.engine.*superlink"):
+    with pytest.raises(ConfigError, match=r"federation\.engine.*superlink"):
         configured_engine(load_config(_with_engine(DIGITS, "flower")))
 
 
 def test_an_unknown_engine_is_refused_naming_the_accepted_ones() -> None:
-    with pytest.raises(ConfigError, match="federation.engine.*flower-simulation"):
+    with pytest.raises(ConfigError, match=r"federation\.engine.*flower-simulation"):
         load_config(_with_engine(DIGITS, "ray"))
 
 
@@ -165,8 +165,9 @@ def test_flower_simulation_gives_bit_identical_results(source: dict, tmp_path: P
 
 @pytest.mark.slow
 def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(tmp_path: Path) -> None:
-    """FALSE-VFL (both stages, evaluation every round) and FedHSSL (pre-training, then fine-tuning)
-    on Flower's simulation equal the in-process run.
+    """FALSE-VFL and FedHSSL on Flower's simulation equal the in-process run.
+
+    FALSE-VFL runs both stages, evaluating every round; FedHSSL pre-trains, then fine-tunes.
 
     The active party is the server logic; each passive party runs in the
     ClientApp, rebuilt from the job header, its model and optimizer in
@@ -184,4 +185,5 @@ def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(t
     history = simulated["runs"][0]["history"]
     # stage 1: 2 mini-batches x 2 + update; stage 2: samples (+ posteriors once) + 2 to validate (+ 2 to test)
     assert [row["trips"] for row in history] == [5, 6, 5]
-    assert "iwae_bound" in history[0]["metrics"] and "accuracy" in history[-1]["metrics"]
+    assert "iwae_bound" in history[0]["metrics"]
+    assert "accuracy" in history[-1]["metrics"]

@@ -38,7 +38,8 @@ def test_grid_points_are_every_combination_in_axis_order() -> None:
         {"train.lr": 0.2, "seed": 0},
         {"train.lr": 0.2, "seed": 1},
     ]
-    assert points[3][1]["train"]["lr"] == 0.2 and points[3][1]["seed"] == 1
+    assert points[3][1]["train"]["lr"] == 0.2
+    assert points[3][1]["seed"] == 1
     assert "grid" not in points[0][1]
 
 
@@ -52,7 +53,7 @@ def test_a_wildcard_axis_sets_every_run() -> None:
 
 
 @pytest.mark.parametrize(
-    "change, field",
+    ("change", "field"),
     [
         ({"rows": "nope"}, "grid.rows"),
         ({"columns": "nope"}, "grid.columns"),

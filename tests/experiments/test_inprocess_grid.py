@@ -99,4 +99,5 @@ def test_one_worker_is_the_plain_in_process_engine_and_more_are_parallel() -> No
     with make_grid(FederationSection(workers=1), lambda c: None, 0, schedule) as grid:
         assert isinstance(grid, InProcessGrid)
     with make_grid(FederationSection(workers=2), lambda c: None, 0, schedule, cores=2) as grid:
-        assert isinstance(grid, ParallelGrid) and grid.workers == 2
+        assert isinstance(grid, ParallelGrid)
+        assert grid.workers == 2

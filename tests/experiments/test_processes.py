@@ -87,7 +87,8 @@ def test_results_come_back_in_task_order_whatever_order_tasks_finish_in() -> Non
     # Assert
     assert results == [0, 1, 2]
     assert finished[-1] == (0, 3)
-    assert ("start", "a run", 1) in progress.events and ("advance", "c run", 1) in progress.events
+    assert ("start", "a run", 1) in progress.events
+    assert ("advance", "c run", 1) in progress.events
     assert progress.events.count(("finish", "b run")) == 1
 
 

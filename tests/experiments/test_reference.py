@@ -106,7 +106,7 @@ def test_every_key_and_method_parameter_is_described() -> None:
 
 
 @pytest.mark.parametrize(
-    "model, key, type_text, default",
+    ("model", "key", "type_text", "default"),
     [
         (FederationSection, "fraction", "float in (0, 1]", "`1.0`"),
         (FederationSection, "dropout", "float in [0, 1)", "`0.0`"),
@@ -180,4 +180,5 @@ def test_a_documented_field_that_does_not_exist_raises() -> None:
 
 def test_inherited_fields_may_be_described_by_the_fedmosaic_base_class() -> None:
     docs = parameter_docs(FalseVFLParams)
-    assert docs["lr"].startswith("Adam learning rate") and docs["kappa"].startswith("Importance samples")
+    assert docs["lr"].startswith("Adam learning rate")
+    assert docs["kappa"].startswith("Importance samples")

@@ -47,7 +47,8 @@ def test_a_run_writes_results_summary_and_report(tmp_path: Path) -> None:
     }
     assert not (out / "checkpoints").exists()
     saved = json.loads((out / "results.json").read_text())
-    assert saved["seed"] == 3 and saved["config"]["partition"]["num_clients"] == 4
+    assert saved["seed"] == 3
+    assert saved["config"]["partition"]["num_clients"] == 4
     assert [run["name"] for run in saved["runs"]] == ["FedAvg", "FedProx", "Centralized", "Local"]
     fedavg = saved["runs"][0]
     assert len(fedavg["history"]) == 4
@@ -109,7 +110,7 @@ def test_resume_after_a_crash_gives_exactly_the_uninterrupted_results(tmp_path: 
 def test_an_occupied_output_folder_needs_resume_or_overwrite(tmp_path: Path) -> None:
     config = load_config(SMALL)
     run_experiment(config, tmp_path / "out")
-    with pytest.raises(ConfigError, match="--resume .* --overwrite"):
+    with pytest.raises(ConfigError, match=r"--resume .* --overwrite"):
         run_experiment(config, tmp_path / "out")
     assert run_experiment(config, tmp_path / "out", resume=True)["experiment"] == "small"
     assert run_experiment(config, tmp_path / "out", overwrite=True)["experiment"] == "small"

@@ -42,7 +42,10 @@ def test_the_vertical_example_aligns_by_psi_and_no_message_carries_an_id(tmp_pat
     clinic = pd.read_csv(folder / "clinic.csv", dtype=str)["patient_id"].tolist()
     lab = pd.read_csv(folder / "lab.csv", dtype=str)["patient_id"].tolist()
     seen: list[Message] = []
-    observer = lambda rnd, client, direction, message: seen.append(message)
+
+    def observer(rnd: int, client: int, direction: str, message: Message) -> None:
+        seen.append(message)
+
     # Execute: the alignment, then two rounds of FALSE-VFL (stage 1, then stage 2 and the test predictions)
     workload = prepare_vertical_tables(config, observer=observer)
     aligned = len(seen)
@@ -54,10 +57,13 @@ def test_the_vertical_example_aligns_by_psi_and_no_message_carries_an_id(tmp_pat
     data = workload.data
     both = set(clinic) & set(lab)
     rows = len(data.train) + len(data.tests["aligned"])
-    assert rows == len(clinic) and 0 < len(both) < len(clinic)
+    assert rows == len(clinic)
+    assert 0 < len(both) < len(clinic)
     assert int(data.train.present[:, 1].sum() + data.tests["aligned"].present[:, 1].sum()) == len(both)
     # Assert: no message of the alignment or of training carries an ID or an unkeyed hash of one
-    assert aligned == 4 and len(seen) > aligned and history[-1].metrics["accuracy"] > 0
+    assert aligned == 4
+    assert len(seen) > aligned
+    assert history[-1].metrics["accuracy"] > 0
     carried = b"\1".join(_message_bytes(m) for m in seen)
     for identifier in set(clinic) | set(lab):
         assert not any(form in carried for form in _forms(identifier)), identifier

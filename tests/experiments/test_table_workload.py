@@ -56,7 +56,8 @@ def test_a_horizontal_task_runs_on_the_sites_tables_scaled_by_the_pooled_statist
     assert all(run["final"]["accuracy"] > 0.6 for run in results["runs"])
     card = json.loads((tmp_path / "out/model/00-fedavg/card.json").read_text())
     pooled = pd.concat([pd.read_csv(tmp_path / f"site-{k}.csv") for k in range(3)])[FEATURES].to_numpy()
-    assert card["classes"] == CLASSES and card["inputs"]["columns"] == FEATURES
+    assert card["classes"] == CLASSES
+    assert card["inputs"]["columns"] == FEATURES
     assert np.allclose(card["inputs"]["standardise"]["mean"], pooled.mean(axis=0))
     assert np.allclose(card["inputs"]["standardise"]["std"], pooled.std(axis=0))
 

@@ -25,7 +25,8 @@ def vertical(**section):  # type: ignore[no-untyped-def]
 
 def test_a_vertical_section_makes_a_vertical_task_with_one_client_per_passive_party() -> None:
     config = load_config(vertical())
-    assert config.task_kind == "vertical" and config.num_clients == 3
+    assert config.task_kind == "vertical"
+    assert config.num_clients == 3
 
 
 def test_digits_are_cut_into_patches_with_bernoulli_pixels_and_a_budget_of_labels() -> None:
@@ -37,14 +38,21 @@ def test_digits_are_cut_into_patches_with_bernoulli_pixels_and_a_budget_of_label
 
     # Assert
     data = workload.data
-    assert data.likelihood == "bernoulli" and data.widths == [16, 16, 16, 16]
+    assert data.likelihood == "bernoulli"
+    assert data.widths == [16, 16, 16, 16]
     # a fifth of the labels is held out for validation (rows still in the training split, unlabeled there)
-    assert len(data.train.labeled) == 80 and data.train.present[data.train.labeled, 0].all()
-    assert data.validation is not None and len(data.validation) == 20 and (data.validation.y >= 0).all()
+    assert len(data.train.labeled) == 80
+    assert data.train.present[data.train.labeled, 0].all()
+    assert data.validation is not None
+    assert len(data.validation) == 20
+    assert (data.validation.y >= 0).all()
     ((label, test),) = data.tests.items()
-    assert label == "MAR 1" and test.present[:, 0].all() and not test.present.all()
+    assert label == "MAR 1"
+    assert test.present[:, 0].all()
+    assert not test.present.all()
     (job,) = workload.jobs("federated", config)
-    assert job.schedule.num_clients == 3 and job.schedule.min_replies == config.federation.min_replies
+    assert job.schedule.num_clients == 3
+    assert job.schedule.min_replies == config.federation.min_replies
 
 
 def test_the_same_seed_gives_the_same_masks_and_labels() -> None:
@@ -58,7 +66,9 @@ def test_the_same_seed_gives_the_same_masks_and_labels() -> None:
 def test_isolet_is_standardised_and_split_evenly_with_gaussian_features() -> None:
     config = load_config(vertical(num_parties=8) | {"data": {"dataset": "isolet", "data_dir": str(SHARED_DATA)}})
     data = prepare_workload(config).data
-    assert data.likelihood == "gaussian" and sum(data.widths) == 617 and len(data.widths) == 8
+    assert data.likelihood == "gaussian"
+    assert sum(data.widths) == 617
+    assert len(data.widths) == 8
     assert len(data.train.labeled) + len(data.validation) == 500
     assert abs(np.nanmean(data.train.blocks[0])) < 0.1
 
@@ -125,7 +135,7 @@ def test_several_test_settings_are_drawn_independently_and_reported_by_name() ->
 
 
 def test_test_settings_must_be_distinct() -> None:
-    with pytest.raises(ConfigError, match="vertical.test_missing: needs distinct settings"):
+    with pytest.raises(ConfigError, match=r"vertical\.test_missing: needs distinct settings"):
         load_config(vertical(test_missing=["mcar:0.2", "mcar:0.20"]))
 
 
@@ -138,10 +148,13 @@ def test_validation_rows_are_labeled_training_rows_whose_labels_training_no_long
     data = prepare_workload(config).data
 
     # Assert: the same 50 labeled rows, 10 of them moved to the validation split
-    assert without.validation is None and len(without.train.labeled) == 50
-    assert data.validation is not None and len(data.validation) == 10
+    assert without.validation is None
+    assert len(without.train.labeled) == 50
+    assert data.validation is not None
+    assert len(data.validation) == 10
     held_out = np.setdiff1d(without.train.labeled, data.train.labeled)
-    assert len(held_out) == 10 and set(data.train.labeled) < set(without.train.labeled)
+    assert len(held_out) == 10
+    assert set(data.train.labeled) < set(without.train.labeled)
     np.testing.assert_array_equal(data.validation.y, without.train.y[held_out])
     np.testing.assert_array_equal(data.validation.present, data.train.present[held_out])
     assert "validation" in data.splits

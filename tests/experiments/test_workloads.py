@@ -28,9 +28,11 @@ def test_simpson_mnist_gives_one_client_per_shade_band_a_pretraining_sample_and_
     workload = prepare_workload(config)
     assert [len(c) for c in workload.clients] == [50] * 5
     assert workload.clients[0].x.shape[1:] == (3, 28, 28)
-    assert workload.pretrain is not None and len(workload.pretrain) == 40
-    ((name, caption, png),) = workload.figures
-    assert png.startswith(b"\x89PNG") and name == "simpson_samples"
+    assert workload.pretrain is not None
+    assert len(workload.pretrain) == 40
+    ((name, _, png),) = workload.figures
+    assert png.startswith(b"\x89PNG")
+    assert name == "simpson_samples"
     task = workload.jobs("federated", config)[0].task
     assert task.pretrain is workload.pretrain
 

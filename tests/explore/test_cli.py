@@ -50,13 +50,15 @@ def test_a_folder_with_no_model(small_fcm_run: Path, tmp_path: Path, monkeypatch
 
     # Assert
     assert code == 2
-    assert err.startswith(f"error: {run}: no F-CMs model in {run / 'model'}") and err.count("\n") == 1
+    assert err.startswith(f"error: {run}: no F-CMs model in {run / 'model'}")
+    assert err.count("\n") == 1
 
 
 def test_a_folder_that_is_not_a_run(tmp_path: Path, monkeypatch, capsys) -> None:
     code, err = _explore(str(tmp_path), monkeypatch=monkeypatch, capsys=capsys)
     assert code == 2
-    assert err.startswith(f"error: no results.json in {tmp_path}") and err.count("\n") == 1
+    assert err.startswith(f"error: no results.json in {tmp_path}")
+    assert err.count("\n") == 1
 
 
 def test_a_busy_port(small_fcm_run: Path, tmp_path: Path, monkeypatch, capsys) -> None:

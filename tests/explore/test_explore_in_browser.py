@@ -73,10 +73,11 @@ def test_setting_a_concept_shows_the_task_probability_intervene_computes(
     page.close()
 
     # Assert: the task's probabilities are intervene's, bit for bit
-    assert task == {f"task-{name}": float(p) for name, p in zip(model.classes, expected.probabilities[0])}
+    assert task == {f"task-{name}": float(p) for name, p in zip(model.classes, expected.probabilities[0], strict=True)}
     assert after[f"prob-{concept}-{category}"] == 1.0
     untouched = set(model.concepts) - model.descendants(concept) - {concept}
-    assert untouched and all(
+    assert untouched
+    assert all(
         after[f"prob-{node}-{value}"] == before[f"prob-{node}-{value}"]
         for node in untouched
         for value in model.concepts[node]
@@ -100,4 +101,5 @@ def test_the_page_shows_the_true_networks_answer_and_loads_nothing_from_elsewher
 
     # Assert: no concept set, so the true network gives asia's prior P(dysp)
     assert bayes["bayes-yes"] == pytest.approx(0.436, abs=1e-3)
-    assert requests and all(url.startswith(explorer_url) for url in requests)
+    assert requests
+    assert all(url.startswith(explorer_url) for url in requests)

@@ -40,7 +40,8 @@ def test_the_true_network_answers_with_exact_inference_on_the_set_concepts(explo
     given = explorer.bayes({"either": "yes", "bronc": "yes"})
 
     # Assert: asia's P(dysp = yes) is 0.436 a priori, 0.9 given either and bronc
-    assert prior is not None and given is not None
+    assert prior is not None
+    assert given is not None
     assert explorer.model.classes == ["yes", "no"]
     assert prior[0] == pytest.approx(0.436, abs=1e-3)
     assert given == pytest.approx([0.9, 0.1])
@@ -51,7 +52,8 @@ def test_the_description_lays_out_the_graph_with_edges_marked_against_the_truth(
     found = explorer.description()
 
     # Assert
-    assert found["task"] == "dysp" and found["network_known"]
+    assert found["task"] == "dysp"
+    assert found["network_known"]
     assert {node["name"] for node in found["nodes"]} == set(explorer.model.graph["nodes"])
     assert {edge["status"] for edge in found["edges"]} <= {"correct", "reversed", "extra", "missing"}
     assert np.array(found["examples"]).shape == explorer.examples.shape
@@ -71,7 +73,8 @@ def test_bad_rows_and_settings_are_one_line_errors(
     row = features if features is not None else explorer.examples.iloc[0].tolist()
     with pytest.raises(FedmosaicError, match=None) as error:
         explorer.answer(row, settings)
-    assert message in str(error.value) and "\n" not in str(error.value)
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
 
 
 def test_without_a_known_network_there_is_no_true_answer_and_edges_are_unmarked(explorer: Explorer) -> None:
@@ -85,4 +88,5 @@ def test_without_a_known_network_there_is_no_true_answer_and_edges_are_unmarked(
     # Assert
     assert answer.bayes is None
     assert answer.task == explorer.answer(explorer.examples.iloc[0].tolist(), {"smoke": "yes"}).task
-    assert not found["network_known"] and {edge["status"] for edge in found["edges"]} == {"unknown"}
+    assert not found["network_known"]
+    assert {edge["status"] for edge in found["edges"]} == {"unknown"}

@@ -105,7 +105,7 @@ class ToyServer(ServerLogic):
         message = Message(arrays={"w": self.w}, config={"round": ctx.round})
         self.exchanges += 1  # state changed before a possibly failing exchange
         spec = ReplySpec.like({"w": self.w}, metrics={"num_examples"}, config=frozenset({"handled"}))
-        replies = ctx.exchange({c: message for c in ctx.clients}, expect=spec)
+        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=spec)
         if self.crash_at == ctx.round:
             raise SimulatedKill(f"killed in round {ctx.round}")
         self.last_repliers = sorted(replies)

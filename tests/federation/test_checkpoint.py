@@ -180,10 +180,7 @@ def test_a_damaged_checkpoint_is_a_user_facing_error(tmp_path: Path, damage: str
     path = tmp_path / "c.npz"
     save_checkpoint(_checkpoint(), path)
     data = path.read_bytes()
-    if damage == "truncated":
-        data = data[: len(data) // 2]
-    else:
-        data = data[:120] + bytes([data[120] ^ 0xFF]) + data[121:]
+    data = data[: len(data) // 2] if damage == "truncated" else data[:120] + bytes([data[120] ^ 0xFF]) + data[121:]
     path.write_bytes(data)
 
     # Execute / Assert

@@ -139,7 +139,8 @@ def test_a_dropped_client_is_listed_and_the_round_still_aggregates(make_toy) -> 
     assert second.dropped == [1]
     assert (second.clients_sampled, second.replies) == (4, 3)
     assert repliers[2] == [0, 2, 3], "the dropped client's reply must not be aggregated"
-    assert history[0].dropped == [] and history[2].dropped == []
+    assert history[0].dropped == []
+    assert history[2].dropped == []
     assert toy.server.aggregations == 3
     assert toy.grid.client_states()[1].config["handled"] == 2
 
@@ -160,7 +161,8 @@ def test_too_few_replies_skip_the_round_and_keep_the_server_state(make_toy) -> N
     assert (skipped.replies, skipped.dropped) == (2, [0, 1])
     np.testing.assert_array_equal(states[1].arrays["w"], states[0].arrays["w"])
     assert states[1].config == states[0].config == {"aggregations": 1, "exchanges": 1}
-    assert "mean_handled" not in skipped.metrics and "distance" in skipped.metrics
+    assert "mean_handled" not in skipped.metrics
+    assert "distance" in skipped.metrics
     assert [r.status for r in history] == ["ok", "skipped", "ok"]
     assert history[0].reason == history[2].reason == ""
 
@@ -370,7 +372,7 @@ def test_malformed_replies_are_dropped_and_recorded_and_the_result_is_that_of_th
         wrap_grid=lambda grid: HostileGrid(grid, hostile, attack, seed=0, max_bytes=10_000),
     )
     attacked.federation.limits = ReplyLimits(max_bytes=10_000)
-    clean = make_toy(rounds=3, schedule=Schedule(num_clients=6, failures={r: hostile for r in (1, 2, 3)}))
+    clean = make_toy(rounds=3, schedule=Schedule(num_clients=6, failures=dict.fromkeys((1, 2, 3), hostile)))
 
     # Execute
     history = attacked.federation.run()

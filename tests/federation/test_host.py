@@ -38,7 +38,8 @@ def test_a_small_cache_rebuilds_clients_but_keeps_their_states() -> None:
     unbounded = _run(ClientHost(factory, seed=0))
     # Assert
     assert small == unbounded
-    assert rebuilt == 12 and len(built) == 4
+    assert rebuilt == 12
+    assert len(built) == 4
 
 
 def test_states_past_the_memory_budget_go_to_disk_without_changing_results() -> None:

@@ -41,7 +41,8 @@ def test_graph_attacks_reverse_or_randomize_the_confidence_matrix() -> None:
     reversed_ = _replies("reversed-graph")[1].arrays["confidence"]
     np.testing.assert_allclose(reversed_, [[0.0, 0.1], [0.8, 0.0]])
     randomized = _replies("random-graph")[1].arrays["confidence"]
-    assert randomized[0, 1] + randomized[1, 0] <= 1 and np.trace(randomized) == 0
+    assert randomized[0, 1] + randomized[1, 0] <= 1
+    assert np.trace(randomized) == 0
     assert not np.allclose(randomized, [[0.0, 0.8], [0.1, 0.0]])
 
 

@@ -1,5 +1,7 @@
 """InProcessGrid: calls client logic directly, in client order, keeping client states."""
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ from fedmosaic.federation import (
 class Recorder(ClientLogic):
     """Counts messages in its state and records what it saw."""
 
-    log: list[tuple[int, int]] = []
+    log: ClassVar[list[tuple[int, int]]] = []
 
     def __init__(self, client_id: int) -> None:
         self.client_id = client_id

@@ -49,14 +49,15 @@ def test_replies_are_those_of_the_in_process_engine_in_client_order() -> None:
         states = parallel.client_states()
     expected = _exchange(InProcessGrid(Counter, seed=5))
     # Assert
-    for ours, theirs in zip(got, expected):
+    for ours, theirs in zip(got, expected, strict=True):
         assert list(ours) == list(theirs)
         for client in ours:
             np.testing.assert_array_equal(ours[client].arrays["w"], theirs[client].arrays["w"])
             assert ours[client].metrics == theirs[client].metrics
             assert ours[client].config == theirs[client].config
             assert not ours[client].arrays["w"].flags.writeable
-    assert states[0].config == {"handled": 3} and states[3].config == {"handled": 2}
+    assert states[0].config == {"handled": 3}
+    assert states[3].config == {"handled": 2}
 
 
 def test_each_client_always_runs_in_the_same_worker() -> None:
@@ -71,14 +72,14 @@ def test_restored_states_go_to_the_workers_of_their_clients() -> None:
     with ParallelGrid(Counter, seed=0, workers=3) as grid:
         grid.load_client_states({c: ClientState(config={"handled": 10 + c}) for c in range(5)})
         replies = grid.send_and_receive(_broadcast([0, 4]), rnd=1, failing=frozenset())
-    assert replies[0].config["handled"] == 11 and replies[4].config["handled"] == 15
+    assert replies[0].config["handled"] == 11
+    assert replies[4].config["handled"] == 15
 
 
 def test_a_failing_client_is_a_one_line_error_and_the_workers_stop() -> None:
     grid = ParallelGrid(Counter, seed=0, workers=2)
-    with pytest.raises(WorkerFailed) as caught:
-        with grid:
-            grid.send_and_receive(_broadcast([0, 1]), rnd=99, failing=frozenset())
+    with pytest.raises(WorkerFailed) as caught, grid:
+        grid.send_and_receive(_broadcast([0, 1]), rnd=99, failing=frozenset())
     assert str(caught.value) == "client 0 failed in round 99: ValueError: client 0 cannot go on"
     assert grid._pool._processes[0].exitcode is not None
 

@@ -94,7 +94,8 @@ def test_a_private_federation_records_the_epsilon_spent_each_round_and_resumes_i
     # Assert: growing epsilon, equal to the accountant's after k rounds at rate 0.5.
     epsilons = [r.metrics["dp_epsilon"] for r in resumed]
     assert epsilons[:2] == [r.metrics["dp_epsilon"] for r in first]
-    assert epsilons == sorted(epsilons) and epsilons[0] > 0
+    assert epsilons == sorted(epsilons)
+    assert epsilons[0] > 0
     assert epsilons[-1] == pytest.approx(client_level_epsilon(1.1, [0.5] * 4, 1e-5))
 
 

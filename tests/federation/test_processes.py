@@ -63,23 +63,24 @@ def test_events_stream_back_before_the_result() -> None:
     with WorkerPool(lambda index: _count_up, 1) as pool:
         pool.submit(0, 3)
         results = list(pool.results(on_event=lambda worker, event: seen.append((worker, event))))
-    assert seen == [(0, 0), (0, 1), (0, 2)] and results == [(0, "done")]
+    assert seen == [(0, 0), (0, 1), (0, 2)]
+    assert results == [(0, "done")]
 
 
 def test_an_error_in_a_worker_is_one_line_with_the_traceback_as_a_note() -> None:
-    with pytest.raises(WorkerFailed) as caught:
-        with WorkerPool(lambda index: _fail, 1) as pool:
-            pool.submit(0, None)
+    with WorkerPool(lambda index: _fail, 1) as pool:
+        pool.submit(0, None)
+        with pytest.raises(WorkerFailed) as caught:
             list(pool.results())
     assert str(caught.value) == "ValueError: bad input on two lines"
     assert "Traceback" in caught.value.__notes__[0]
 
 
 def test_a_worker_that_dies_is_reported() -> None:
-    with pytest.raises(WorkerFailed, match="worker process 0 stopped unexpectedly"):
-        with WorkerPool(lambda index: _sleep, 1) as pool:
-            pool.submit(0, 30)
-            os.kill(pool.pids()[0], signal.SIGKILL)
+    with WorkerPool(lambda index: _sleep, 1) as pool:
+        pool.submit(0, 30)
+        os.kill(pool.pids()[0], signal.SIGKILL)
+        with pytest.raises(WorkerFailed, match="worker process 0 stopped unexpectedly"):
             list(pool.results())
 
 
@@ -101,9 +102,8 @@ def test_an_interrupt_while_workers_are_busy_stops_them_at_once() -> None:
     # Execute: with Python's own Ctrl-C handler, whatever earlier tests in this process left installed
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with pytest.raises(KeyboardInterrupt):
-            with pool:
-                list(pool.results())
+        with pytest.raises(KeyboardInterrupt), pool:
+            list(pool.results())
     finally:
         signal.signal(signal.SIGINT, previous)
     # Assert
@@ -127,4 +127,5 @@ def test_workers_die_with_a_killed_parent() -> None:
     parent.kill()
     parent.wait()
     # Assert
-    assert len(pids) == 2 and _wait_gone(pids)
+    assert len(pids) == 2
+    assert _wait_gone(pids)

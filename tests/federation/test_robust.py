@@ -30,7 +30,7 @@ def test_median_and_trimmed_mean_ignore_a_minority_of_huge_values() -> None:
 
 def test_robust_rules_combine_each_name_over_the_contributions_holding_it() -> None:
     # Prepare: only two clients hold "b.w".
-    parts = _parts([1.0, 2.0, 3.0]) + [({"b.w": np.array([5.0])}, 1.0), ({"b.w": np.array([7.0])}, 1.0)]
+    parts = [*_parts([1.0, 2.0, 3.0]), ({"b.w": np.array([5.0])}, 1.0), ({"b.w": np.array([7.0])}, 1.0)]
 
     # Execute
     for rule in (Median(), TrimmedMean(0.4)):

@@ -63,7 +63,7 @@ def test_fraction_is_a_share_of_the_available_clients_only() -> None:
 def test_clients_per_round_overrides_fraction_and_is_capped_by_availability() -> None:
     # Prepare
     exact = Schedule(num_clients=10, fraction=0.1, clients_per_round=4)
-    capped = Schedule(num_clients=10, clients_per_round=4, joins={c: 3 for c in range(8)})
+    capped = Schedule(num_clients=10, clients_per_round=4, joins=dict.fromkeys(range(8), 3))
 
     # Execute / Assert
     assert len(exact.sample(1, seed=0)) == 4

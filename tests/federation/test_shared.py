@@ -12,9 +12,10 @@ def test_written_arrays_come_back_equal_and_read_only() -> None:
     handle = write_shared(arrays, "fedmosaic-test-")
     attached = handle.attach()
     handle.unlink()
-    for original, back in zip(arrays, attached):
+    for original, back in zip(arrays, attached, strict=True):
         np.testing.assert_array_equal(original, back)
-        assert back.dtype == original.dtype and not back.flags.writeable
+        assert back.dtype == original.dtype
+        assert not back.flags.writeable
     assert not Path(handle.path).exists()
 
 
@@ -25,7 +26,8 @@ def test_a_broadcast_array_is_stored_once_and_small_arrays_stay_inline() -> None
     # Execute
     handle, packed = pack_arrays(messages, "fedmosaic-test-")
     # Assert
-    assert handle is not None and len(handle.layout) == 1
+    assert handle is not None
+    assert len(handle.layout) == 1
     assert all(packed[c]["w"] == 0 for c in range(3))
     attached = handle.attach()
     handle.unlink()
@@ -37,7 +39,8 @@ def test_a_broadcast_array_is_stored_once_and_small_arrays_stay_inline() -> None
 
 def test_only_small_arrays_need_no_file() -> None:
     handle, packed = pack_arrays({0: {"b": np.zeros(3)}}, "fedmosaic-test-")
-    assert handle is None and unpack_arrays(packed[0], [])["b"].tolist() == [0.0, 0.0, 0.0]
+    assert handle is None
+    assert unpack_arrays(packed[0], [])["b"].tolist() == [0.0, 0.0, 0.0]
 
 
 def test_left_over_files_are_removed_by_prefix() -> None:

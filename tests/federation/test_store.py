@@ -17,7 +17,8 @@ def test_without_budget_every_state_stays_in_memory() -> None:
     store = StateStore()
     _fill(store, range(5))
     store.trim()
-    assert store.spilled == [] and list(store) == [0, 1, 2, 3, 4]
+    assert store.spilled == []
+    assert list(store) == [0, 1, 2, 3, 4]
 
 
 def test_past_the_budget_the_least_recently_used_states_go_to_disk_and_come_back_intact() -> None:
@@ -31,7 +32,8 @@ def test_past_the_budget_the_least_recently_used_states_go_to_disk_and_come_back
     assert store.spilled == [1, 2]
     back = store.get(1)
     np.testing.assert_array_equal(back.arrays["m"], np.full(100, 1.0))
-    assert back.config == {"client": 1} and store.spilled == [2]
+    assert back.config == {"client": 1}
+    assert store.spilled == [2]
     store.close()
 
 
@@ -40,7 +42,8 @@ def test_a_snapshot_holds_every_state_spilled_or_not_and_replace_restores_it() -
     _fill(store, range(3))
     store.trim()
     snapshot = store.snapshot()
-    assert sorted(snapshot) == [0, 1, 2] and store.spilled == [0, 1, 2]
+    assert sorted(snapshot) == [0, 1, 2]
+    assert store.spilled == [0, 1, 2]
     other = StateStore()
     other.replace(snapshot)
     assert other.get(2).config == {"client": 2}
@@ -56,6 +59,8 @@ def test_close_deletes_the_spill_folder() -> None:
     _fill(store, range(2))
     store.trim()
     folder = store._folder
-    assert folder is not None and folder.exists()
+    assert folder is not None
+    assert folder.exists()
     store.close()
-    assert not folder.exists() and list(store) == []
+    assert not folder.exists()
+    assert list(store) == []

@@ -54,7 +54,8 @@ def test_a_reply_holding_the_model_as_sent_is_accepted() -> None:
 )
 def test_a_malformed_reply_is_rejected_with_its_reason(reply: object, reason: str) -> None:
     got = check_reply(reply, SPEC, LIMITS)
-    assert got is not None and reason in got, got
+    assert got is not None
+    assert reason in got, got
 
 
 def test_a_partial_spec_accepts_some_of_the_modules_but_not_others() -> None:
@@ -153,6 +154,7 @@ def test_an_accepted_reply_holds_only_declared_finite_arrays_of_the_declared_sha
         return
     assert set(reply.arrays) == set(SENT)
     for name, array in reply.arrays.items():
-        assert array.shape == SENT[name].shape and array.dtype == SENT[name].dtype
+        assert array.shape == SENT[name].shape
+        assert array.dtype == SENT[name].dtype
         assert np.isfinite(array).all()
     assert 0 < reply.metrics["num_examples"] <= LIMITS.max_examples

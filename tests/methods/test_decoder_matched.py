@@ -43,6 +43,7 @@ def test_it_is_registered_and_refuses_a_non_positive_scale() -> None:
     # Execute
     method = get_method("fedavg-decoder-matched")
     # Assert
-    assert method.params is DecoderMatchedParams and DecoderMatchedParams().decoder_scale == 11.0
+    assert method.params is DecoderMatchedParams
+    assert DecoderMatchedParams().decoder_scale == 11.0
     with pytest.raises(ValueError, match="decoder_scale"):
         DecoderMatchedParams(decoder_scale=0.0)

@@ -1,5 +1,7 @@
 """FedAvg and FedProx: clients train the received model, the server averages by examples."""
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 import torch
@@ -93,7 +95,7 @@ def test_server_averages_replies_weighted_by_examples() -> None:
 
     class FixedReplies:
         round = 1
-        clients = [0, 1]
+        clients: ClassVar[list[int]] = [0, 1]
 
         def exchange(self, messages, **options):
             return replies

@@ -130,7 +130,8 @@ def test_one_mean_of_the_whole_dataset_by_default() -> None:
     # Execute
     mean_x, mean_y = local_means(data, None, np.random.default_rng(0))
     # Assert
-    assert mean_x.shape == (1, *SHAPE) and mean_y.shape == (1, CLASSES)
+    assert mean_x.shape == (1, *SHAPE)
+    assert mean_y.shape == (1, CLASSES)
     np.testing.assert_allclose(mean_x[0], data.x.mean(axis=0), rtol=1e-6)
     np.testing.assert_allclose(mean_y[0], np.bincount(data.y, minlength=CLASSES) / 10)
 
@@ -142,7 +143,8 @@ def test_mean_batch_gives_several_means_each_over_at_least_that_many_samples() -
     mean_x, mean_y = local_means(data, 3, np.random.default_rng(0))
     # Assert: 11 // 3 groups of sizes 4, 4, 3; size-weighted they give the overall mean.
     sizes = np.array([4, 4, 3])
-    assert mean_x.shape == (3, *SHAPE) and mean_y.shape == (3, CLASSES)
+    assert mean_x.shape == (3, *SHAPE)
+    assert mean_y.shape == (3, CLASSES)
     np.testing.assert_allclose(np.tensordot(sizes, mean_x, axes=1) / 11, data.x.mean(axis=0), rtol=1e-5)
     np.testing.assert_allclose(mean_y.sum(axis=1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(np.rint(mean_y * sizes[:, None]).sum(axis=0), np.bincount(data.y, minlength=CLASSES))

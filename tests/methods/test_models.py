@@ -7,7 +7,9 @@ from pydantic import ValidationError
 from fedmosaic.methods.models import ModelParams, build_model
 
 
-@pytest.mark.parametrize("kind, shape", [("mlp", (1, 8, 8)), ("mlp", (617,)), ("cnn", (1, 28, 28)), ("cnn", (1, 8, 8))])
+@pytest.mark.parametrize(
+    ("kind", "shape"), [("mlp", (1, 8, 8)), ("mlp", (617,)), ("cnn", (1, 28, 28)), ("cnn", (1, 8, 8))]
+)
 def test_models_map_a_batch_of_inputs_to_one_logit_per_class(kind: str, shape: tuple[int, ...]) -> None:
     model = build_model(ModelParams(kind=kind, hidden=[16], channels=[4, 8]), shape, 7)
     assert model(torch.zeros(5, *shape)).shape == (5, 7)

@@ -112,7 +112,8 @@ def test_scaffold_is_registered_for_classification_and_rejects_a_bad_server_lr()
     # Execute
     method = get_method("scaffold")
     # Assert
-    assert method.kind == "classification" and method.params is ScaffoldParams
+    assert method.kind == "classification"
+    assert method.params is ScaffoldParams
     with pytest.raises(ValueError, match="server_lr"):
         ScaffoldParams(server_lr=0.0)
 

@@ -40,7 +40,8 @@ def test_training_lowers_the_loss_and_visits_every_example_each_epoch() -> None:
         loss_fn=counting_loss,
     )
     # Assert
-    assert sum(seen) == 3 * 64 and max(seen) == 10
+    assert sum(seen) == 3 * 64
+    assert max(seen) == 10
     assert evaluate_classifier(model, x, y)["loss"] < before
 
 
@@ -91,7 +92,8 @@ def test_dp_sgd_noise_is_drawn_from_the_given_generator() -> None:
     _, first = _one_step(noise=1.0, bound=1.0, seed=3)
     _, again = _one_step(noise=1.0, bound=1.0, seed=3)
     _, other = _one_step(noise=1.0, bound=1.0, seed=4)
-    assert torch.equal(first, again) and not torch.equal(first, other)
+    assert torch.equal(first, again)
+    assert not torch.equal(first, other)
 
 
 def test_dp_sgd_epsilon_is_opacus_accountants_for_its_batches() -> None:

@@ -25,9 +25,12 @@ from fedmosaic.methods.vertical import baselines, false_vfl, split_server
 
 @dataclasses.dataclass
 class FinishedRun:
-    """A finished run: its output folder, results, the servers it built (in order), its workload,
-    the class probabilities FALSE-VFL's server predicted, in order, and, by run index, those of the
-    votes whose accuracy the split-network methods' servers counted, in order."""
+    """A finished run, and what its servers predicted.
+
+    Its output folder, results, the servers it built (in order), its workload, the class probabilities
+    FALSE-VFL's server predicted, in order, and, by run index, those of the votes whose accuracy the
+    split-network methods' servers counted, in order.
+    """
 
     out: Path
     results: dict[str, Any]

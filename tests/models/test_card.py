@@ -21,9 +21,13 @@ def test_a_run_writes_one_model_per_run_with_weights_card_and_examples(digits_ru
     for folder in folders:
         assert sorted(p.name for p in folder.iterdir()) == ["card.json", "examples.csv", "model.safetensors"]
         card = json.loads((folder / "card.json").read_text())
-        assert card["kind"] == "classifier" and card["family"] == "mlp" and card["seed"] == 0
-        assert card["inputs"]["shape"] == [1, 8, 8] and len(card["inputs"]["columns"]) == 64
-        assert card["classes"] == [str(k) for k in range(10)] and card["config"]["name"] == "digits"
+        assert card["kind"] == "classifier"
+        assert card["family"] == "mlp"
+        assert card["seed"] == 0
+        assert card["inputs"]["shape"] == [1, 8, 8]
+        assert len(card["inputs"]["columns"]) == 64
+        assert card["classes"] == [str(k) for k in range(10)]
+        assert card["config"]["name"] == "digits"
     results = digits_run.results["runs"]
     assert [json.loads((f / "card.json").read_text())["metrics"] for f in folders] == [run["final"] for run in results]
 
@@ -42,7 +46,9 @@ def test_a_folder_without_a_model_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_folder_holding_several_models_asks_for_one(digits_run) -> None:
-    with pytest.raises(ModelFileError, match="holds 3 models; pass one of them: .*00-fedavg, .*01-fedcfa, .*02-fedmix"):
+    with pytest.raises(
+        ModelFileError, match=r"holds 3 models; pass one of them: .*00-fedavg, .*01-fedcfa, .*02-fedmix"
+    ):
         fedmosaic.load_model(digits_run.out)
 
 
@@ -50,12 +56,14 @@ def test_a_card_from_a_newer_fedmosaic_is_refused(digits_run, tmp_path: Path) ->
     folder = copy_of(digits_run.out / "model" / "00-fedavg", tmp_path)
     card = json.loads((folder / "card.json").read_text())
     (folder / "card.json").write_text(json.dumps({**card, "fedmosaic_version": "99.0.0"}))
-    with pytest.raises(ModelFileError, match="written by fedmosaic 99.0.0, newer than this 0.1.0; upgrade fedmosaic"):
+    with pytest.raises(
+        ModelFileError, match=r"written by fedmosaic 99\.0\.0, newer than this 0\.1\.0; upgrade fedmosaic"
+    ):
         fedmosaic.load_model(folder)
 
 
 @pytest.mark.parametrize(
-    "change, message",
+    ("change", "message"),
     [
         (lambda card: {k: v for k, v in card.items() if k != "architecture"}, "model card lacks architecture"),
         (lambda card: {**card, "format": 2}, "card format 2 is not one this fedmosaic reads"),
@@ -83,4 +91,5 @@ def test_a_model_without_concepts_cannot_be_intervened_on(digits_run) -> None:
     x = digits_run.workload.test.x[:2]
     with pytest.raises(ModelFileError, match="a fedavg model has no concepts to intervene on"):
         model.intervene(x, {"smoke": "yes"})
-    assert model.concepts == {} and model.graph is None
+    assert model.concepts == {}
+    assert model.graph is None

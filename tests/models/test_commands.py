@@ -102,7 +102,7 @@ def bad_files(asia_run, digits_run, tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize(
-    "args, expected",
+    ("args", "expected"),
     [
         (["predict", "empty", "examples"], "error: {empty}: no model here (expected card.json"),
         (
@@ -151,7 +151,8 @@ def test_bad_input_is_one_line_with_exit_code_2(bad_files, monkeypatch, capsys, 
     # Execute
     code, out, err = fedmosaic_cli(monkeypatch, capsys, *resolved)
     # Assert
-    assert code == 2 and out == ""
+    assert code == 2
+    assert out == ""
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith(expected.format(**{k: v for k, v in bad_files.items() if "-" not in k}))
 
@@ -192,7 +193,8 @@ def test_the_demo_ends_with_its_model_an_intervene_command_that_works_its_report
     assert lines[-3] == f"model:   {demo / 'model' / '00-f-cms'}"
     assert lines[-1] == f"explore: fedmosaic explore {demo}"
     command = shlex.split(lines[-2].removeprefix("try:").strip())
-    assert command[:2] == ["fedmosaic", "intervene"] and "--set" in command
+    assert command[:2] == ["fedmosaic", "intervene"]
+    assert "--set" in command
     code, out, err = fedmosaic_cli(monkeypatch, capsys, *command[1:])
     assert code == 0, err
     assert len(pd.read_csv(io.StringIO(out))) == 5

@@ -25,7 +25,7 @@ def test_images_are_accepted_flat_or_shaped() -> None:
 
 
 @pytest.mark.parametrize(
-    "inputs, message",
+    ("inputs", "message"),
     [
         (
             pd.DataFrame({"a": [1.0], "b": [2.0]}),
@@ -43,7 +43,8 @@ def test_images_are_accepted_flat_or_shaped() -> None:
 def test_bad_inputs_are_one_line_errors_naming_what_is_expected(inputs, message: str) -> None:
     with pytest.raises(ModelFileError) as error:
         checked_inputs(inputs, FLAT)
-    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
 
 
 def test_nan_is_accepted_where_the_schema_gives_it_a_meaning() -> None:
@@ -77,5 +78,5 @@ def test_unreadable_input_files_are_one_line_errors(tmp_path: Path) -> None:
         read_inputs(tmp_path / "x.txt")
     with pytest.raises(ModelFileError, match="no such input file"):
         read_inputs(tmp_path / "x.csv")
-    with pytest.raises(ModelFileError, match="cannot read .parquet input"):
+    with pytest.raises(ModelFileError, match=r"cannot read \.parquet input"):
         read_inputs(tmp_path / "x.parquet")

@@ -1,5 +1,7 @@
-"""Split-network vertical models (Local, Vanilla VFL, PlugVFL, LASER-VFL, FedHSSL) loaded from their folders give the run's
-probabilities and test accuracies."""
+"""Split-network vertical models loaded from their folders give the run's probabilities and test accuracies.
+
+The methods: Local, Vanilla VFL, PlugVFL, LASER-VFL, FedHSSL.
+"""
 
 import numpy as np
 import pytest
@@ -24,13 +26,15 @@ def test_split_model_joins_every_partys_encoder_and_reproduces_each_test_setting
     model = fedmosaic.load_model(folder)
     # Assert
     parts = ["party-0"] if METHODS[index] == "vfl-local" else ["party-0", "party-1", "party-2"]
-    assert model.card["method"] == METHODS[index] and sorted(model.card["parts"]) == parts
+    assert model.card["method"] == METHODS[index]
+    assert sorted(model.card["parts"]) == parts
     assert sorted(p.stem for p in folder.glob("*.safetensors")) == parts
-    for (name, split), probabilities in zip(tests.items(), expected):
+    for (name, split), probabilities in zip(tests.items(), expected, strict=True):
         rows = np.concatenate(split.blocks, axis=1)
         prediction = model.predict(rows)
         np.testing.assert_array_equal(prediction.probabilities, probabilities)
         assert (
             baselines.accuracy(model.votes(rows), torch.from_numpy(split.y)) == final[vertical_data.test_metric(name)]
         )
-    assert not tests["MCAR 4"].present.all() and 0 < final["accuracy"] == final[vertical_data.test_metric("MCAR 4")]
+    assert not tests["MCAR 4"].present.all()
+    assert 0 < final["accuracy"] == final[vertical_data.test_metric("MCAR 4")]

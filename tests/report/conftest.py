@@ -142,7 +142,7 @@ def concept_results(results: dict[str, Any]) -> dict[str, Any]:
                 "nodes": sorted(parents),
                 "task": "dysp",
                 "parents": parents,
-                "cardinalities": {node: 2 for node in parents},
+                "cardinalities": dict.fromkeys(parents, 2),
             },
             "registry": {
                 "0": {"concepts": ["smoke", "lung"], "joined": 1},

@@ -117,7 +117,8 @@ def test_figures_are_the_headline_then_accuracy_then_the_other_metrics_in_one_fi
         "plots/other_metrics.png",
         "plots/bytes_per_round.png",
     ]
-    assert "Loss" in images[2].caption and "Concept" not in images[2].caption
+    assert "Loss" in images[2].caption
+    assert "Concept" not in images[2].caption
     assert all(image.png.startswith(PNG_SIGNATURE) for image in images)
     assert len({image.png for image in images}) == len(images)
 

@@ -28,5 +28,6 @@ def test_layers_follow_the_longest_path_from_a_root() -> None:
 
     # Assert
     assert {node: layer for node, (_, layer) in layout.items()} == {"a": 0, "d": 0, "b": 1, "c": 2}
-    assert layout["a"][0] == 0.25 and layout["d"][0] == 0.75
+    assert layout["a"][0] == 0.25
+    assert layout["d"][0] == 0.75
     assert edges_of(parents) == [("a", "b"), ("a", "c"), ("b", "c")]

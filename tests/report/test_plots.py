@@ -158,12 +158,13 @@ def test_the_graph_figure_depends_on_the_marks(concept_results: dict[str, Any]) 
     edges = [(p, c) for c, ps in graph["parents"].items() for p in ps]
 
     # Execute
-    unknown = concept_plots.fused_graph(graph["parents"], {e: "unknown" for e in edges}, "dysp")
-    correct = concept_plots.fused_graph(graph["parents"], {e: "correct" for e in edges}, "dysp")
-    scored = concept_plots.fused_graph(graph["parents"], {e: "correct" for e in edges}, "dysp", {edges[0]: 0.5})
+    unknown = concept_plots.fused_graph(graph["parents"], dict.fromkeys(edges, "unknown"), "dysp")
+    correct = concept_plots.fused_graph(graph["parents"], dict.fromkeys(edges, "correct"), "dysp")
+    scored = concept_plots.fused_graph(graph["parents"], dict.fromkeys(edges, "correct"), "dysp", {edges[0]: 0.5})
 
     # Assert
-    assert unknown.startswith(PNG_SIGNATURE) and len({unknown, correct, scored}) == 3
+    assert unknown.startswith(PNG_SIGNATURE)
+    assert len({unknown, correct, scored}) == 3
 
 
 def test_the_client_matrix_has_a_row_per_client(concept_results: dict[str, Any]) -> None:

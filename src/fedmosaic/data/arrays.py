@@ -1,5 +1,6 @@
 """In-memory labelled datasets: features and integer class labels."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ class ArrayDataset:
         rows = np.asarray(indices, dtype=np.int64)
         return ArrayDataset(self.x[rows], self.y[rows], self.num_classes)
 
-    def partitioned(self, parts: list[npt.ArrayLike]) -> list["ArrayDataset"]:
+    def partitioned(self, parts: Sequence[npt.ArrayLike]) -> list["ArrayDataset"]:
         """Split the samples into parts that are views of one block, not copies.
 
         The selected rows are gathered once, part after part, into one block;
@@ -94,7 +95,7 @@ class ArrayDataset:
 
         Parameters
         ----------
-        parts : list of array_like of int
+        parts : sequence of array_like of int
             Positions of each part's samples.
 
         Returns
@@ -115,7 +116,7 @@ class ArrayDataset:
         ends = np.cumsum([len(r) for r in rows])
         return [
             ArrayDataset(block.x[end - len(r) : end], block.y[end - len(r) : end], self.num_classes)
-            for r, end in zip(rows, ends)
+            for r, end in zip(rows, ends, strict=True)
         ]
 
 

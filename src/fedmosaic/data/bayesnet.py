@@ -54,8 +54,6 @@ with warnings.catch_warnings():
 
 __all__ = [
     "CLEAN_NOISE_SHARE",
-    "ConceptDataset",
-    "ConceptSplits",
     "DEFAULT_SAMPLES",
     "DEFAULT_SAMPLE_COUNT",
     "LATENT_DIM",
@@ -64,6 +62,8 @@ __all__ = [
     "SMALL_LATENT_DIM",
     "SMALL_NETWORKS",
     "SPLIT_FRACTIONS",
+    "ConceptDataset",
+    "ConceptSplits",
     "bayes_optimal_accuracy",
     "forward_sample",
     "load_network",

@@ -36,10 +36,10 @@ MAX_PATH_DRAWS = 20
 """How many times :func:`concept_subsets` redraws a starting subset that repeats an earlier one."""
 
 __all__ = [
-    "ConceptClient",
-    "ConceptSubsets",
     "MAX_ADDITIONAL_DRAWS",
     "MAX_PATH_DRAWS",
+    "ConceptClient",
+    "ConceptSubsets",
     "ancestral_graph",
     "assign_clients",
     "concept_subsets",

@@ -74,7 +74,9 @@ class _Autoencoder(nn.Module):
         )
 
     def forward(self, one_hot: torch.Tensor) -> torch.Tensor:
-        return self.decoder(self.encoder(one_hot))
+        """The one-hot input reconstructed through the latent code."""
+        reconstruction: torch.Tensor = self.decoder(self.encoder(one_hot))
+        return reconstruction
 
 
 def autoencoded_inputs(
@@ -154,6 +156,7 @@ def _train_autoencoder(
         for batch in torch.randperm(len(inputs), generator=order).split(AUTOENCODER_BATCH):
             blocks = model(inputs[batch]).split(list(cardinalities), dim=1)
             loss = sum(nn.functional.cross_entropy(block, targets[batch, j]) for j, block in enumerate(blocks))
+            assert isinstance(loss, torch.Tensor)  # one term per concept, never none
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -162,4 +165,5 @@ def _train_autoencoder(
 
 def _latent(encoder: nn.Module, one_hot: np.ndarray) -> np.ndarray:
     with torch.no_grad():
-        return encoder(torch.from_numpy(one_hot)).numpy().astype(np.float64)
+        latent: np.ndarray = encoder(torch.from_numpy(one_hot)).numpy().astype(np.float64)
+    return latent

@@ -167,9 +167,10 @@ def fit_mechanism(blocks: list[np.ndarray], missingness: Missingness, rng: np.ra
         if source is None:
             directions.append(None)
             continue
-        direction = rng.normal(size=blocks[source].shape[1])
-        directions.append(direction / np.linalg.norm(direction))
-        score = blocks[source].astype(np.float64) @ directions[-1]
+        direction = rng.normal(size=(blocks[source].shape[1],))
+        direction /= np.linalg.norm(direction)
+        directions.append(direction)
+        score = blocks[source].astype(np.float64) @ direction
         spread = float(score.std())
         centers[party], scales[party] = float(score.mean()), spread if spread > 0 else 1.0
         offsets[party] = _calibrated_offset((score - centers[party]) / scales[party], rate)

@@ -92,7 +92,6 @@ from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.seeding import derive_rng
 
 __all__ = [
-    "ColourSwap",
     "DARK",
     "DEFAULT_TEST_COLOURS",
     "DESIGNS",
@@ -103,8 +102,9 @@ __all__ = [
     "MIN_CLIENTS",
     "MIN_SAMPLES_PER_CLIENT",
     "ONE_SHARE_RANGE",
-    "SimpsonSplits",
     "TEST_COLOURS",
+    "ColourSwap",
+    "SimpsonSplits",
     "coarsened",
     "one_shares",
     "rule_shades",
@@ -380,7 +380,7 @@ def simpson_mnist(
 
 
 def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
-    """Draw the first samples of each client, one row per client, as PNG bytes.
+    r"""Draw the first samples of each client, one row per client, as PNG bytes.
 
     Each row shows a client's first ``per_client`` samples ordered dark to
     light, titled with the digit and its shade. The figure is drawn with
@@ -411,7 +411,7 @@ def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
     >>> digits = ArrayDataset(images, np.tile([1, 7], 30), num_classes=10)
     >>> splits = simpson_mnist(DatasetSplits(digits, digits, "toy"), seed=0, num_clients=3,
     ...                        samples_per_client=10, pretrain_samples=0, validation_samples=0)
-    >>> sample_grid_png(splits, per_client=3)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    >>> sample_grid_png(splits, per_client=3)[:8] == b"\x89PNG\r\n\x1a\n"
     True
     """
     smallest = min(len(client) for client in splits.clients)
@@ -434,7 +434,7 @@ def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
 def _draw_row(axes: np.ndarray, client: ArrayDataset, shades: np.ndarray, index: int) -> None:
     """Show a client's first samples, dark to light, one per axes."""
     order = np.argsort(shades[: len(axes)], kind="stable")
-    for ax, row in zip(axes, order):
+    for ax, row in zip(axes, order, strict=False):  # fewer samples than axes: the rest stay empty
         ax.imshow(np.clip(client.x[row].transpose(1, 2, 0), 0.0, 1.0))
         ax.set_title(f"{DIGITS[client.y[row]]}, {shades[row]:.2f}", fontsize=8)
         ax.set_xticks([])
@@ -518,7 +518,7 @@ def _deal_rows(digits: np.ndarray, counts: np.ndarray, seed: int, name: str) -> 
             labels=np.repeat(np.arange(2, dtype=np.int64), [len(ones), len(sevens)]),
             bands=np.full(len(ones) + len(sevens), group % num_bands, dtype=np.int64),
         )
-        for group, (ones, sevens) in enumerate(zip(*pieces))
+        for group, (ones, sevens) in enumerate(zip(*pieces, strict=True))
     ]
 
 

@@ -52,9 +52,12 @@ def rule_shades(
     >>> rule_shades(np.array([1, 1]), np.array([0, 1]), 5, "bands", np.array([0.5, 0.5])).round(3).tolist()
     [0.25, 0.35]
     """
-    if design == "conflicting":
-        return (clients + labels + uniform) / (num_clients + 1)
-    return (clients + 0.5 * labels + 0.5 * uniform) / num_clients
+    shades: np.ndarray = (
+        (clients + labels + uniform) / (num_clients + 1)
+        if design == "conflicting"
+        else (clients + 0.5 * labels + 0.5 * uniform) / num_clients
+    )
+    return shades
 
 
 def one_shares(num_clients: int) -> np.ndarray:

@@ -102,7 +102,7 @@ class VerticalData:
         return [block.shape[1] for block in self.train.blocks]
 
 
-def test_metric(label: str, metric: str = "accuracy") -> str:
+def test_metric(label: str, metric: str = "accuracy") -> str:  # noqa: PT028 - not a test: names a test metric
     """The metric name of one test setting.
 
     Examples

@@ -120,4 +120,5 @@ def submit(
         raise FedmosaicError(
             f"the run on {connection.address} ended without results (flwr run exit code {code}); its output above says why"
         )
-    return json.loads(results.read_text())
+    document: dict[str, Any] = json.loads(results.read_text())
+    return document

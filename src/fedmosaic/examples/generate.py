@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedmosaic.data.bayesnet import sample_concept_splits
+from fedmosaic.data.bayesnet import ConceptDataset, sample_concept_splits
 
 HOSPITAL_CONCEPTS = (
     ("smoke", "lung", "bronc", "dysp"),
@@ -47,11 +47,11 @@ def write_asia(folder: Path) -> None:
     splits = sample_concept_splits("asia", seed=SEED, n_samples=4000, latent_dim=LATENT)
     features = [f"f{k}" for k in range(LATENT)]
 
-    def frame(data: object, concepts: tuple[str, ...]) -> pd.DataFrame:
-        table = pd.DataFrame(np.round(data.x, 4), columns=features)  # type: ignore[attr-defined]
+    def frame(data: ConceptDataset, concepts: tuple[str, ...]) -> pd.DataFrame:
+        table = pd.DataFrame(np.round(data.x, 4), columns=features)
         for name in concepts:
-            codes = data.columns([name])[:, 0]  # type: ignore[attr-defined]
-            table[name] = [data.states[name][c] for c in codes]  # type: ignore[attr-defined]
+            codes = data.columns([name])[:, 0]
+            table[name] = [data.states[name][c] for c in codes]
         return table
 
     pooled = pd.concat([frame(splits.train, SCHEMA_CONCEPTS), frame(splits.val, SCHEMA_CONCEPTS)], ignore_index=True)

@@ -1,1 +1,1 @@
-"""experiments"""
+"""Experiments: configuration, workloads, engines, the runner and what it writes."""

@@ -40,9 +40,10 @@ class ClassificationWorkload:
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """The federations that make up a run in ``setting``."""
-        task = lambda clients: HorizontalTask(
-            clients, self.test, config.model, config.train, self.pretrain, self.probes
-        )
+
+        def task(clients: list[ArrayDataset]) -> HorizontalTask:
+            return HorizontalTask(clients, self.test, config.model, config.train, self.pretrain, self.probes)
+
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(self.clients))
             return [Job("federated", task(self.clients), schedule)]

@@ -52,11 +52,11 @@ def compare_with_best_other(
     for entry in entries:
         values = [label(entry["values"][axis]) for axis in axes if axis != METRIC_AXIS]
         for metric in metrics:
-            key = tuple(values + [metric] if len(metrics) > 1 else values)
+            key = tuple([*values, metric] if len(metrics) > 1 else values)
             for run in entry["runs"]:
                 if metric in run:
                     finals.setdefault(key, {}).setdefault(run["name"], []).append(float(run[metric]))
-    cells = []
+    cells: list[dict[str, Any]] = []
     for key, runs in finals.items():
         means = {name: float(np.mean(values)) for name, values in runs.items()}
         others = {name: value for name, value in means.items() if name != grid.compare}
@@ -66,7 +66,7 @@ def compare_with_best_other(
         margin = means[grid.compare] - others[rival]
         cells.append(
             {
-                "cell": dict(zip(axes, key)),
+                "cell": dict(zip(axes, key, strict=True)),
                 "value": means[grid.compare],
                 "best_other": rival,
                 "best_other_value": others[rival],

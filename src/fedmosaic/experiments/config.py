@@ -48,6 +48,8 @@ from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.training import TrainParams
 
 __all__ = [
+    "VERTICAL_DATASETS",
+    "VERTICAL_IMAGE_DATASETS",
     "AggregationSection",
     "AttackSection",
     "ClientsAtRound",
@@ -60,8 +62,6 @@ __all__ = [
     "PrivacySection",
     "RunSection",
     "Section",
-    "VERTICAL_DATASETS",
-    "VERTICAL_IMAGE_DATASETS",
     "VerticalSection",
     "apply_overrides",
     "fingerprint",
@@ -131,9 +131,12 @@ class ExperimentConfig(Section):
 
     @property
     def num_clients(self) -> int:
-        """Number of clients: ``concepts.num_clients`` for concept data, passive parties
-        for vertical tasks, else ``partition.num_clients``; with ``[tables]``, its sites
-        or passive parties."""
+        """Number of clients.
+
+        ``concepts.num_clients`` for concept data, passive parties for vertical
+        tasks, else ``partition.num_clients``; with ``[tables]``, its sites or
+        passive parties.
+        """
         if self.tables is not None:
             return self.tables.num_clients
         if self.data.dataset == "bnlearn":
@@ -144,8 +147,11 @@ class ExperimentConfig(Section):
 
     @property
     def task_kind(self) -> str:
-        """``"concepts"`` for concept data, ``"vertical"`` with a ``[vertical]`` section, ``"classification"`` otherwise
-        (with ``[tables]``: its kind)."""
+        """The kind of task: ``"concepts"``, ``"vertical"`` or ``"classification"``.
+
+        ``"concepts"`` for concept data, ``"vertical"`` with a ``[vertical]``
+        section, ``"classification"`` otherwise (with ``[tables]``: its kind).
+        """
         if self.tables is not None:
             return self.tables.task_kind
         if self.data.dataset == "bnlearn":
@@ -211,11 +217,11 @@ def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
         raise ConfigError(
             "grid.compare", f"must be the name of a run ({', '.join(map(str, names))}), got {grid.compare!r}"
         )
-    for values, point in grid_points(source):
+    for point_values, point in grid_points(source):
         try:
             load_config(point)
         except ConfigError as error:
-            at = ", ".join(f"{k}={v}" for k, v in values.items())
+            at = ", ".join(f"{k}={v}" for k, v in point_values.items())
             raise ConfigError(error.field, f"{error.message} (in the grid point {at})") from None
 
 
@@ -268,7 +274,7 @@ def _check_vertical(config: ExperimentConfig) -> None:
         ("vertical.test_missing", t) for t in vertical.test_settings()
     ]
     parsed = [parse_missingness(text, field) for field, text in settings]
-    for (field, text), missingness in zip(settings, parsed):
+    for (field, text), missingness in zip(settings, parsed, strict=True):
         if missingness.mechanism == "keep" and missingness.value > parties:
             raise ConfigError(field, f"keep:<k> needs k <= the {parties} parties (got {text!r})")
     labels = [missingness.label for missingness in parsed[1:]]

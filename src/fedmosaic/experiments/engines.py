@@ -14,10 +14,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import override
+
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec, RunFederation
 from fedmosaic.federation import RoundRecord
 
 __all__ = ["DeploymentEngine", "Engine", "InProcessEngine", "JobSpec", "RunFederation", "SimulationEngine"]
+
 
 class DeploymentEngine(Engine):
     """Clients are SuperNodes of a running Flower deployment.
@@ -31,6 +34,7 @@ class DeploymentEngine(Engine):
     def __init__(self, grid: Any) -> None:
         self._grid = grid
 
+    @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
         from fedmosaic.federation.flower.grid import FlowerGrid
 
@@ -56,6 +60,7 @@ class SimulationEngine(Engine):
     cpus_per_client: float = 1.0
     init_args: dict[str, Any] = field(default_factory=dict)
 
+    @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
         from flwr.serverapp import Grid as FlowerGridApi
         from flwr.serverapp import ServerApp

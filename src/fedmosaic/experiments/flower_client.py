@@ -29,7 +29,7 @@ from fedmosaic.experiments.table_workload import SCALING, TableWorkload, node_wo
 from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
 from fedmosaic.federation.flower.client import handle_flower_message
-from fedmosaic.federation.message import ConfigValue
+from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.tables.scaling import ScalingClient
 from fedmosaic.threads import torch_threads
@@ -69,7 +69,7 @@ def client_logic(header: dict[str, ConfigValue], partition: int, context: Contex
     """
     experiment = str(header["experiment"])
     config = load_config(json.loads(experiment))
-    run_index, label = int(header["run"]), str(header["label"])
+    run_index, label = as_int(header["run"]), str(header["label"])
     if config.tables is not None:
         tables = node_workload(config, partition, context.node_config, header)
         if label == SCALING:

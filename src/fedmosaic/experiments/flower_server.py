@@ -62,4 +62,5 @@ def encode_experiment(source: dict[str, Any]) -> str:
 
 def decode_experiment(text: str) -> dict[str, Any]:
     """The raw configuration :func:`encode_experiment` wrote."""
-    return json.loads(base64.b64decode(text.encode()).decode())
+    source: dict[str, Any] = json.loads(base64.b64decode(text.encode()).decode())
+    return source

@@ -52,20 +52,23 @@ def run_grid(
     share = job_cores(cores, jobs, len(points))
     tasks = [
         partial(_run_point, run_point, source, out_dir / folder, data_dir=data_dir, resume=resume, cores=share)
-        for (_, source), folder in zip(points, folders)
+        for (_, source), folder in zip(points, folders, strict=True)
     ]
     if jobs > 1 and len(tasks) > 1:
         progress.start_point(0, len(points), f"{min(jobs, len(points))} points at a time")
-        done = lambda task, count: progress.start_point(count, len(points), f"finished: {labels[task]}")
+
+        def done(task: int, count: int) -> None:
+            progress.start_point(count, len(points), f"finished: {labels[task]}")
+
         rows = run_in_processes(tasks, jobs, progress, labels=[f"p{i}" for i in range(len(tasks))], on_done=done)
     else:
         rows = []
         for index, task in enumerate(tasks):
             progress.start_point(index, len(points), labels[index])
             rows.append(task(progress))
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"values": values, "folder": folder.as_posix(), "runs": point_rows}
-        for (values, _), folder, point_rows in zip(points, folders, rows)
+        for (values, _), folder, point_rows in zip(points, folders, rows, strict=True)
     ]
     results = {
         "fedmosaic_version": __version__,
@@ -100,7 +103,8 @@ def _run_point(
 ) -> list[dict[str, Any]]:
     """Run one point and return its summary rows."""
     results = run_point(load_config(source), out_dir, data_dir=data_dir, resume=resume, progress=progress, cores=cores)
-    return summary_rows(results)["rows"]
+    rows: list[dict[str, Any]] = summary_rows(results)["rows"]
+    return rows
 
 
 def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import override
+
 from fedmosaic.experiments.config import FederationSection, fingerprint
 from fedmosaic.experiments.inprocess_grid import make_grid
 from fedmosaic.federation import ClientLogic, Grid, RoundRecord, Schedule
@@ -102,6 +104,7 @@ class InProcessEngine(Engine):
     federation: FederationSection = field(default_factory=FederationSection)
     cores: int | None = None
 
+    @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
         with make_grid(self.federation, job.client_factory, job.seed, job.schedule, cores=self.cores) as grid:
             return federate(grid)

@@ -26,10 +26,7 @@ def worker_count(federation: FederationSection, schedule: Schedule, cores: int) 
     >>> worker_count(FederationSection(workers=8), Schedule(num_clients=3), cores=4)
     3
     """
-    if federation.workers is not None:
-        wanted = federation.workers
-    else:
-        wanted = cores if fork_available() else 1
+    wanted = federation.workers if federation.workers is not None else (cores if fork_available() else 1)
     return max(1, min(wanted, schedule.largest_sample()))
 
 

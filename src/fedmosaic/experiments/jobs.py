@@ -8,12 +8,14 @@ one-client federation per client over its own data
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fedmosaic.federation import RoundRecord
 
 
-def combine(setting: str, histories: list[list[RoundRecord]], pooled_bytes: int = 0) -> list[dict]:
+def combine(setting: str, histories: list[list[RoundRecord]], pooled_bytes: int = 0) -> list[dict[str, Any]]:
     """One history for a run from the histories of its jobs.
 
     Centralized: the pooled data (``pooled_bytes``) is what would cross party
@@ -32,7 +34,7 @@ def combine(setting: str, histories: list[list[RoundRecord]], pooled_bytes: int 
     return [_mean_over_clients([h[min(i, len(h) - 1)] for h in histories], i + 1) for i in range(length)]
 
 
-def _mean_over_clients(records: list[RoundRecord], rnd: int) -> dict:
+def _mean_over_clients(records: list[RoundRecord], rnd: int) -> dict[str, Any]:
     keys = sorted(set.intersection(*(set(r.metrics) for r in records)))
     metrics: dict[str, float] = {}
     for key in keys:

@@ -13,7 +13,7 @@ from typing import Any
 
 import tomli_w
 
-from fedmosaic.atomic import atomic_write, write_json
+from fedmosaic.atomic import atomic_write_bytes, write_json
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.report import write_report
 
@@ -82,7 +82,7 @@ def start_run(out_dir: Path, document: dict[str, Any], *, resume: bool, overwrit
     """
     finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
     if finished is None:
-        atomic_write(out_dir / "config.toml", lambda f: f.write(tomli_w.dumps(document).encode()))
+        atomic_write_bytes(out_dir / "config.toml", tomli_w.dumps(document).encode())
     return finished
 
 
@@ -96,7 +96,8 @@ def finish_run(out_dir: Path, results: dict[str, Any], summary: dict[str, Any]) 
 def read_results(out_dir: Path) -> dict[str, Any]:
     """The ``results.json`` of a finished run."""
     try:
-        return json.loads((out_dir / RESULTS).read_text())
+        results: dict[str, Any] = json.loads((out_dir / RESULTS).read_text())
+        return results
     except (OSError, json.JSONDecodeError) as error:
         raise FedmosaicError(f"cannot read {out_dir / RESULTS}: {error}") from None
 

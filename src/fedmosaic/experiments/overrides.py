@@ -41,7 +41,7 @@ def apply_overrides(source: dict[str, Any], overrides: list[str]) -> dict[str, A
     >>> apply_overrides({"runs": [{"name": "a"}, {"name": "b"}]}, ["runs.*.setting=local"])["runs"]
     [{'name': 'a', 'setting': 'local'}, {'name': 'b', 'setting': 'local'}]
     """
-    result = json.loads(json.dumps(source))
+    result: dict[str, Any] = json.loads(json.dumps(source))  # a deep copy
     for override in overrides:
         key, sep, text = override.partition("=")
         if not sep or not key.strip():
@@ -58,6 +58,11 @@ def _parse_value(text: str) -> Any:
 
 
 def set_path(node: Any, parts: list[str], value: Any, key: str) -> None:
+    """Set ``value`` at the dotted path ``parts`` inside ``node``, in place, creating missing tables.
+
+    In a list, a part is an index or ``*`` (every element); ``key`` is the
+    whole override, named in the error when the path does not fit.
+    """
     part, rest = parts[0], parts[1:]
     if isinstance(node, list):
         if part == "*":
@@ -93,7 +98,7 @@ def grid_points(source: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, 
     keys = list(grid["axes"])
     points = []
     for combination in itertools.product(*(grid["axes"][k] for k in keys)):
-        values = dict(zip(keys, combination))
+        values = dict(zip(keys, combination, strict=True))
         point = json.loads(json.dumps({k: v for k, v in source.items() if k != "grid"}))
         for key, value in values.items():
             set_path(point, key.split("."), json.loads(json.dumps(value)), key)

@@ -77,7 +77,10 @@ def run_in_processes(
     pending = deque(range(len(tasks)))
     running: dict[int, int] = {}
     done = 0
-    forward = lambda worker, event: _forward(progress, labels[running[worker]], event)
+
+    def forward(worker: int, event: tuple[Any, ...]) -> None:
+        _forward(progress, labels[running[worker]], event)
+
     with WorkerPool(lambda index: _TaskRunner(tasks), max(1, min(jobs, len(tasks))), daemon=False) as pool:
         while pending or running:
             for worker in pool.idle:
@@ -123,6 +126,6 @@ class _EmittingProgress:
         self._emit(("finish_run", name))
 
 
-def _forward(progress: ProgressSink, label: str, event: tuple) -> None:
+def _forward(progress: ProgressSink, label: str, event: tuple[Any, ...]) -> None:
     kind, name, *args = event
     getattr(progress, kind)(f"{label} {name}" if label else name, *args)

@@ -174,14 +174,14 @@ def parameter_docs(model: type[BaseModel]) -> dict[str, str]:
 
 
 def parse_parameters(docstring: str) -> dict[str, str]:
-    """The entries of a NumPy-style "Parameters" section, by name, as Markdown text.
+    r"""The entries of a NumPy-style "Parameters" section, by name, as Markdown text.
 
     An entry is a ``name : type`` (or ``name1, name2 : type``, or just the
     names) line followed by indented description lines.
 
     Examples
     --------
-    >>> parse_parameters("Summary.\\n\\nParameters\\n----------\\nx, y : int\\n    The ``x``\\n    value.")
+    >>> parse_parameters("Summary.\n\nParameters\n----------\nx, y : int\n    The ``x``\n    value.")
     {'x': 'The `x` value.', 'y': 'The `x` value.'}
     """
     lines = docstring.splitlines()

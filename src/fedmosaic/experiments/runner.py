@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import re
 import shutil
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from fedmosaic import __version__
 from fedmosaic.errors import ConfigError
@@ -16,6 +19,7 @@ from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
+from fedmosaic.experiments.job import Job
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.model_cards import client_parts, model_path, write_job_model
 from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
@@ -25,6 +29,9 @@ from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
 from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
+from fedmosaic.federation.logic import ClientLogic, ServerLogic
+from fedmosaic.federation.privacy import PrivacyBudget
+from fedmosaic.federation.robust import Aggregator
 from fedmosaic.methods.registry import get_method
 from fedmosaic.models.export import ModelExport
 from fedmosaic.threads import torch_threads
@@ -162,31 +169,22 @@ def _run(
             aggregator, privacy = (
                 build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
             )
-            log = out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl"
-
-            exported: list[tuple[ModelExport, dict]] = []
-
-            def federate(grid: Grid) -> list[RoundRecord]:
-                federation = Federation(
-                    server,
-                    _grid(config, run.setting, job.schedule.num_clients, grid),
-                    job.schedule,
-                    seed=config.seed,
-                    rounds=rounds,
-                    evaluate_every=config.federation.evaluate_every,
-                    checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
-                    fingerprint=fingerprint([document, index, job.label]),
-                    limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
-                    retries=config.federation.retries,
-                    aggregator=aggregator,
-                    privacy=privacy,
-                    observer=MessageLog(log) if config.federation.audit else None,
-                )
-                history = federation.run(resume=resume, on_round=lambda record: progress.advance(run.name, record))
-                export = server.exported_model()
-                if export is not None:
-                    exported.append((export, client_parts(export, grid, client_factory)))
-                return history
+            exported: list[tuple[ModelExport, dict[str, dict[str, np.ndarray]]]] = []
+            federate = partial(
+                _federate,
+                config=config,
+                index=index,
+                job=job,
+                server=server,
+                client_factory=client_factory,
+                aggregator=aggregator,
+                privacy=privacy,
+                out_dir=out_dir,
+                document=document,
+                resume=resume,
+                progress=progress,
+                exported=exported,
+            )
 
             spec = JobSpec(
                 document=document,
@@ -218,6 +216,50 @@ def _run(
             "rounds_to_target": rounds_to_target(history, config.federation.target_accuracy),
             "artifacts": artifacts[0] if len(artifacts) == 1 else {"clients": artifacts},
         }
+
+
+def _federate(
+    grid: Grid,
+    *,
+    config: ExperimentConfig,
+    index: int,
+    job: Job,
+    server: ServerLogic,
+    client_factory: Callable[[int], ClientLogic],
+    aggregator: Aggregator | None,
+    privacy: PrivacyBudget | None,
+    out_dir: Path,
+    document: dict[str, Any],
+    resume: bool,
+    progress: ProgressSink,
+    exported: list[tuple[ModelExport, dict[str, dict[str, np.ndarray]]]],
+) -> list[RoundRecord]:
+    """Run ``job`` of run ``index`` on an engine's ``grid``; the model it exports is appended to ``exported``."""
+    run = config.runs[index]
+    federation = Federation(
+        server,
+        _grid(config, run.setting, job.schedule.num_clients, grid),
+        job.schedule,
+        seed=config.seed,
+        rounds=config.federation.rounds,
+        evaluate_every=config.federation.evaluate_every,
+        checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
+        fingerprint=fingerprint([document, index, job.label]),
+        limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
+        retries=config.federation.retries,
+        aggregator=aggregator,
+        privacy=privacy,
+        observer=(
+            MessageLog(out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl")
+            if config.federation.audit
+            else None
+        ),
+    )
+    history = federation.run(resume=resume, on_round=partial(progress.advance, run.name))
+    export = server.exported_model()
+    if export is not None:
+        exported.append((export, client_parts(export, grid, client_factory)))
+    return history
 
 
 def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) -> Grid:

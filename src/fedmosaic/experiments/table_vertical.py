@@ -41,7 +41,8 @@ def read_party(tables: TablesSection, index: int) -> tuple[list[str], np.ndarray
     """
     party = tables.parties[index]
     table = read_table(party.file, f"tables.parties.{index}.file")
-    assert tables.id is not None and tables.label is not None
+    assert tables.id is not None
+    assert tables.label is not None
     own = [tables.id, *party.features, *([tables.label] if index == 0 else [])]
     check_columns(table, own)
     table.require(own)
@@ -104,7 +105,8 @@ def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver 
         A bad table, or a passive party with no ID in common with the active party.
     """
     tables = config.tables
-    assert tables is not None and tables.label is not None
+    assert tables is not None
+    assert tables.label is not None
     parties = [read_party(tables, k) for k in range(len(tables.parties))]
     active_ids, active_x, active_table = parties[0]
     y = active_table.categories(tables.label, tables.classes, "tables.classes")
@@ -116,7 +118,7 @@ def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver 
                 f"{Path(tables.parties[k].file).name} has no ID in common with the active party (the intersection is empty)",
             )
     blocks = [_standardised(active_x)]
-    for k, ((rows, positions), (_, x, _)) in enumerate(zip(served, parties[1:]), start=1):
+    for (rows, positions), (_, x, _) in zip(served, parties[1:], strict=True):
         block = np.full((len(active_ids), x.shape[1]), np.nan, dtype=np.float32)
         block[positions] = _standardised(x[rows])
         blocks.append(block)
@@ -127,14 +129,17 @@ def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver 
             f"the active party labels {len(labeled)} rows (column {tables.label!r}); at least 2 are needed",
         )
     rng = derive_rng(config.seed, "tables-vertical")
-    test = np.sort(rng.choice(labeled, size=max(1, int(round(tables.test_fraction * len(labeled)))), replace=False))
+    test = np.sort(rng.choice(labeled, size=max(1, round(tables.test_fraction * len(labeled))), replace=False))
     train = np.setdiff1d(np.arange(len(active_ids)), test)
     train_y = y[train].copy()
     if tables.label_budget is not None:
         held = np.flatnonzero(train_y != UNLABELED)
         drop = rng.permutation(held)[tables.label_budget :]
         train_y[drop] = UNLABELED
-    split = lambda rows, labels: VerticalSplit([b[rows] for b in blocks], present[rows], labels)
+
+    def split(rows: np.ndarray, labels: np.ndarray) -> VerticalSplit:
+        return VerticalSplit([b[rows] for b in blocks], present[rows], labels)
+
     data = VerticalData(split(train, train_y), {TEST_SETTING: split(test, y[test])}, len(tables.classes), "gaussian")
     return VerticalWorkload(data)
 
@@ -143,4 +148,5 @@ def _standardised(x: np.ndarray) -> np.ndarray:
     """A party's own columns standardised over the rows given (its statistics stay with it)."""
     mean, spread = x.mean(axis=0), x.std(axis=0)
     spread[spread == 0] = 1.0
-    return ((x - mean) / spread).astype(np.float32)
+    standardised: np.ndarray = ((x - mean) / spread).astype(np.float32)
+    return standardised

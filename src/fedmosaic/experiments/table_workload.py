@@ -69,7 +69,8 @@ class TableWorkload:
 
     def features(self, site: int) -> np.ndarray:
         """Site ``site``'s raw features (what its scaling client summarises)."""
-        return self.sites[site].x
+        features: np.ndarray = self.sites[site].x
+        return features
 
     def header(self) -> dict[str, ConfigValue]:
         """What every message of a job carries for the clients: the fitted scaling."""
@@ -84,13 +85,13 @@ class TableWorkload:
         clients = self._concept_clients(config)
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(clients))
-            return [Job("federated", self._concept_task(clients, config), schedule)]  # type: ignore[arg-type]
+            return [Job("federated", self._concept_task(clients, config), schedule)]
         if setting == "centralized":
-            pooled = _pooled(list(clients), self.tables)  # type: ignore[arg-type]
+            pooled = _pooled(list(clients), self.tables)
             size = int(pooled.train.x.nbytes + pooled.train.values.nbytes)
             return [Job("centralized", self._concept_task([pooled], config), Schedule(num_clients=1), size)]
         return [
-            Job(f"client-{k}", self._concept_task([client], config), Schedule(num_clients=1))  # type: ignore[list-item]
+            Job(f"client-{k}", self._concept_task([client], config), Schedule(num_clients=1))
             for k, client in enumerate(clients)
         ]
 
@@ -115,7 +116,8 @@ class TableWorkload:
 
     def _concept_task(self, clients: Any, config: ExperimentConfig) -> ConceptTask:
         tables, scaling = self.tables, self.scaling
-        assert scaling is not None and tables.task is not None
+        assert scaling is not None
+        assert tables.task is not None
         names = tuple(tables.concepts)
         if self.test is None:
             test = LabeledConcepts(
@@ -141,7 +143,7 @@ def _concept_client(site: ConceptSite, scaling: Scaling, config: ExperimentConfi
     tables = config.tables
     assert tables is not None
     order = derive_rng(config.seed, "tables-validation", index).permutation(len(site.x))
-    cut = int(round(tables.val_fraction * len(order)))
+    cut = round(tables.val_fraction * len(order))
     val, train = np.sort(order[:cut]), np.sort(order[cut:])
     x = scaling.apply(site.x)
     belief = site.belief
@@ -191,7 +193,8 @@ def _pooled(clients: list[ConceptClientData], tables: TablesSection) -> ConceptC
 def prepare_tables(config: ExperimentConfig) -> TableWorkload:
     """The coordinator's workload: the test table, and in process every site's table (checked now)."""
     tables = config.tables
-    assert tables is not None and tables.test is not None
+    assert tables is not None
+    assert tables.test is not None
     test: ConceptSite | ArrayDataset
     if tables.kind == "concepts":
         x, values, names = read_concept_test(tables)
@@ -223,10 +226,11 @@ def _node_workload(document: str, site: int, files: tuple[tuple[str, str], ...])
 
 
 def _sites(tables: TablesSection, available: frozenset[int] | None, files: dict[str, str]) -> Sites[Any]:
-    if tables.kind == "concepts":
-        read = lambda k: read_concept_site(tables, k, files.get(NODE_FILE), files.get(NODE_GRAPH))
-    else:
-        read = lambda k: read_labeled(tables, files.get(NODE_FILE) or tables.sites[k].file, f"tables.sites.{k}.file")
+    def read(k: int) -> Any:
+        if tables.kind == "concepts":
+            return read_concept_site(tables, k, files.get(NODE_FILE), files.get(NODE_GRAPH))
+        return read_labeled(tables, files.get(NODE_FILE) or tables.sites[k].file, f"tables.sites.{k}.file")
+
     return Sites(len(tables.sites), read, available)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from fedmosaic.errors import ConfigError
 
@@ -50,7 +51,7 @@ def validate(model: type[BaseModel], data: Any, *, prefix: str = "") -> BaseMode
         raise _to_config_error(model, first, prefix) from None
 
 
-def _to_config_error(model: type[BaseModel], error: dict[str, Any], prefix: str) -> ConfigError:
+def _to_config_error(model: type[BaseModel], error: ErrorDetails, prefix: str) -> ConfigError:
     loc: Sequence[str | int] = list(error["loc"])
     field = ".".join(str(part) for part in ([prefix] if prefix else []) + list(loc))
     if error["type"] == "extra_forbidden":

@@ -10,7 +10,13 @@ import numpy as np
 from fedmosaic.data.catalog import load_dataset
 from fedmosaic.data.missingness import MaskModel, Missingness, fit_mechanism, parse_missingness
 from fedmosaic.data.vertical import dirichlet_column_blocks, even_column_blocks, image_patch_blocks
-from fedmosaic.data.vertical_data import VerticalData, column_blocks, hold_out_validation, vertical_split
+from fedmosaic.data.vertical_data import (
+    Likelihood,
+    VerticalData,
+    column_blocks,
+    hold_out_validation,
+    vertical_split,
+)
 from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
 from fedmosaic.experiments.job import Job
 from fedmosaic.federation import Schedule, derive_rng
@@ -87,7 +93,7 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
         tests[missingness.label] = vertical_split(
             test_x.astype(np.float32), test_y, columns, missingness, rng, mechanism=mechanism
         )
-    likelihood = "bernoulli" if image else "gaussian"
+    likelihood: Likelihood = "bernoulli" if image else "gaussian"
     return VerticalWorkload(VerticalData(train, tests, splits.train.num_classes, likelihood, validation))
 
 

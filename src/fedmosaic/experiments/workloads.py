@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from fedmosaic.data.bayesnet import (
+    NOISE_SHARE,
     ConceptDataset,
     ConceptSplits,
     bayes_optimal_accuracy,
@@ -181,9 +182,13 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
 def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
     """Sample a network's concept data and lay it out over clients."""
     data, layout_config = config.data, config.concepts
-    noise = {} if data.noise_share is None else {"noise_share": data.noise_share}
     splits = sample_concept_splits(
-        data.network, seed=config.seed, task=data.task, n_samples=data.samples, latent_dim=data.latent_dim, **noise
+        data.network,
+        seed=config.seed,
+        task=data.task,
+        n_samples=data.samples,
+        latent_dim=data.latent_dim,
+        noise_share=NOISE_SHARE if data.noise_share is None else data.noise_share,
     )
     if layout_config.num_clients > len(splits.train):
         raise ConfigError(

@@ -139,7 +139,7 @@ class Explorer:
 
     def bayes(self, settings: Mapping[str, str]) -> list[float] | None:
         """``P(task | settings)`` under the true network, in the model's class order; None without a network."""
-        if self._inference is None:
+        if self._inference is None or self.network is None:
             return None
         task = self.model.task
         evidence = {concept: category for concept, category in settings.items() if concept in self.network.nodes()}

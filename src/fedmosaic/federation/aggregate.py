@@ -64,5 +64,6 @@ def weighted_average(
 def cast_to_dtype(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``values`` (a float average) in ``dtype``; integers are rounded."""
     if np.issubdtype(dtype, np.integer):
-        return np.rint(values).astype(dtype)
+        rounded: np.ndarray = np.rint(values).astype(dtype)
+        return rounded
     return values.astype(dtype)

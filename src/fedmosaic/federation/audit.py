@@ -56,6 +56,7 @@ class MessageLog:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, rnd: int, client: int, direction: str, message: Message) -> None:
+        """Append the line of one message of round ``rnd`` to or from ``client`` (``direction``: down or up)."""
         with self.path.open("a") as handle:
             handle.write(json.dumps(describe(rnd, client, direction, message)) + "\n")
 

@@ -75,7 +75,8 @@ def save_checkpoint(checkpoint: Checkpoint, path: Path) -> None:
         "rng": list(checkpoint.rng),
     }
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    atomic_write(path, lambda handle: np.savez(handle, **arrays))
+    # mypy matches unpacked **arrays against savez's allow_pickle: bool too (it cannot know the keys).
+    atomic_write(path, lambda handle: np.savez(handle, **arrays))  # type: ignore[arg-type]
 
 
 def load_checkpoint(path: Path) -> Checkpoint:

@@ -47,7 +47,7 @@ class Grid(ABC):
         if states:
             raise NotImplementedError(f"{type(self).__name__} keeps no client state")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: engines that hold nothing need not override it
         """Release what the engine holds (processes, files); the grid is unusable afterwards."""
 
     def __enter__(self) -> Grid:

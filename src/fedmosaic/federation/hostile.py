@@ -35,6 +35,7 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.message import Message
@@ -89,6 +90,7 @@ class HostileGrid(Grid):
         self.seed = seed
         self.max_bytes = max_bytes
 
+    @override
     def send_and_receive(
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:
@@ -97,9 +99,11 @@ class HostileGrid(Grid):
             c: self._corrupt(c, rnd, messages[c], reply) if c in self.hostile else reply for c, reply in replies.items()
         }
 
+    @override
     def client_states(self) -> dict[int, ClientState]:
         return self.inner.client_states()
 
+    @override
     def load_client_states(self, states: Mapping[int, ClientState]) -> None:
         self.inner.load_client_states(states)
 

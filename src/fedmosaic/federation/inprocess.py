@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from typing_extensions import override
+
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.host import ClientFactory, ClientHost
 from fedmosaic.federation.message import Message
@@ -43,6 +45,7 @@ class InProcessGrid(ClientHost, Grid):
         super().__init__(client_factory, seed, cache=cache, state_budget_bytes=state_budget_bytes)
         self.delivered: list[tuple[int, int]] = []
 
+    @override
     def send_and_receive(
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:

@@ -11,12 +11,37 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 
-ConfigScalar = Union[int, float, str, bool]
-ConfigValue = Union[ConfigScalar, list[int], list[float], list[str], list[bool]]
+ConfigScalar = int | float | str | bool
+ConfigValue = ConfigScalar | list[int] | list[float] | list[str] | list[bool]
+
+
+def as_int(value: ConfigValue) -> int:
+    """A configuration value read as ``int()`` reads it; a list raises :class:`TypeError`, as ``int()`` does.
+
+    Examples
+    --------
+    >>> as_int(3), as_int("4"), as_int(2.0)
+    (3, 4, 2)
+    """
+    if isinstance(value, list):
+        raise TypeError(f"expected a number, got a list of {len(value)} values")
+    return int(value)
+
+
+def as_float(value: ConfigValue) -> float:
+    """A configuration value read as ``float()`` reads it; a list raises :class:`TypeError`, as ``float()`` does.
+
+    Examples
+    --------
+    >>> as_float(3), as_float("0.5")
+    (3.0, 0.5)
+    """
+    if isinstance(value, list):
+        raise TypeError(f"expected a number, got a list of {len(value)} values")
+    return float(value)
 
 
 @dataclass

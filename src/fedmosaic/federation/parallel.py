@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
+
+from typing_extensions import override
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.grid import Grid
@@ -66,7 +69,7 @@ class ParallelGrid(Grid):
         state_budget_bytes: int | None = None,
     ) -> None:
         self._prefix = f"fedmosaic-{os.getpid()}-{id(self):x}-"
-        host = lambda: ClientHost(client_factory, seed, cache=cache, state_budget_bytes=state_budget_bytes)
+        host = partial(ClientHost, client_factory, seed, cache=cache, state_budget_bytes=state_budget_bytes)
         self._pool = WorkerPool(
             lambda index: _WorkerHandler(host(), f"{self._prefix}{index}-"),
             workers,
@@ -83,6 +86,7 @@ class ParallelGrid(Grid):
         """The worker that runs ``client``."""
         return client % self._pool.size
 
+    @override
     def send_and_receive(
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:
@@ -103,6 +107,7 @@ class ParallelGrid(Grid):
                 handle.unlink()
         return {client: replies[client].read_only() for client in sorted(replies)}
 
+    @override
     def client_states(self) -> dict[int, ClientState]:
         states: dict[int, ClientState] = {}
         with self._guard():
@@ -112,6 +117,7 @@ class ParallelGrid(Grid):
                 states.update(held)
         return dict(sorted(states.items()))
 
+    @override
     def load_client_states(self, states: Mapping[int, ClientState]) -> None:
         with self._guard():
             for worker in range(self._pool.size):
@@ -124,8 +130,9 @@ class ParallelGrid(Grid):
         self._pool.close(abort=abort)
         remove_shared(self._prefix)
 
-    def __exit__(self, error_type: object, *exc: object) -> None:
-        self.close(abort=error_type is not None)
+    @override
+    def __exit__(self, *exc: object) -> None:
+        self.close(abort=exc[0] is not None)
 
     def _guard(self) -> _AbortOnError:
         return _AbortOnError(self)
@@ -152,7 +159,7 @@ class _WorkerHandler:
         self._host = host
         self._prefix = prefix
 
-    def __call__(self, request: tuple, emit: Callable[[Any], None]) -> Any:
+    def __call__(self, request: tuple[Any, ...], emit: Callable[[Any], None]) -> Any:
         kind, *args = request
         if kind == "states":
             return self._host.client_states()

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.federation.aggregate import weighted_average
 from fedmosaic.federation.robust import Aggregator, Contribution, clip_update, module_of
@@ -74,6 +75,7 @@ class GaussianMechanism(Aggregator):
         modules = {module_of(n) for n, a in reference.items() if a.dtype.kind == "f"}
         return self.clip_norm / math.sqrt(max(1, len(modules)))
 
+    @override
     def aggregate(
         self,
         contributions: Sequence[Contribution],

@@ -37,7 +37,8 @@ class WorkerFailed(FedmosaicError):
 class Handler(Protocol):
     """What a worker runs: ``handler(request, emit) -> result``; ``emit(event)`` streams an event."""
 
-    def __call__(self, request: Any, emit: Callable[[Any], None]) -> Any: ...
+    def __call__(self, request: Any, emit: Callable[[Any], None]) -> Any:
+        """Handle ``request``, streaming events through ``emit``; the result is sent back."""
 
 
 def fork_available() -> bool:
@@ -214,7 +215,10 @@ def _serve(
     if setup is not None:
         setup()
     handler = make_handler(index)
-    emit = lambda event: connection.send(("event", event))
+
+    def emit(event: Any) -> None:
+        connection.send(("event", event))
+
     while True:
         try:
             request = connection.recv()
@@ -224,7 +228,7 @@ def _serve(
             return
         try:
             result = handler(request, emit)
-        except Exception as error:  # reported to the parent, which raises it there
+        except Exception as error:  # noqa: BLE001 - reported to the parent, which raises it there
             connection.send(("error", _one_line(error), traceback.format_exc()))
         else:
             connection.send(("ok", result))
@@ -242,8 +246,9 @@ def _fresh_standard_streams() -> None:
     at the moment of the fork; the child's copies would stay locked forever.
     """
     with contextlib.suppress(OSError):  # no such descriptor: keep the inherited objects
-        sys.stdout = open(1, "w", closefd=False, buffering=1)
-        sys.stderr = open(2, "w", closefd=False, buffering=1)
+        # They replace the process's streams for its lifetime: no context manager can own them.
+        sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
 
 
 def _own_session() -> None:

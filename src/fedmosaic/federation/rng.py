@@ -33,7 +33,8 @@ def capture_rng_states() -> dict[str, np.ndarray]:
     """
     version, internal, gauss = random.getstate()
     python = np.array([version, *internal, -1 if gauss is None else 0], dtype=np.int64)
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    # The legacy global generator is saved and restored because third-party code may draw from it.
+    _, keys, pos, has_gauss, cached = np.random.get_state()  # noqa: NPY002
     states = {
         PYTHON: python,
         NUMPY: np.array([*np.asarray(keys, np.int64), pos, has_gauss], dtype=np.int64),
@@ -57,7 +58,7 @@ def restore_rng_states(states: dict[str, np.ndarray]) -> None:
         values = states[NUMPY]
         keys = values[:624].astype(np.uint32)
         cached = float(states[f"{NUMPY}_gauss"][0])
-        np.random.set_state(("MT19937", keys, int(values[624]), int(values[625]), cached))
+        np.random.set_state(("MT19937", keys, int(values[624]), int(values[625]), cached))  # noqa: NPY002
     torch = sys.modules.get("torch")
     if TORCH in states and torch is not None:
         torch.set_rng_state(torch.from_numpy(np.asarray(states[TORCH], np.uint8).copy()))

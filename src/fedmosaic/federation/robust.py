@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.federation.aggregate import cast_to_dtype, weighted_average
 
@@ -80,6 +81,7 @@ class Mean(Aggregator):
     [3.0]
     """
 
+    @override
     def aggregate(
         self,
         contributions: Sequence[Contribution],
@@ -100,6 +102,7 @@ class Median(Aggregator):
     [2.0]
     """
 
+    @override
     def aggregate(
         self,
         contributions: Sequence[Contribution],
@@ -134,6 +137,7 @@ class TrimmedMean(Aggregator):
             raise ValueError(f"trim must be in [0, 0.5), got {trim}")
         self.trim = trim
 
+    @override
     def aggregate(
         self,
         contributions: Sequence[Contribution],
@@ -178,6 +182,7 @@ class ClippedUpdates(Aggregator):
         self.inner = inner
         self.max_norm = max_norm
 
+    @override
     def aggregate(
         self,
         contributions: Sequence[Contribution],

@@ -95,7 +95,7 @@ def write_shared(arrays: Iterable[np.ndarray], prefix: str) -> SharedArrays:
         if size:
             os.ftruncate(descriptor, size)
             with mmap.mmap(descriptor, size) as mapped:
-                for array, (_, _, offset) in zip(arrays, layout):
+                for array, (_, _, offset) in zip(arrays, layout, strict=True):
                     mapped[offset : offset + array.nbytes] = array.reshape(-1).view(np.uint8).data
     except BaseException:
         os.close(descriptor)

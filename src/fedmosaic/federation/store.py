@@ -107,7 +107,9 @@ class StateStore:
     def _write(self, client: int, state: ClientState) -> None:
         config = np.frombuffer(json.dumps(state.config).encode(), dtype=np.uint8)
         with open(self._path(client), "wb") as handle:
-            np.savez(handle, **{f"a/{k}": np.asarray(v) for k, v in state.arrays.items()}, **{_CONFIG: config})
+            arrays = {f"a/{k}": np.asarray(v) for k, v in state.arrays.items()} | {_CONFIG: config}
+            # mypy matches unpacked **arrays against savez's allow_pickle: bool too (it cannot know the keys).
+            np.savez(handle, **arrays)  # type: ignore[arg-type]
         self._on_disk.add(client)
 
     def _read(self, client: int) -> ClientState:

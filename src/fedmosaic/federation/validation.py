@@ -59,7 +59,7 @@ class ArraySpec:
         if str(array.dtype) != self.dtype:
             return f"dtype {array.dtype}, expected {self.dtype}"
         if len(array.shape) != len(self.shape) or any(
-            want is not None and got != want for got, want in zip(array.shape, self.shape)
+            want is not None and got != want for got, want in zip(array.shape, self.shape, strict=True)
         ):
             expected = ", ".join("*" if n is None else str(n) for n in self.shape)
             return f"shape {tuple(array.shape)}, expected ({expected}{',' if len(self.shape) == 1 else ''})"
@@ -133,7 +133,7 @@ class ReplySpec:
         return cls(arrays=specs, metrics=frozenset(metrics), **options)  # type: ignore[arg-type]
 
     def extended(self, *, optional_arrays: Mapping[str, ArraySpec], checks: tuple[Check, ...] = ()) -> ReplySpec:
-        """This spec with further optional arrays and checks (a wrapper's own uploads)."""
+        """A copy of the spec with further optional arrays and checks (a wrapper's own uploads)."""
         return replace(
             self,
             optional_arrays={**self.optional_arrays, **optional_arrays},
@@ -167,7 +167,7 @@ def reply_size(reply: object) -> int:
         return 0
     try:
         return int(reply.nbytes())
-    except Exception:  # whatever a hostile reply holds, measuring it must not fail
+    except Exception:  # noqa: BLE001 - whatever a hostile reply holds, measuring it must not fail
         return 0
 
 
@@ -190,15 +190,18 @@ def check_reply(reply: object, spec: ReplySpec, limits: ReplyLimits = ReplyLimit
     -------
     str or None
     """
-    for step in (_check_structure, _check_size, _check_arrays, _check_metrics, _check_config):
+    reason = _check_structure(reply, spec, limits)
+    if reason is not None:
+        return reason
+    assert isinstance(reply, Message)  # the structure check found none of the ways it is not
+    for step in (_check_size, _check_arrays, _check_metrics, _check_config):
         reason = step(reply, spec, limits)
         if reason is not None:
             return reason
-    assert isinstance(reply, Message)
     for check in spec.checks:
         try:
             reason = check(reply)
-        except Exception as error:  # a method's check that fails on odd input rejects it
+        except Exception as error:  # noqa: BLE001 - a method's check that fails on odd input rejects it
             reason = f"{type(error).__name__}: {error}"
         if reason is not None:
             return _one_line(reason)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fedmosaic.federation.message import ConfigValue
+from fedmosaic.federation.message import ConfigValue, as_int
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def _floats_or_none(value: ConfigValue) -> tuple[float, ...] | None:
     return None if decoded is None else tuple(float(v) for v in decoded)
 
 
-INT = Codec(int, lambda value: int(value))  # type: ignore[arg-type]
+INT = Codec(int, as_int)
 BOOL = Codec(bool, bool)
 STR = Codec(str, str)
 JSON = Codec(json.dumps, lambda value: json.loads(str(value)))

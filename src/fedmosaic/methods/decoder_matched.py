@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pydantic import Field, PositiveInt
+from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message
@@ -71,6 +72,7 @@ class DecoderMatchedClient(FedAvgClient):
         _, self._decoder = split_model(self._model, params.split)
         self._scale = params.decoder_scale
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         scale = self._scale
         with gradient_hooks((p, lambda g: scale * g) for p in self._decoder.parameters()):

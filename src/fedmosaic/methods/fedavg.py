@@ -16,6 +16,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 from torch.nn import functional as F
+from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import (
@@ -29,6 +30,7 @@ from fedmosaic.federation import (
     ServerLogic,
     derive_seed,
 )
+from fedmosaic.federation.message import as_float, as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.models import Classifier
@@ -86,6 +88,7 @@ class FedAvgServer(ServerLogic):
         self._num_classes = test.num_classes
         self.params: dict[str, np.ndarray] = {}
 
+    @override
     def initialize(self, seed: int) -> None:
         self._model = seeded(derive_seed(seed, "init"), self._model_factory)
         if self._pretraining is not None:
@@ -102,12 +105,13 @@ class FedAvgServer(ServerLogic):
         if self._pretraining is not None:
             self._start = {f"{PRETRAINED}{name}": value for name, value in self.evaluate(0).items()}
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays=self.params, config={"round": ctx.round})
-        replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
+        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=self.reply_spec())
         weights = [reply.metrics["num_examples"] for reply in replies.values()]
         self.params = ctx.aggregate(
-            [(reply.arrays, w) for reply, w in zip(replies.values(), weights)], reference=self.params
+            [(reply.arrays, w) for reply, w in zip(replies.values(), weights, strict=True)], reference=self.params
         )
         return training_metrics(list(replies.values()))
 
@@ -124,6 +128,7 @@ class FedAvgServer(ServerLogic):
             y_name: ArraySpec((None, self._num_classes), "float32"),
         }
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         model = self._require_model()
         load_arrays(model, self.params)
@@ -138,13 +143,15 @@ class FedAvgServer(ServerLogic):
             return None
         return ModelExport("classifier", self._model_factory.to_json(), dict(self.params))
 
+    @override
     def state_dict(self) -> ClientState:
         return ClientState(arrays=dict(self.params), config=dict(self._start))
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         self._require_model()
         self.params = dict(state.arrays)
-        self._start = {k: float(v) for k, v in state.config.items() if k.startswith(PRETRAINED)}  # type: ignore[arg-type]
+        self._start = {k: as_float(v) for k, v in state.config.items() if k.startswith(PRETRAINED)}
 
     def _require_model(self) -> nn.Module:
         if self._model is None:
@@ -187,6 +194,7 @@ class FedAvgClient(ClientLogic):
         self._train = train
         self._mu = mu
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         load_arrays(self._model, message.arrays)
         generator = torch.Generator().manual_seed(context.seed)
@@ -200,7 +208,7 @@ class FedAvgClient(ClientLogic):
         )
         metrics = {"num_examples": float(len(self._y)), "train_loss": loss}
         if self._train.dp_noise_multiplier > 0:
-            rounds = int(state.config.get("dp_rounds", 0)) + 1
+            rounds = as_int(state.config.get("dp_rounds", 0)) + 1
             state.config["dp_rounds"] = rounds
             metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._y), rounds)
         return Message(arrays=model_to_arrays(self._model), metrics=metrics)
@@ -212,7 +220,7 @@ class FedAvgClient(ClientLogic):
         mu = self._mu
 
         def proximal_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
-            drift = sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchors))
+            drift = sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchors, strict=True))
             return F.cross_entropy(model(x), y) + 0.5 * mu * drift
 
         return proximal_loss

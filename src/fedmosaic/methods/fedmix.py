@@ -41,6 +41,7 @@ import torch
 from pydantic import Field, PositiveInt
 from torch import Tensor, nn
 from torch.nn import functional as F
+from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import (
@@ -264,6 +265,7 @@ class MixingLoss:
     generator: torch.Generator
 
     def __call__(self, model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+        """The loss of a batch mixed with means drawn from the shared ones."""
         drawn = torch.randint(len(self.means_x), (len(x),), generator=self.generator)
         return _LOSSES[self.variant](model, x, y, self.means_x[drawn], self.means_y[drawn], self.lam)
 
@@ -298,6 +300,7 @@ class FedMixClient(FedAvgClient):
         self._params = params
         self._mixing: MixingLoss | None = None
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         _store_means(message, state)
         self._mixing = self._mixing_loss(state, context)
@@ -449,13 +452,27 @@ class _SharingRound(RoundContext):
         self._means = dict(means)
         self._check = label_means_check(*_UPLOADED, max_means)
 
+    @override
     def exchange(
-        self, messages: Mapping[int, Message], *, quorum: bool = True, expect: ReplySpec | None = None
+        self,
+        messages: Mapping[int, Message],
+        *,
+        quorum: bool = True,
+        expect: ReplySpec | Mapping[int, ReplySpec] | None = None,
     ) -> dict[int, Message]:
+        """The outer round's exchange, with the means attached and every spec extended by the uploaded means."""
         attached = {client: self._relay.attach(client, m) for client, m in messages.items()}
-        spec = (expect or ReplySpec(open=True)).extended(optional_arrays=self._means, checks=(self._check,))
+        spec: ReplySpec | dict[int, ReplySpec]
+        if isinstance(expect, Mapping):
+            spec = {client: self._extended(one) for client, one in expect.items()}
+        else:
+            spec = self._extended(expect or ReplySpec(open=True))
         return self._relay.collect(self._outer.exchange(attached, quorum=quorum, expect=spec))
 
+    def _extended(self, spec: ReplySpec) -> ReplySpec:
+        return spec.extended(optional_arrays=self._means, checks=(self._check,))
+
+    @override
     def aggregate(
         self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
@@ -500,10 +517,12 @@ class FedMixServer(FedAvgServer):
         self._mean_batch = mean_batch
         self.relay = MeanRelay()
 
+    @override
     def initialize(self, seed: int) -> None:
         super().initialize(seed)
         self.relay = MeanRelay()
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         sharing = _SharingRound(ctx, self.relay, self.mean_specs(*_UPLOADED), self._max_means)
         return super().run_round(sharing)
@@ -511,11 +530,13 @@ class FedMixServer(FedAvgServer):
     def _max_means(self, examples: float) -> int:
         return 1 if self._mean_batch is None else max(1, int(examples) // self._mean_batch)
 
+    @override
     def state_dict(self) -> ClientState:
         state = super().state_dict()
         shared = self.relay.state_dict()
         return ClientState(arrays={**state.arrays, **shared.arrays}, config={**state.config, **shared.config})
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         model = {k: v for k, v in state.arrays.items() if not k.startswith(_PREFIX)}
         config = {k: v for k, v in state.config.items() if not k.startswith(_PREFIX)}

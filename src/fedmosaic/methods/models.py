@@ -32,7 +32,7 @@ class ModelParams(BaseModel):
     channels: list[PositiveInt] = Field(default_factory=lambda: [32, 64], min_length=1)
 
 
-def build_model(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+def build_model(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> nn.Sequential:
     """Build the classifier described by ``params``.
 
     Parameters
@@ -79,7 +79,8 @@ class Classifier:
     input_shape: tuple[int, ...]
     num_classes: int
 
-    def __call__(self) -> nn.Module:
+    def __call__(self) -> nn.Sequential:
+        """A fresh model of this architecture."""
         return build_model(self.params, self.input_shape, self.num_classes)
 
     def to_json(self) -> dict[str, Any]:
@@ -96,7 +97,7 @@ class Classifier:
         return cls(ModelParams(**document["model"]), tuple(document["input_shape"]), int(document["num_classes"]))
 
 
-def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Module:
+def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Sequential:
     layers: list[nn.Module] = [nn.Flatten()]
     width = inputs
     for size in hidden:
@@ -106,7 +107,7 @@ def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Module:
     return nn.Sequential(*layers)
 
 
-def _cnn(input_shape: tuple[int, ...], channels: list[int], outputs: int) -> nn.Module:
+def _cnn(input_shape: tuple[int, ...], channels: list[int], outputs: int) -> nn.Sequential:
     if len(input_shape) != 3:
         raise ValueError(f"model.kind 'cnn' needs image inputs (C, H, W), got shape {input_shape}")
     depth, height, width = input_shape

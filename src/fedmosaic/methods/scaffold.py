@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from pydantic import Field
 from torch import Tensor
+from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ArraySpec, ClientContext, ClientState, Message, ReplySpec, RoundContext
@@ -113,14 +114,16 @@ class ScaffoldServer(FedAvgServer):
         self._params = params
         self.control: dict[str, np.ndarray] = {}
 
+    @override
     def initialize(self, seed: int) -> None:
         super().initialize(seed)
         names = {name for name, _ in self._require_model().named_parameters()}
         self.control = {name: np.zeros_like(a) for name, a in self.params.items() if name in names}
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays={**self.params, **_prefixed(CONTROL, self.control)}, config={"round": ctx.round})
-        replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
+        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=self.reply_spec())
         ordered = [replies[client] for client in sorted(replies)]
         models = [({n: a for n, a in r.arrays.items() if n in self.params}, r.metrics["num_examples"]) for r in ordered]
         average = ctx.aggregate(models, reference=self.params)
@@ -139,11 +142,13 @@ class ScaffoldServer(FedAvgServer):
         deltas = {CONTROL_DELTA + n: ArraySpec(c.shape, str(c.dtype)) for n, c in self.control.items()}
         return replace(spec, arrays={**spec.arrays, **deltas})
 
+    @override
     def state_dict(self) -> ClientState:
         state = super().state_dict()
         state.arrays.update(_prefixed(CONTROL, self.control))
         return state
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         model = {n: a for n, a in state.arrays.items() if not n.startswith(CONTROL)}
         super().load_state_dict(ClientState(arrays=model, config=state.config))
@@ -168,6 +173,7 @@ class ScaffoldClient(FedAvgClient):
         steps = train.epochs * math.ceil(len(data) / train.batch_size)
         self._steps = effective_steps(steps, train.momentum if train.optimizer == "sgd" else 0.0)
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         control = _unprefixed(CONTROL, message.arrays)
         start = {n: a for n, a in message.arrays.items() if not n.startswith(CONTROL)}

@@ -153,13 +153,14 @@ def _private(
 ) -> torch.optim.Optimizer:
     from opacus.optimizers import DPOptimizer
 
-    return DPOptimizer(
+    private: torch.optim.Optimizer = DPOptimizer(
         optimizer,
         noise_multiplier=params.dp_noise_multiplier,
         max_grad_norm=params.dp_max_grad_norm,
         expected_batch_size=params.batch_size,
         generator=generator,
     )
+    return private
 
 
 def dp_sgd_epsilon(params: TrainParams, num_examples: int, rounds: int) -> float:

@@ -11,7 +11,7 @@ import pandas as pd
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save
 
-from fedmosaic.atomic import atomic_write, write_json
+from fedmosaic.atomic import atomic_write_bytes, write_json
 from fedmosaic.models.card import CARD_FILE, ModelFileError
 
 SUFFIX = ".safetensors"
@@ -38,9 +38,9 @@ def write_model(
     """
     for name, arrays in parts.items():
         payload = save({key: np.ascontiguousarray(value) for key, value in arrays.items()}, metadata={"part": name})
-        atomic_write(folder / card["parts"][name]["file"], lambda handle: handle.write(payload))
+        atomic_write_bytes(folder / card["parts"][name]["file"], payload)
     table = pd.DataFrame(examples, columns=card["inputs"]["columns"]).to_csv(index=False).encode()
-    atomic_write(folder / EXAMPLES, lambda handle: handle.write(table))
+    atomic_write_bytes(folder / EXAMPLES, table)
     write_json(folder / CARD_FILE, card)
 
 

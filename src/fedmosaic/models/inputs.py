@@ -127,7 +127,8 @@ def _frame_values(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     for name in columns:
         if not (pd.api.types.is_numeric_dtype(frame[name]) and not pd.api.types.is_bool_dtype(frame[name])):
             raise ModelFileError(f"inputs: column {name!r} has dtype {frame[name].dtype}, expected numbers (float32)")
-    return frame[columns].to_numpy(dtype=np.float64)
+    rows: np.ndarray = frame[columns].to_numpy(dtype=np.float64)
+    return rows
 
 
 def _array_values(array: np.ndarray, width: int, shape: tuple[int, ...]) -> np.ndarray:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from typing_extensions import override
 
 from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModelParams, build_concept_model
@@ -123,6 +124,7 @@ class ClassifierModel(LoadedModel):
         load_arrays(self.network, read_part(folder, card, "model"))
         self.network.eval()
 
+    @override
     @torch.no_grad()
     def predict(self, inputs: Any) -> Prediction:
         logits = self.network(torch.from_numpy(self._checked(inputs)))
@@ -156,6 +158,7 @@ class ConceptModelFile(LoadedModel):
         """The task node."""
         return self.concept_graph.task
 
+    @override
     @property
     def graph(self) -> dict[str, Any]:
         graph = self.concept_graph
@@ -178,6 +181,7 @@ class ConceptModelFile(LoadedModel):
             if concept in self.network.dependencies([node]) and node != concept
         )
 
+    @override
     def predict(self, inputs: Any) -> Prediction:
         return self.intervene(inputs, {})
 

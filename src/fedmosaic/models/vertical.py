@@ -28,6 +28,7 @@ averaged).
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ class VerticalModel(LoadedModel):
         """Each party's block (zeros where absent) and the ``(n, K)`` presence."""
         bounds = np.cumsum([0, *self.widths])
         blocks, present = [], []
-        for k, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+        for k, (start, stop) in enumerate(pairwise(bounds)):
             block = x[:, start:stop]
             missing = np.isnan(block)
             partial = missing.any(1) & ~missing.all(1)
@@ -168,8 +169,8 @@ class SplitVFLModel(VerticalModel):
         self.passive = [encoder(width, params) for width in self.widths[1:]] if takes_part else []
         for k, network in enumerate(self.passive, start=1):
             load_arrays(network, read_part(folder, card, f"party-{k}"))
-        for network in (self.active, *self.passive):
-            network.eval()
+        for part in (self.active, *self.passive):
+            part.eval()
 
     @torch.no_grad()
     def votes(self, inputs: Any) -> Votes:

@@ -14,9 +14,12 @@ if TYPE_CHECKING:
 
 def graph_run(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """The run whose fused graph the report shows: the first federated run with a graph, else any run with one."""
-    with_graph = [run for run in results["runs"] if isinstance((run.get("artifacts") or {}).get("graph"), Mapping)]
+    with_graph: list[dict[str, Any]] = [
+        run for run in results["runs"] if isinstance((run.get("artifacts") or {}).get("graph"), Mapping)
+    ]
     federated = [run for run in with_graph if run["setting"] == "federated"]
-    return (federated or with_graph or [None])[0]
+    chosen = federated or with_graph
+    return chosen[0] if chosen else None
 
 
 def true_network(config: Mapping[str, Any]) -> "DiscreteBayesianNetwork | None":

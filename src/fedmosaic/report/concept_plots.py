@@ -2,16 +2,18 @@
 
 from collections.abc import Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
+from matplotlib.typing import LineStyleType
 
 from fedmosaic.report.graphs import Edge, layered_layout
 from fedmosaic.report.plots import FIGSIZE, render
 
-EDGE_STYLES: dict[str, tuple[str, str]] = {
+EDGE_STYLES: dict[str, tuple[str, LineStyleType]] = {
     "correct": ("#1a7f37", "-"),
     "reversed": ("#bc4c00", "-"),
     "extra": ("#cf222e", "--"),
@@ -115,12 +117,12 @@ def _draw_graph(
     axes.set_title(f"fused concept graph (task {task} filled)")
 
 
-def client_concepts(registry: Mapping[str, Mapping[str, object]], nodes: Sequence[str]) -> bytes:
+def client_concepts(registry: Mapping[str, Mapping[str, Any]], nodes: Sequence[str]) -> bytes:
     """Draw the client × concept matrix: who labels which concept, shaded by the round it joined.
 
     Parameters
     ----------
-    registry : Mapping[str, Mapping[str, object]]
+    registry : Mapping[str, Mapping[str, Any]]
         Per client id: its ``concepts`` (names) and the round it ``joined``.
     nodes : Sequence[str]
         The concepts to show, as columns.
@@ -132,8 +134,8 @@ def client_concepts(registry: Mapping[str, Mapping[str, object]], nodes: Sequenc
         the concept, labelled by its joining round.
     """
     clients = sorted(registry, key=int)
-    joined = np.array([float(registry[c].get("joined", 1)) for c in clients])  # type: ignore[arg-type]
-    labels = np.array([[node in registry[c]["concepts"] for node in nodes] for c in clients], dtype=float)  # type: ignore[operator]
+    joined = np.array([float(registry[c].get("joined", 1)) for c in clients])
+    labels = np.array([[node in registry[c]["concepts"] for node in nodes] for c in clients], dtype=float)
     height = min(max(2.5, 0.22 * len(clients) + 1.4), 9.0)
     return render(
         partial(_draw_matrix, clients=clients, nodes=list(nodes), labels=labels, joined=joined), (FIGSIZE[0], height)
@@ -147,7 +149,9 @@ def _draw_matrix(figure: Figure, clients: list[str], nodes: list[str], labels: n
     axes.imshow(shade, aspect="auto", cmap="Blues", vmin=0, vmax=len(rounds) + 0.5, interpolation="nearest")
     axes.set_xticks(range(len(nodes)), nodes, rotation=30, ha="right")
     axes.set_yticks(
-        range(len(clients)), [f"client {c} (round {int(j)})" for c, j in zip(clients, joined)], fontsize="small"
+        range(len(clients)),
+        [f"client {c} (round {int(j)})" for c, j in zip(clients, joined, strict=True)],
+        fontsize="small",
     )
     axes.grid(False)
     axes.set_title("concepts each client labels (darker: joined later)")

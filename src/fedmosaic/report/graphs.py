@@ -51,7 +51,7 @@ def compare_edges(parents: Mapping[str, Sequence[str]], true_edges: Iterable[Edg
     """
     learned = edges_of(parents)
     if true_edges is None:
-        return {edge: "unknown" for edge in learned}
+        return dict.fromkeys(learned, "unknown")
     nodes = set(parents)
     truth = {(a, b) for a, b in true_edges if a in nodes and b in nodes}
     marks = {(a, b): "correct" if (a, b) in truth else "reversed" if (b, a) in truth else "extra" for a, b in learned}

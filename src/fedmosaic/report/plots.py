@@ -292,7 +292,7 @@ def _draw_small_multiples(
 ) -> None:
     rows = -(-len(by_metric) // SMALL_COLUMNS)
     panels = np.atleast_1d(figure.subplots(rows, SMALL_COLUMNS, squeeze=False)).ravel()
-    for axes, (metric, by_run) in zip(panels, by_metric.items()):
+    for axes, (metric, by_run) in zip(panels, by_metric.items(), strict=False):
         for name, series in by_run.items():
             axes.plot(series.rounds, series.values, color=colors[name], linewidth=1.2, label=name)
             axes.fill_between(
@@ -383,7 +383,7 @@ def _draw_bars(
 
 def _draw_references(axes: Axes, references: Mapping[str, float]) -> None:
     """Draw each reference value as a labelled black horizontal line, each in its own style."""
-    for (name, value), style in zip(references.items(), ("-", "--", ":", "-.")):
+    for (name, value), style in zip(references.items(), ("-", "--", ":", "-."), strict=False):
         axes.axhline(value, color="black", linestyle=style, linewidth=1, label=f"{name} ({value:.3f})")
 
 

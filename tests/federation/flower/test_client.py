@@ -24,7 +24,9 @@ def test_client_state_is_kept_in_context_state_per_job(fake_flower_grid, toy_cli
     # Prepare
     context = _context({"partition-id": 2})
     header = {"seed": 0, "round": 1, "client": 2, "job": "0/federated"}
-    logic = lambda header, partition, context: toy_client(partition)
+
+    def logic(header, partition, context):
+        return toy_client(partition)
 
     # Execute
     first, _ = from_record_dict(

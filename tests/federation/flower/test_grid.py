@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmosaic.federation import Federation, Message, Schedule
+from fedmosaic.federation import Message, Schedule
 from fedmosaic.federation.flower.grid import PARTITION_QUERY, FlowerGrid
 
 HEADER = {"job": "0/federated", "seed": 5}
@@ -77,7 +77,8 @@ def test_an_exception_in_the_client_logic_is_a_dropout(toy_client, fake_flower_g
     replies = grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 1: Message()}, 1, frozenset())
 
     assert sorted(replies) == [0]
-    assert grid.lost[0].client == 1 and "KeyError" in grid.lost[0].reason
+    assert grid.lost[0].client == 1
+    assert "KeyError" in grid.lost[0].reason
 
 
 def test_a_silent_node_is_a_dropout_after_the_timeout(toy_client, fake_flower_grid) -> None:
@@ -120,7 +121,8 @@ def test_a_partition_no_node_serves_is_a_dropout_without_a_message(toy_client, f
     replies = grid.send_and_receive({0: Message(arrays={"w": np.zeros(3)}), 5: Message()}, 1, frozenset())
 
     assert sorted(replies) == [0]
-    assert grid.lost[0].client == 5 and "no connected node" in grid.lost[0].reason
+    assert grid.lost[0].client == 5
+    assert "no connected node" in grid.lost[0].reason
     assert all(m.metadata.dst_node_id != 5 for m in fake.pushed)
 
 

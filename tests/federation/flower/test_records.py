@@ -74,7 +74,7 @@ def test_a_record_dict_that_is_not_a_fedmosaic_message_is_refused() -> None:
     content = to_record_dict(Message())
     del content[METRICS]
 
-    with pytest.raises(ValueError, match="fedmosaic.metrics"):
+    with pytest.raises(ValueError, match=r"fedmosaic\.metrics"):
         from_record_dict(content)
 
 

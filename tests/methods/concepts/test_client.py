@@ -148,7 +148,8 @@ def test_trained_modules_change_and_reply_reports_training(make_task, make_param
     # Assert: the encoder and every labeled node moved; the counts are the client's.
     for node_prefix in (model.ENCODER_PREFIX, *_prefixes(model, ("a", "b", "y"))):
         names = [n for n in reply.arrays if n.startswith(node_prefix)]
-        assert names and any(not np.array_equal(reply.arrays[n], sent[n]) for n in names), node_prefix
+        assert names, node_prefix
+        assert any(not np.array_equal(reply.arrays[n], sent[n]) for n in names), node_prefix
     assert reply.metrics["num_examples"] == 200.0
     assert reply.metrics["val_examples"] == 50.0
     assert reply.metrics["train_loss"] > 0
@@ -377,7 +378,7 @@ def test_dp_sgd_trains_the_masked_modules_and_reports_opacus_epsilon_per_round(
 
     # Assert: epsilon after k rounds is Opacus's RDP accountant after 4k Gaussian steps at rate 64/200.
     accountant = RDPAccountant()
-    for rounds, reply in enumerate(replies, start=1):
+    for reply in replies:
         for _ in range(4):
             accountant.step(noise_multiplier=1.1, sample_rate=64 / 200)
         assert reply.metrics["dp_sgd_epsilon"] == pytest.approx(accountant.get_epsilon(1e-5))

@@ -24,7 +24,7 @@ CONCEPT_WIDTH = 7  # one-hot of a, b, c
 
 
 def _test_set(n: int = 400, noise: float = 0.0) -> LabeledConcepts:
-    """x = one-hot of (a, b, c) (+ noise); y = (b >= 1) xor c."""
+    """X = one-hot of (a, b, c) (+ noise); y = (b >= 1) xor c."""
     rng = np.random.default_rng(5)
     a, b, c = rng.integers(0, 2, n), rng.integers(0, 3, n), rng.integers(0, 2, n)
     y = ((b >= 1) ^ (c == 1)).astype(np.int64)
@@ -231,7 +231,7 @@ def test_intervening_on_a_concept_the_model_lacks_is_refused() -> None:
     test = _test_set()
 
     # Execute / Assert
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not in tuple"):
         intervention_curve(model, test, ["a", "z"])
 
 

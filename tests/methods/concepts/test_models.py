@@ -89,7 +89,7 @@ def test_graph_sorts_parents_in_node_order_and_makes_missing_nodes_roots() -> No
 
 
 @pytest.mark.parametrize(
-    "nodes, task, cards, parents, reason",
+    ("nodes", "task", "cards", "parents", "reason"),
     [
         (("a", "y"), "t", {"a": 2, "y": 2}, {}, "task 't'"),
         (("a", "a", "y"), "y", {"a": 2, "y": 2}, {}, "duplicate node 'a'"),
@@ -245,7 +245,8 @@ def test_growth_adds_modules_for_new_concepts_and_keeps_every_other_parameter_bi
     assert (report.added_nodes, report.rewired_nodes) == (("c", "d"), ("y",))
     assert set(before) <= set(after)
     assert all(torch.equal(after[name], value) for name, value in before.items() if not name.startswith(task_prefix))
-    assert _under(model, model.node_prefix("c")) and _under(model, model.node_prefix("d"))
+    assert _under(model, model.node_prefix("c"))
+    assert _under(model, model.node_prefix("d"))
     assert model.graph == GROWN
 
 
@@ -275,7 +276,7 @@ def test_orthogonal_init_growth_connects_new_concepts_and_keeps_unaffected_outpu
         torch.testing.assert_close(fed[0][node], old[node])
 
 
-@pytest.mark.parametrize("family, width", [("cbm", "cardinality"), ("cem", "embedding")])
+@pytest.mark.parametrize(("family", "width"), [("cbm", "cardinality"), ("cem", "embedding")])
 def test_task_decoder_first_layer_widens_by_each_new_concepts_message(family: str, width: str) -> None:
     model = _model(family)
     name = model.node_prefix("y") + "layers.0.weight"
@@ -322,7 +323,7 @@ REFUSED = _graph({"a": 2, "b": 3, "c": 2, "y": 2}, {"y": ("a", "c")})
 
 
 def _parent_blocks(model: ConceptModel, family: str) -> tuple[torch.Tensor, ...]:
-    """y's weights (and biases) with the parents' features on dim 1."""
+    """Y's weights (and biases) with the parents' features on dim 1."""
     prefix = model.node_prefix("y")
     if family == "cgm":
         return (model.get_parameter(prefix + "values.0.weight"),)
@@ -330,7 +331,7 @@ def _parent_blocks(model: ConceptModel, family: str) -> tuple[torch.Tensor, ...]
     return last.weight.view(2, -1, last.in_features), last.bias.view(2, -1)
 
 
-@pytest.mark.parametrize("family, width", [("cgm", {"a": 3, "b": 3, "c": 3}), ("c2bm", {"a": 2, "b": 3, "c": 2})])
+@pytest.mark.parametrize(("family", "width"), [("cgm", {"a": 3, "b": 3, "c": 3}), ("c2bm", {"a": 2, "b": 3, "c": 2})])
 def test_rewiring_keeps_columns_of_retained_parents_zeroes_new_ones_and_drops_removed(
     family: str, width: dict[str, int]
 ) -> None:
@@ -341,7 +342,7 @@ def test_rewiring_keeps_columns_of_retained_parents_zeroes_new_ones_and_drops_re
     new = _parent_blocks(model, family)
 
     assert report.rewired_nodes == ("y",)
-    for before, after in zip(old, new):
+    for before, after in zip(old, new, strict=True):
         assert after.shape[1] == width["a"] + width["c"]
         assert torch.equal(after[:, : width["a"]], before[:, : width["a"]])
         assert not after[:, width["a"] :].any()
@@ -373,7 +374,7 @@ def test_a_root_that_gains_a_parent_is_rewired_to_read_it(family: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "family, parents, before, changed, after",
+    ("family", "parents", "before", "changed", "after"),
     [
         # encoder 3*4+4 + 4*4+4 = 36; a: values 4*6+6 = 30, scorer 6*2+2 = 14; y 2*2+2 = 6 -> 86.
         # b: values 4*9+9 = 45, scorer 9*3+3 = 30, new; y weight 2*5 = 10 reshaped (bias kept) -> 85;
@@ -388,7 +389,7 @@ def test_change_ratio_counts_new_and_reshaped_parameters_on_a_hand_counted_case(
     family: str, parents: dict[str, tuple[str, ...]], before: int, changed: int, after: int
 ) -> None:
     small = _graph({"a": 2, "y": 2}, parents)
-    grown = _graph({"a": 2, "b": 3, "y": 2}, {node: ("a", "b") for node in parents})
+    grown = _graph({"a": 2, "b": 3, "y": 2}, dict.fromkeys(parents, ("a", "b")))
     model = build_concept_model(3, small, _params(family, encoder_hidden=4, decoder_hidden=5, decoder="linear"), seed=0)
 
     report = model.adapt(grown)
@@ -410,7 +411,7 @@ def test_adapting_to_the_same_graph_changes_nothing(family: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "graph, reason",
+    ("graph", "reason"),
     [
         (_graph({"a": 2, "y": 2}, {"y": ("a",)}), "cannot be removed \\(missing \\['b'\\]\\)"),
         (_graph({"a": 2, "b": 3, "y": 2}, {"b": ("a",)}, task="b"), "task cannot change"),
@@ -428,7 +429,7 @@ def test_adapt_rejects_graphs_that_drop_nodes_or_change_the_task_or_a_cardinalit
 
 
 @pytest.mark.parametrize(
-    "family, y_needs, b_needs",
+    ("family", "y_needs", "b_needs"),
     [("cbm", "abcdy", "b"), ("cem", "abcdy", "b"), ("cgm", "abcy", "ab"), ("c2bm", "abcy", "ab")],
 )
 def test_dependencies_are_all_concepts_for_bottlenecks_and_ancestors_for_graphs(

@@ -90,7 +90,8 @@ def test_loss_with_training_interventions_is_the_same_formula_on_the_intervened_
 
     # Assert
     ((intervene, logits),) = model.calls
-    assert intervene is not None and intervene.any()
+    assert intervene is not None
+    assert intervene.any()
     assert loss.item() == pytest.approx(float(_hand_loss(logits, values, labeled, 0.8)), rel=1e-6)
 
 
@@ -123,7 +124,9 @@ def test_interventions_are_drawn_only_on_labeled_concept_columns(labeled: tuple[
 
     # Assert: never on the task, never on an unlabeled concept; some on every labeled concept.
     ((intervene, _),) = model.calls
-    assert intervene is not None and intervene.shape == values.shape and intervene.dtype == torch.bool
+    assert intervene is not None
+    assert intervene.shape == values.shape
+    assert intervene.dtype == torch.bool
     for k, node in enumerate(NODES):
         if node == "y" or node not in labeled:
             assert not intervene[:, k].any(), node
@@ -179,7 +182,8 @@ def test_interventions_are_determined_by_the_generator() -> None:
 
     # Assert
     masks = [intervene for intervene, _ in model.calls]
-    assert torch.equal(masks[0], masks[1]) and torch.equal(first, again)
+    assert torch.equal(masks[0], masks[1])
+    assert torch.equal(first, again)
     assert not torch.equal(masks[0], masks[2])
     assert not torch.equal(first, other)
 

@@ -1,5 +1,8 @@
-"""Specification of the F-CMs server: registration, graph fusion, growth, module-wise averaging,
-early stopping, best-model evaluation and checkpoints."""
+"""Specification of the F-CMs server.
+
+Registration, graph fusion, growth, module-wise averaging, early stopping, best-model evaluation
+and checkpoints.
+"""
 
 from __future__ import annotations
 
@@ -265,7 +268,8 @@ def test_graph_fusion_counts_every_client_seen_so_far_not_only_this_rounds(
     # Control: client 1 alone would have turned the edge around.
     alone = FCMServer(make_task(clients=[clients[1]]), params)
     _round(alone, RecordingGrid(_factory(make_task(clients=[clients[1]]), params)), 1, [0])
-    assert alone.model is not None and alone.model.graph.parents["a"] == ("b",)
+    assert alone.model is not None
+    assert alone.model.graph.parents["a"] == ("b",)
 
 
 def test_clients_register_once_when_they_are_first_selected(make_task, make_params) -> None:
@@ -320,12 +324,14 @@ def test_a_newcomer_with_a_new_concept_grows_the_model_and_keeps_every_unaffecte
     assert "c" not in old_graph.nodes
     grown = grid.messages(2, TRAIN)[2].arrays  # client 2 labels everything: it receives the whole grown model
     model = server.model
-    assert model is not None and "c" in model.graph.nodes
+    assert model is not None
+    assert "c" in model.graph.nodes
     assert any(n.startswith(model.node_prefix("c")) for n in grown)
     assert "param_change_ratio" not in first
     assert second["param_change_ratio"] > 0
     assert second["param_change_ratio"] == pytest.approx(server.changes[-1]["ratio"])
-    assert server.changes[-1]["round"] == 2 and "c" in server.changes[-1]["added"]
+    assert server.changes[-1]["round"] == 2
+    assert "c" in server.changes[-1]["added"]
     # Every old tensor keeps its name; those not reshaped are bit-identical (the encoder among them).
     assert set(before) <= set(grown)
     kept = [n for n in before if grown[n].shape == before[n].shape]
@@ -344,13 +350,15 @@ def test_a_newcomer_with_a_new_concept_grows_the_model_and_keeps_every_unaffecte
 @pytest.mark.parametrize("family", ["cbm", "cgm"])
 def test_static_never_grows(make_task, make_params, family: str) -> None:
     # Prepare / Execute
-    task, server, grid, first, second, before, _, old_graph = _grow_scenario(make_task, make_params, family, "static")
+    _task, server, grid, _first, second, before, _, old_graph = _grow_scenario(make_task, make_params, family, "static")
 
     # Assert: same graph and tensors as after round 1; the newcomer still trains what it can.
     model = server.model
     assert model is not None
-    assert model.graph == old_graph and "c" not in model.graph.nodes
-    assert "param_change_ratio" not in second and server.changes == []
+    assert model.graph == old_graph
+    assert "c" not in model.graph.nodes
+    assert "param_change_ratio" not in second
+    assert server.changes == []
     assert set(model.state_dict()) == set(before)
     assert 2 in grid.messages(2, TRAIN)
     assert server.evaluate(2)["coverage"] == pytest.approx(3 / 4)
@@ -359,17 +367,21 @@ def test_static_never_grows(make_task, make_params, family: str) -> None:
 @pytest.mark.parametrize("family", ["cbm", "cgm"])
 def test_reinit_rebuilds_every_parameter_when_the_graph_changes(make_task, make_params, family: str) -> None:
     # Prepare / Execute
-    task, server, grid, first, second, before, _, _ = _grow_scenario(make_task, make_params, family, "reinit")
+    _task, server, grid, _first, second, before, _, _ = _grow_scenario(make_task, make_params, family, "reinit")
 
     # Assert: the rebuilt model has c, and not one tensor kept its value.
     rebuilt = grid.messages(2, TRAIN)[2].arrays
     model = server.model
-    assert model is not None and "c" in model.graph.nodes
+    assert model is not None
+    assert "c" in model.graph.nodes
     common = [n for n in before if n in rebuilt and rebuilt[n].shape == before[n].shape]
     assert any(n.startswith(model.ENCODER_PREFIX) for n in common)
     for name in common:
         assert not np.array_equal(rebuilt[name], before[name]), name
-    total = lambda arrays: sum(a.size for a in arrays.values())  # noqa: E731
+
+    def total(arrays: Mapping[str, np.ndarray]) -> int:
+        return sum(a.size for a in arrays.values())
+
     assert second["param_change_ratio"] == pytest.approx(total(rebuilt) / total(before))
 
 
@@ -457,9 +469,11 @@ def test_an_invalid_registration_is_rejected_with_a_reason_and_the_client_exclud
 
     # Assert: the run went on without client 2 and says why.
     assert [r.status for r in history] == ["ok", "ok"]
-    assert 2 in server.rejected and 2 not in server.registry
+    assert 2 in server.rejected
+    assert 2 not in server.registry
     assert re.search(reason, server.rejected[2]), server.rejected[2]
-    assert server.model is not None and "c" not in server.model.graph.nodes
+    assert server.model is not None
+    assert "c" not in server.model.graph.nodes
     delivered_to_2 = [(r, m.kind) for r, c, m in grid.sent if c == 2]
     assert delivered_to_2 == [(1, REGISTER)]  # asked once, never trained
     assert server.artifacts()["rejected"] == {"2": server.rejected[2]}
@@ -482,7 +496,8 @@ def test_a_newcomer_contradicting_a_known_cardinality_is_rejected_without_crashi
 
     # Assert
     assert 2 in server.rejected
-    assert server.model is not None and server.model.graph.cardinalities["b"] == 3
+    assert server.model is not None
+    assert server.model.graph.cardinalities["b"] == 3
 
 
 # --------------------------------------------------------------------------- early stopping and the best model
@@ -593,12 +608,13 @@ def test_ties_on_the_task_loss_are_broken_by_the_whole_loss(make_task, make_para
 
 def test_a_round_without_validation_rows_is_ignored_by_selection_and_patience(make_task, make_params) -> None:
     # Execute: round 3's replies hold no validation rows (a weighted mean of nothing).
-    _, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2, silent_rounds=frozenset({3}))
+    _, _server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2, silent_rounds=frozenset({3}))
 
     # Assert: round 2's model stays the best; rounds 4 and 5 exhaust the patience.
     assert history[-1].metrics["best_round"] == 1.0
     assert len(history) == 5
-    assert "val_loss" not in history[2].metrics and "val_task_loss" not in history[2].metrics
+    assert "val_loss" not in history[2].metrics
+    assert "val_task_loss" not in history[2].metrics
 
 
 def test_patience_zero_disables_early_stopping(make_task, make_params) -> None:
@@ -631,7 +647,7 @@ def test_the_final_evaluation_tests_the_best_model(make_task, make_params) -> No
 
 def test_intermediate_evaluations_test_the_current_model(make_task, make_params) -> None:
     # Prepare / Execute
-    task, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2)
+    _task, _server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2)
 
     # Assert: round 3 reported the model of that moment, not the best one; no final metrics yet.
     assert "full_intervention_accuracy" not in history[2].metrics
@@ -660,7 +676,7 @@ def test_a_client_with_nothing_to_validate_does_not_dilute_the_validation_loss(m
     params = make_params("cbm", growth="static")
     servers = [FCMServer(task, params) for _ in range(2)]
     grids = [RecordingGrid(_factory(task, params)) for _ in range(2)]
-    for server, grid in zip(servers, grids):
+    for server, grid in zip(servers, grids, strict=True):
         _round(server, grid, 1, [0])
 
     # Execute: round 2 with and without client 1 (client 0 validates the same model either way).
@@ -710,7 +726,8 @@ def test_state_dict_round_trips_through_load_state_dict(make_task, make_params) 
     assert set(again.arrays) == set(state.arrays)
     for name, array in state.arrays.items():
         np.testing.assert_array_equal(again.arrays[name], array, err_msg=name)
-    assert restored.registry == server.registry and restored.changes == server.changes
+    assert restored.registry == server.registry
+    assert restored.changes == server.changes
 
 
 @pytest.mark.parametrize("family", ["cbm", "cgm"])
@@ -730,7 +747,8 @@ def test_resuming_from_a_checkpoint_continues_like_an_uninterrupted_run(
     # Assert
     assert _comparable(history) == _comparable(expected)
     a, b = model_to_arrays(whole.model), model_to_arrays(resumed.model)
-    assert set(a) == set(b) and all(np.array_equal(a[n], b[n]) for n in a)
+    assert set(a) == set(b)
+    assert all(np.array_equal(a[n], b[n]) for n in a)
 
 
 @pytest.mark.parametrize("growth", ["grow", "reinit"])
@@ -749,5 +767,6 @@ def test_resuming_before_a_growth_continues_like_an_uninterrupted_run(
 
     # Assert
     a, b = model_to_arrays(whole.model), model_to_arrays(resumed.model)
-    assert set(a) == set(b) and all(np.array_equal(a[n], b[n]) for n in a)
+    assert set(a) == set(b)
+    assert all(np.array_equal(a[n], b[n]) for n in a)
     assert _comparable(history) == _comparable(expected)

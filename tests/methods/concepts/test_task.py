@@ -114,4 +114,5 @@ def test_encode_graph_is_compact_json_fit_for_message_config() -> None:
     # Assert: a plain JSON string (a config value), no whitespace padding.
     spec = json.loads(text)
     assert set(spec) == {"nodes", "task", "cardinalities", "parents"}
-    assert " " not in text and "\n" not in text
+    assert " " not in text
+    assert "\n" not in text

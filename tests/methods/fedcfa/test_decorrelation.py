@@ -56,7 +56,8 @@ def test_a_constant_factor_counts_as_uncorrelated_and_keeps_gradients_finite() -
     value.backward()
     # Assert: pairs (a, 2a) = 1, (a, 0) = (2a, 0) = 0
     assert float(value.detach()) == pytest.approx(1.0 / 3.0, rel=1e-4)
-    assert z.grad is not None and torch.isfinite(z.grad).all()
+    assert z.grad is not None
+    assert torch.isfinite(z.grad).all()
 
 
 def test_the_variance_floor_bounds_the_gradient_of_a_nearly_dead_unit() -> None:

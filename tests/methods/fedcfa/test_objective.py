@@ -117,8 +117,8 @@ def test_the_scorer_is_a_frozen_copy_untouched_by_training() -> None:
     optimizer.step()
     # Assert
     assert all(not p.requires_grad and p.grad is None for p in frozen.parameters())
-    assert all(torch.equal(a, b) for a, b in zip(frozen.parameters(), before))
-    assert any(not torch.equal(a, b) for a, b in zip(decoder.parameters(), before))
+    assert all(torch.equal(a, b) for a, b in zip(frozen.parameters(), before, strict=True))
+    assert any(not torch.equal(a, b) for a, b in zip(decoder.parameters(), before, strict=True))
     assert not frozen.training
 
 

@@ -38,7 +38,7 @@ def test_every_field_is_documented_and_describable() -> None:
     docs = parameter_docs(FedCFAParams)
     # Assert
     assert set(docs) == set(FedCFAParams.model_fields)
-    for name, field in FedCFAParams.model_fields.items():
+    for field in FedCFAParams.model_fields.values():
         assert describe_type(field.annotation, field.metadata)
         assert describe_default(field)
 

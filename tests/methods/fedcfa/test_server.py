@@ -99,7 +99,8 @@ def test_the_cache_keeps_every_clients_latest_means_so_a_client_not_sampled_last
     assert after_two["avg_x"].shape == (3, 2)
     np.testing.assert_allclose(after_two["avg_y"].mean(axis=0), [2 / 6, 3 / 6, 1 / 6], atol=1e-6)
     np.testing.assert_allclose(after_two["avg_x"].mean(), (0.0 * 2 + 1.0 * 3 + 2.0 * 1) / 6, atol=1e-6)
-    assert sorted(server.cache) == [0, 1, 2] and len(server.cache[0]["chunk_x"]) == 1
+    assert sorted(server.cache) == [0, 1, 2]
+    assert len(server.cache[0]["chunk_x"]) == 1
     assert server.average["avg_x"].shape == (3, 2)
     assert (server.average["avg_y"][:, 0] == 0).all(), "client 0's class-0 means were replaced"
 

@@ -12,7 +12,7 @@ def test_default_split_of_an_mlp_is_after_the_first_hidden_activation() -> None:
     # Prepare
     model = build_model(ModelParams(hidden=[5, 7]), (2, 3), 4)
     # Execute
-    encoder, decoder = split_model(model)
+    encoder, _decoder = split_model(model)
     # Assert
     assert default_split(model) == 3
     assert isinstance(encoder[-1], nn.ReLU)
@@ -26,7 +26,8 @@ def test_default_split_of_a_cnn_is_after_the_first_block_and_factors_are_its_cha
     encoder, decoder = split_model(model)
     # Assert: the decoder is the second block and the classifier, more than one linear layer
     assert [type(m) for m in encoder] == [nn.Conv2d, nn.ReLU, nn.MaxPool2d]
-    assert isinstance(decoder[0], nn.Conv2d) and isinstance(decoder[-1], nn.Linear)
+    assert isinstance(decoder[0], nn.Conv2d)
+    assert isinstance(decoder[-1], nn.Linear)
     assert encoder(torch.zeros(2, 1, 8, 8)).shape == (2, 3, 4, 4)
 
 
@@ -58,5 +59,5 @@ def test_models_without_a_default_split_or_not_sequential_are_rejected() -> None
     # Execute / Assert
     with pytest.raises(ValueError, match="set split"):
         split_model(linear)
-    with pytest.raises(TypeError, match="nn.Sequential"):
+    with pytest.raises(TypeError, match=r"nn\.Sequential"):
         split_model(nn.Linear(4, 3), 1)

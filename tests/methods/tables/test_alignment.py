@@ -48,7 +48,7 @@ def test_a_passive_party_learns_its_own_rows_in_common_and_their_positions_only(
     # Execute
     _, served = align(ACTIVE, PASSIVE, seed=0)
     # Assert
-    for ids, (rows, positions) in zip(PASSIVE, served):
+    for ids, (rows, positions) in zip(PASSIVE, served, strict=True):
         common = sorted(set(ids) & set(ACTIVE))
         assert [ids[r] for r in rows] == common
         assert [ACTIVE[p] for p in positions] == common

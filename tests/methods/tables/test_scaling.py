@@ -18,7 +18,8 @@ def test_combined_moments_are_the_pooled_mean_and_std() -> None:
     # Execute
     scaling = combine([moments(x) for x in sites])
     # Assert
-    assert np.allclose(scaling.mean, pooled.mean(axis=0)) and np.allclose(scaling.std, pooled.std(axis=0))
+    assert np.allclose(scaling.mean, pooled.mean(axis=0))
+    assert np.allclose(scaling.std, pooled.std(axis=0))
 
 
 def test_a_site_sends_its_count_sums_and_sums_of_squares_only() -> None:
@@ -39,4 +40,5 @@ def test_one_round_over_a_grid_scales_every_site_by_the_pooled_statistics() -> N
     # Assert
     assert server.scaling is not None
     scaled = np.concatenate([server.scaling.apply(x) for x in sites])
-    assert np.allclose(scaled.mean(axis=0), 0, atol=1e-5) and np.allclose(scaled.std(axis=0), 1, atol=1e-5)
+    assert np.allclose(scaled.mean(axis=0), 0, atol=1e-5)
+    assert np.allclose(scaled.std(axis=0), 1, atol=1e-5)

@@ -55,7 +55,9 @@ def test_sampled_subsets_hold_the_party_have_the_size_and_stay_within_the_presen
     subsets = sample_subsets(present, 1, 3, generator)
 
     # Assert: the two other members are a uniform pair of {0, 3, 4}
-    assert subsets[:, 1].all() and (subsets.sum(1) == 3).all() and not subsets[:, 2].any()
+    assert subsets[:, 1].all()
+    assert (subsets.sum(1) == 3).all()
+    assert not subsets[:, 2].any()
     frequencies = subsets[:, [0, 3, 4]].float().mean(0)
     torch.testing.assert_close(frequencies, torch.full((3,), 2 / 3), atol=0.03, rtol=0)
 
@@ -91,7 +93,8 @@ def test_vanilla_trains_on_fully_aligned_labeled_rows_plug_and_laser_on_every_la
 ) -> None:
     rows = fully_aligned_labeled_rows(tiny_data.train)
     assert len(rows) > 0
-    assert tiny_data.train.present[rows].all() and (tiny_data.train.y[rows] >= 0).all()
+    assert tiny_data.train.present[rows].all()
+    assert (tiny_data.train.y[rows] >= 0).all()
     assert set(rows) < set(tiny_data.train.labeled)
     np.testing.assert_array_equal(Concatenation().train_rows(tiny_data.train), rows)
     np.testing.assert_array_equal(
@@ -103,7 +106,11 @@ def test_vanilla_trains_on_fully_aligned_labeled_rows_plug_and_laser_on_every_la
 def test_plug_dropout_zeroes_passive_embeddings_only() -> None:
     # Prepare: a head that records its input
     seen = []
-    head = lambda flat: seen.append(flat) or torch.zeros(len(flat), 2, requires_grad=True)  # noqa: E731
+
+    def head(flat: torch.Tensor) -> torch.Tensor:
+        seen.append(flat)
+        return torch.zeros(len(flat), 2, requires_grad=True)
+
     embeddings = torch.ones(500, 3, 2)
 
     # Execute
@@ -144,7 +151,9 @@ def test_vanilla_zero_fills_the_blocks_a_party_does_not_hold(tiny_data: Vertical
 def test_local_predicts_the_majority_class_where_the_active_party_is_absent() -> None:
     # Prepare
     present = torch.tensor([[True, True], [False, True], [False, True]])
-    head = lambda e: torch.tensor([[0.0, 5.0]] * len(e))  # noqa: E731
+
+    def head(e: torch.Tensor) -> torch.Tensor:
+        return torch.tensor([[0.0, 5.0]] * len(e))
 
     # Execute
     votes = Local().votes(head, torch.zeros(3, 2, 4), present, fallback=0)  # type: ignore[arg-type]
@@ -191,7 +200,7 @@ def test_every_baseline_trains_and_evaluates_without_raw_features_leaving(tiny_d
     # Assert
     assert 0.0 <= records[-1].metrics["accuracy"] <= 1.0
     assert (len(grid.transfers) == 0) == (build is build_local)
-    for direction, _, message in grid.transfers:
+    for _, _, message in grid.transfers:
         assert set(message.arrays) <= {"rows", "grad.embedding", "embedding"}
         for name, array in message.arrays.items():
             if name != "rows":
@@ -223,7 +232,11 @@ def test_plug_trains_on_every_labeled_row_in_every_training_setting(missingness:
 def test_plug_sees_absent_passive_parties_as_zero_embeddings() -> None:
     # Prepare: a head that records its input; party 2 absent from the second row
     seen = []
-    head = lambda flat: seen.append(flat) or torch.zeros(len(flat), 2, requires_grad=True)  # noqa: E731
+
+    def head(flat: torch.Tensor) -> torch.Tensor:
+        seen.append(flat)
+        return torch.zeros(len(flat), 2, requires_grad=True)
+
     present = torch.tensor([[True, True, True], [True, True, False]])
     embeddings = torch.ones(2, 3, 2) * present[..., None]
 
@@ -271,7 +284,7 @@ def test_baselines_are_selected_on_validation_never_on_test_rows(validated_data:
     server, records, _ = train(validated_data, build, params, rounds=5)
     shuffled, shuffled_records, _ = train(with_shuffled_test_labels(validated_data), build, params, rounds=5)
     selected = server.artifacts()["selected_round"]
-    stopped_there, prefix, _ = train(validated_data, build, params, rounds=selected)
+    _stopped_there, prefix, _ = train(validated_data, build, params, rounds=selected)
 
     # Assert: test labels change nothing in the selection; the tested model is the selected round's
     assert [r.metrics["validation_accuracy"] for r in records] == [
@@ -288,11 +301,12 @@ def test_training_stops_after_patience_rounds_without_a_better_validation_accura
     params = params_of(build_laser, patience=2, lr=1e-12)
 
     # Execute
-    server, records, grid = train(validated_data, build_laser, params, rounds=6)
+    server, records, _grid = train(validated_data, build_laser, params, rounds=6)
 
     # Assert: rounds 2 and 3 do not beat round 1, so rounds 4 to 6 neither train nor validate
     artifacts = server.artifacts()
-    assert artifacts["selected_round"] == 1 and artifacts["stopped_early"]
+    assert artifacts["selected_round"] == 1
+    assert artifacts["stopped_early"]
     assert artifacts["optimizer_steps"] == 3 * math.ceil(artifacts["training_rows"] / 8)
     assert [("validation_accuracy" in r.metrics) for r in records] == [True] * 3 + [False] * 3
     assert all(0.0 <= r.metrics["accuracy"] <= 1.0 for r in records)

@@ -1,5 +1,7 @@
 """Specification of the importance-weighted bound and of SNIS, on FALSE-VFL's own model."""
 
+from itertools import pairwise
+
 import numpy as np
 import torch
 
@@ -28,7 +30,7 @@ def bound_samples(model: ActiveModel, x: torch.Tensor, kappa: int, repeats: int,
 
 
 def brute_force_log_evidence(model: ActiveModel, x: torch.Tensor) -> float:
-    """log of the double integral of p(z) p(h | z) p(x | h) on a fine grid."""
+    """Log of the double integral of p(z) p(h | z) p(x | h) on a fine grid."""
     grid = torch.linspace(-12, 12, 2401, dtype=torch.float64)
     step = float(grid[1] - grid[0])
     with torch.no_grad():
@@ -64,7 +66,7 @@ def test_the_bound_grows_with_kappa_on_average_and_stays_below_the_evidence() ->
     means = [float(bound_samples(model, x, kappa, repeats=4000, seed=kappa).mean()) for kappa in (1, 2, 5, 20, 100)]
 
     # Assert
-    assert all(a < b for a, b in zip(means, means[1:]))
+    assert all(a < b for a, b in pairwise(means))
     assert means[-1] < exact + 0.01
 
 

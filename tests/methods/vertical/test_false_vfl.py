@@ -95,7 +95,8 @@ def test_stage_one_trains_everyone_and_stage_two_predicts(tiny_data: VerticalDat
     assert records[0].metrics["iwae_bound"] < records[1].metrics["iwae_bound"]
     assert "accuracy" not in records[0].metrics
     # stage 2: labeled posteriors once, then one exchange of samples per round; predicting takes two
-    assert records[2].trips == 2 + 2 and records[3].trips == 1 + 2
+    assert records[2].trips == 2 + 2
+    assert records[3].trips == 1 + 2
     assert 0.0 <= records[3].metrics["accuracy"] <= 1.0
 
 
@@ -109,7 +110,8 @@ def test_the_same_seed_gives_the_same_results(tiny_data: VerticalData) -> None:
 def test_product_of_experts_fusion_also_trains(tiny_data: VerticalData) -> None:
     records = []
     run(tiny_data, PARAMS.model_copy(update={"fusion": "poe"}), rounds=3, on_round=records.append)
-    assert np.isfinite(records[0].metrics["iwae_bound"]) and "accuracy" in records[-1].metrics
+    assert np.isfinite(records[0].metrics["iwae_bound"])
+    assert "accuracy" in records[-1].metrics
 
 
 def test_the_exchanged_gradients_equal_those_of_one_joint_computation(tiny_data: VerticalData) -> None:
@@ -193,7 +195,8 @@ def test_runs_record_validation_rows_selected_round_and_optimizer_steps_of_both_
 
     # Assert: 60 rows in batches of 16 -> 4 steps per stage-1 round; 15 labeled rows -> 1 batch x 2 passes per stage-2 round
     artifacts = server.artifacts()
-    assert artifacts["validation_rows"] == 5 and artifacts["selected_round"] in (3, 4, 5)
+    assert artifacts["validation_rows"] == 5
+    assert artifacts["selected_round"] in (3, 4, 5)
     assert (artifacts["stage1_steps"], artifacts["classifier_steps"]) == (2 * 4, 3 * 2)
     assert artifacts["optimizer_steps"] == 8 + 6
 
@@ -218,7 +221,8 @@ def test_random_subsets_stay_within_the_present_parties_and_keep_at_least_one() 
     subsets = random_subsets(present, 0.5, torch.Generator().manual_seed(2))
 
     # Assert: a full row of four keeps each party with probability 1/2 (a little more: at least one is kept)
-    assert (subsets <= present).all() and subsets.any(1).all()
+    assert (subsets <= present).all()
+    assert subsets.any(1).all()
     full = present.all(1)
     assert 0.5 < subsets[full].float().mean() < 0.56
 
@@ -229,7 +233,7 @@ def test_party_subsets_add_a_subset_bound_in_stage_one_and_subset_rows_in_stage_
 
     # Execute
     server, records, grid = train(tiny_data, build_false_vfl, params, rounds=3)
-    _, plain_records, plain_grid = train(tiny_data, build_false_vfl, PARAMS, rounds=3)
+    _, _plain_records, plain_grid = train(tiny_data, build_false_vfl, PARAMS, rounds=3)
 
     # Assert: stage 1 sends the samples of both bounds together (2 kappa); stage 2 asks for fewer log-likelihoods
     def loglik_requests(grid: RecordingGrid, kind: str) -> list[Message]:
@@ -241,5 +245,6 @@ def test_party_subsets_add_a_subset_bound_in_stage_one_and_subset_rows_in_stage_
     stage2 = [m for m in loglik_requests(grid, "evaluate") if m.config["split"] == "train"]
     plain_stage2 = [m for m in loglik_requests(plain_grid, "evaluate") if m.config["split"] == "train"]
     assert sum(len(m.arrays["rows"]) for m in stage2) < sum(len(m.arrays["rows"]) for m in plain_stage2)
-    assert np.isfinite(records[0].metrics["iwae_bound"]) and 0.0 <= records[-1].metrics["accuracy"] <= 1.0
+    assert np.isfinite(records[0].metrics["iwae_bound"])
+    assert 0.0 <= records[-1].metrics["accuracy"] <= 1.0
     assert server.artifacts()["party_subsets"] is True

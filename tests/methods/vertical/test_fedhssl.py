@@ -1,7 +1,6 @@
 """Specification of FedHSSL's protocol: what crosses, which rows train, zero-filling, averaging, determinism."""
 
 import numpy as np
-import pytest
 import torch
 
 from fedmosaic.data.missingness import Missingness
@@ -93,7 +92,9 @@ def test_every_party_receives_the_mean_of_its_own_and_the_uploaded_top_layers(
     # Assert
     uploads = [m.arrays for d, _, m in grid.transfers if d == "up" and "encoder.2.weight" in m.arrays]
     averages = [m.arrays for _, m in sent(grid, "average")]
-    assert len(own) == 1 and len(uploads) == 2 and len(averages) == 2
+    assert len(own) == 1
+    assert len(uploads) == 2
+    assert len(averages) == 2
     assert not any(name.startswith("encoder.0.") for name in averages[0])
     for name, value in own[0].items():
         expected = (value + uploads[0][name] + uploads[1][name]) / 3
@@ -127,21 +128,23 @@ def test_a_passive_party_loads_the_average_and_keeps_its_input_layer(tiny_data: 
 def test_fine_tuning_trains_on_fully_aligned_labeled_rows_only(tiny_data: VerticalData) -> None:
     expected = fully_aligned_labeled_rows(tiny_data.train)
 
-    records, grid = run(tiny_data, 4)
+    _records, grid = run(tiny_data, 4)
 
     trained = [m.arrays["rows"] for _, m in sent(grid, "embed") if m.config["train"]]
-    assert len(expected) > 0 and trained
+    assert len(expected) > 0
+    assert trained
     for rows in trained:
         assert set(rows) <= set(expected)
     assert set(np.concatenate(trained)) == set(expected)
 
 
 def test_test_rows_are_zero_filled_and_embedded_by_every_party(tiny_data: VerticalData) -> None:
-    records, grid = run(tiny_data, 3)
+    _records, grid = run(tiny_data, 3)
 
     evaluations = [(c, m) for c, m in sent(grid, "embed") if not m.config["train"]]
     test_rows = len(tiny_data.tests["MCAR 3"])
-    assert evaluations and all(m.config["zero_fill"] and len(m.arrays["rows"]) == test_rows for _, m in evaluations)
+    assert evaluations
+    assert all(m.config["zero_fill"] and len(m.arrays["rows"]) == test_rows for _, m in evaluations)
     replies = [m for d, _, m in grid.transfers if d == "up" and m.kind == "evaluate"]
     assert all(r.arrays["embedding"].shape == (test_rows, 4) for r in replies)
 
@@ -158,7 +161,8 @@ def test_no_accuracy_is_reported_during_pretraining(tiny_data: VerticalData) -> 
     records, _ = run(tiny_data, 3)
 
     assert [("accuracy" in r.metrics) for r in records] == [False, False, True]
-    assert "cross_party_loss" in records[0].metrics and "local_ssl_loss" in records[0].metrics
+    assert "cross_party_loss" in records[0].metrics
+    assert "local_ssl_loss" in records[0].metrics
 
 
 def test_the_same_seed_gives_the_same_numbers_and_another_seed_others(tiny_data: VerticalData) -> None:

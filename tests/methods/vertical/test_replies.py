@@ -209,4 +209,5 @@ def test_a_row_whose_only_posterior_was_dropped_gets_the_standard_normal(tiny_da
         mean, logvar = server._fuse(local, local.heard)
 
     # Assert
-    assert torch.equal(mean, torch.zeros(len(rows), 4)) and torch.equal(logvar, torch.zeros(len(rows), 4))
+    assert torch.equal(mean, torch.zeros(len(rows), 4))
+    assert torch.equal(logvar, torch.zeros(len(rows), 4))

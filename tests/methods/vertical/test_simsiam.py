@@ -30,7 +30,8 @@ def test_negative_cosine_is_minus_the_cosine_and_stops_the_target_gradient() -> 
 
     # Assert: cos = 24/25 and 0, averaged over the rows
     assert float(loss.detach()) == pytest.approx(-(24 / 25 + 0) / 2)
-    assert z.grad is None and p.grad is not None
+    assert z.grad is None
+    assert p.grad is not None
 
 
 def test_cross_party_loss_averages_every_prediction_against_every_other_projection() -> None:

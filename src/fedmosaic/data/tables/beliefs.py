@@ -15,7 +15,7 @@ BELIEF_COLUMNS = ["parent", "child", "confidence"]
 
 
 def read_belief(path: str, names: tuple[str, ...], field: str) -> ConfidenceMatrix:
-    """The confidence matrix a site believes in, over the concepts it labels.
+    r"""The confidence matrix a site believes in, over the concepts it labels.
 
     A row ``parent,child,confidence`` is the belief in the edge
     ``parent -> child``; pairs without a row have belief 0. Each confidence
@@ -41,7 +41,7 @@ def read_belief(path: str, names: tuple[str, ...], field: str) -> ConfidenceMatr
     --------
     >>> import tempfile, pathlib
     >>> file = pathlib.Path(tempfile.mkdtemp()) / "graph.csv"
-    >>> _ = file.write_text("parent,child,confidence\\nsmoke,lung,0.9\\n")
+    >>> _ = file.write_text("parent,child,confidence\nsmoke,lung,0.9\n")
     >>> read_belief(str(file), ("lung", "smoke"), "tables.sites.1.graph").values.tolist()
     [[0.0, 0.0], [0.9, 0.0]]
     """
@@ -52,7 +52,7 @@ def read_belief(path: str, names: tuple[str, ...], field: str) -> ConfidenceMatr
     position = {n: i for i, n in enumerate(names)}
     values = np.zeros((len(names), len(names)))
     seen: set[tuple[str, str]] = set()
-    for row, (parent, child) in enumerate(zip(table.text("parent"), table.text("child"))):
+    for row, (parent, child) in enumerate(zip(table.text("parent"), table.text("child"), strict=True)):
         for node in (parent, child):
             if node not in position:
                 raise ConfigError(

@@ -62,7 +62,7 @@ class Table:
     def numbers(self, columns: list[str], dtype: type = np.float32) -> np.ndarray:
         """The ``columns`` as ``dtype`` (default float32) ``(n, len(columns))``; every cell must be a finite number."""
         self.require(columns)
-        out = np.empty((len(self), len(columns)), dtype=dtype)
+        out: np.ndarray = np.empty((len(self), len(columns)), dtype=dtype)
         for k, column in enumerate(columns):
             text = self.cells[column]
             values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
@@ -101,7 +101,7 @@ class Table:
 
 
 def read_table(path: str, field: str) -> Table:
-    """Read a CSV or Parquet table, every cell as text.
+    r"""Read a CSV or Parquet table, every cell as text.
 
     Parameters
     ----------
@@ -119,7 +119,7 @@ def read_table(path: str, field: str) -> Table:
     --------
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "site.csv").write_text("age,smoke\\n41,yes\\n57,\\n")
+    >>> _ = (folder / "site.csv").write_text("age,smoke\n41,yes\n57,\n")
     >>> table = read_table(str(folder / "site.csv"), "tables.sites.0.file")
     >>> table.numbers(["age"]).ravel().tolist(), table.categories("smoke", ["no", "yes"], "tables.concepts.smoke").tolist()
     ([41.0, 57.0], [1, -1])

@@ -9,6 +9,7 @@ logic is rebuilt for each message by the caller's ``logic_for``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context
@@ -18,7 +19,7 @@ from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.flower.grid import PARTITION, PARTITION_QUERY
 from fedmosaic.federation.flower.records import from_record_dict, to_record_dict
 from fedmosaic.federation.logic import ClientContext, ClientLogic
-from fedmosaic.federation.message import ConfigValue, Message
+from fedmosaic.federation.message import ConfigValue, Message, as_int
 from fedmosaic.federation.state import ClientState
 from fedmosaic.seeding import derive_seed
 
@@ -62,13 +63,13 @@ def handle_flower_message(message: FlowerMessage, context: Context, logic_for: L
     if received.kind == PARTITION_QUERY:
         reply = Message(kind=PARTITION_QUERY, config={PARTITION: partition})
         return FlowerMessage(to_record_dict(reply), reply_to=message)
-    if int(header["client"]) != partition:
+    if as_int(header["client"]) != partition:
         raise FedmosaicError(f"message for client {header['client']} reached the node of partition {partition}")
-    rnd = int(header["round"])
+    rnd = as_int(header["round"])
     key = str(header["job"])
     state = load_state(context, key)
     logic = logic_for(header, partition, context)
-    client_context = ClientContext(partition, rnd, derive_seed(int(header["seed"]), rnd, partition, "client"))
+    client_context = ClientContext(partition, rnd, derive_seed(as_int(header["seed"]), rnd, partition, "client"))
     reply = logic.handle(received.read_only(), state, client_context)
     save_state(context, key, state)
     return FlowerMessage(to_record_dict(reply), reply_to=message)
@@ -80,7 +81,8 @@ def load_state(context: Context, key: str) -> ClientState:
     config = context.state.config_records.get(f"{key}/config")
     return ClientState(
         arrays={name: array.numpy() for name, array in (arrays or {}).items()},
-        config=dict(config or {}),
+        # written by save_state from a ClientState: its values are ConfigValues
+        config=cast("dict[str, ConfigValue]", dict(config or {})),
     )
 
 

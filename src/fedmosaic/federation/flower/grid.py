@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from flwr.app import Message as FlowerMessage
 from flwr.serverapp import Grid as FlowerGridApi
+from typing_extensions import override
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.flower.records import category, from_record_dict, to_record_dict
 from fedmosaic.federation.grid import Grid
-from fedmosaic.federation.message import ConfigValue, Message
+from fedmosaic.federation.message import ConfigValue, Message, as_int
 
 PARTITION_QUERY = "query.fedmosaic-partition"
 """Kind of the bridge's own message asking a node which partition it serves."""
@@ -97,6 +98,7 @@ class FlowerGrid(Grid):
         self._connected = False
         self.lost: list[LostReply] = []
 
+    @override
     def send_and_receive(
         self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
     ) -> dict[int, Message]:
@@ -185,7 +187,7 @@ class FlowerGrid(Grid):
             if answer.has_error():
                 log.warning("node %d did not say which partition it serves: %s", node, answer.error.reason)
                 continue
-            partition = int(from_record_dict(answer.content)[0].config[PARTITION])
+            partition = as_int(from_record_dict(answer.content)[0].config[PARTITION])
             if partition in self._nodes:
                 raise FedmosaicError(f"nodes {self._nodes[partition]} and {node} both serve partition {partition}")
             self._nodes[partition] = node

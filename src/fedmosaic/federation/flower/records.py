@@ -11,9 +11,11 @@ not part of what the method sends, and is not counted in ``Message.nbytes``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, MetricRecord, RecordDict
+from flwr.app.typing import ConfigRecordValues
 
 from fedmosaic.federation.message import ConfigValue, Message
 
@@ -55,12 +57,12 @@ def to_record_dict(message: Message, header: Mapping[str, ConfigValue] | None = 
         Records ``fedmosaic.arrays``, ``fedmosaic.config``, ``fedmosaic.metrics``
         and ``fedmosaic.header``.
     """
-    head: dict[str, ConfigValue] = {**(header or {}), KIND: message.kind}
+    head: dict[str, ConfigRecordValues] = {**(header or {}), KIND: message.kind}
     arrays = ArrayRecord({name: Array(np.asarray(array)) for name, array in message.arrays.items()})
     return RecordDict(
         {
             ARRAYS: arrays,
-            CONFIG: ConfigRecord(dict(message.config)),
+            CONFIG: ConfigRecord({**message.config}),
             METRICS: MetricRecord(dict(message.metrics)),
             HEADER: ConfigRecord(head),
         }
@@ -80,7 +82,7 @@ def from_record_dict(content: RecordDict) -> tuple[Message, dict[str, ConfigValu
     ValueError
         If a record is missing or of the wrong type.
     """
-    records = {
+    records: dict[str, Mapping[str, object]] = {
         ARRAYS: content.array_records,
         CONFIG: content.config_records,
         METRICS: content.metric_records,
@@ -89,12 +91,14 @@ def from_record_dict(content: RecordDict) -> tuple[Message, dict[str, ConfigValu
     for name, group in records.items():
         if name not in group:
             raise ValueError(f"not a fedmosaic message: record {name!r} is missing")
-    header = dict(content.config_records[HEADER])
+    # Flower's records admit more (bytes, lists of numbers as metrics) than a Message declares; what a
+    # party sent is typed as declared here and checked before use (check_reply drops what does not fit).
+    header = cast("dict[str, ConfigValue]", dict(content.config_records[HEADER]))
     kind = str(header.pop(KIND))
     message = Message(
         arrays={name: array.numpy() for name, array in content.array_records[ARRAYS].items()},
-        config=dict(content.config_records[CONFIG]),
-        metrics=dict(content.metric_records[METRICS]),
+        config=cast("dict[str, ConfigValue]", dict(content.config_records[CONFIG])),
+        metrics=cast("dict[str, float]", dict(content.metric_records[METRICS])),
         kind=kind,
     )
     return message, header

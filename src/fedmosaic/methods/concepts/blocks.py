@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from fedmosaic.methods.concepts.model_params import ConceptModelParams
 from fedmosaic.methods.concepts.slots import Fill, Slot, leaky_mlp, rewire_grouped_outputs, rewire_inputs
@@ -69,7 +70,7 @@ class NodeOutput(NamedTuple):
 class NodeBlock(nn.Module, ABC):
     """A node's module: logits (and maybe value embeddings) from the encoding and its slots."""
 
-    def __init__(self, spec: NodeSpec) -> None:
+    def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
         super().__init__()
         self.cardinality = spec.cardinality
 
@@ -95,18 +96,21 @@ class MLPHead(NodeBlock):
     """
 
     def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
-        super().__init__(spec)
+        super().__init__(spec, params)
         self.layers = leaky_mlp([spec.width, *spec.hidden, spec.cardinality])
 
+    @override
     @staticmethod
     def message_width(cardinality: int, params: ConceptModelParams) -> int:
         return cardinality
 
+    @override
     def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
         return NodeOutput(self.layers(inputs), None)
 
+    @override
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
-        rewire_inputs(self.layers[0], before, after, fill)
+        rewire_inputs(_linear(self.layers, 0), before, after, fill)
 
 
 class EmbeddingHead(NodeBlock):
@@ -118,22 +122,25 @@ class EmbeddingHead(NodeBlock):
     """
 
     def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
-        super().__init__(spec)
+        super().__init__(spec, params)
         self.embedding_size = params.embedding_size
         values = spec.cardinality * params.embedding_size
         self.values = leaky_mlp([spec.width, values], activate_output=True)
         self.scorer = nn.Linear(values, spec.cardinality)
 
+    @override
     @staticmethod
     def message_width(cardinality: int, params: ConceptModelParams) -> int:
         return params.embedding_size
 
+    @override
     def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
         values = self.values(inputs)
         return NodeOutput(self.scorer(values), values.view(-1, self.cardinality, self.embedding_size))
 
+    @override
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
-        rewire_inputs(self.values[0], before, after, fill)
+        rewire_inputs(_linear(self.values, 0), before, after, fill)
 
 
 class ScoredEmbeddingHead(EmbeddingHead):
@@ -144,10 +151,12 @@ class ScoredEmbeddingHead(EmbeddingHead):
     probabilities, not the mixed embeddings.
     """
 
+    @override
     @staticmethod
     def message_width(cardinality: int, params: ConceptModelParams) -> int:
         return cardinality
 
+    @override
     def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
         return NodeOutput(super().forward(encoding, inputs).logits, None)
 
@@ -161,16 +170,27 @@ class WeightGenerator(NodeBlock):
     """
 
     def __init__(self, spec: NodeSpec, params: ConceptModelParams) -> None:
-        super().__init__(spec)
+        super().__init__(spec, params)
         self.generator = leaky_mlp([params.encoder_hidden, params.decoder_hidden, spec.cardinality * spec.width])
 
+    @override
     @staticmethod
     def message_width(cardinality: int, params: ConceptModelParams) -> int:
         return cardinality
 
+    @override
     def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
         weights = self.generator(encoding).view(len(encoding), self.cardinality, inputs.shape[1])
         return NodeOutput(torch.einsum("nvp,np->nv", weights, inputs), None)
 
+    @override
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
-        rewire_grouped_outputs(self.generator[-1], self.cardinality, before, after, fill)
+        rewire_grouped_outputs(_linear(self.generator, -1), self.cardinality, before, after, fill)
+
+
+def _linear(layers: nn.Sequential, index: int) -> nn.Linear:
+    """Layer ``index`` of ``layers``, a :func:`leaky_mlp`'s first or (without output activation) last Linear."""
+    layer = layers[index]
+    if not isinstance(layer, nn.Linear):
+        raise TypeError(f"layer {index} is a {type(layer).__name__}, not a Linear")
+    return layer

@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, derive_rng
+from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.concepts.models import ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.objective import Objective
@@ -46,6 +48,7 @@ class FCMClient(ClientLogic):
         self._model: ConceptModel | None = None
         self._model_graph = ""
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         if message.kind == REGISTER:
             return self._register(context)
@@ -108,7 +111,7 @@ class FCMClient(ClientLogic):
             **validation,
         }
         if self._train.dp_noise_multiplier > 0:
-            rounds = int(state.config.get("dp_rounds", 0)) + 1
+            rounds = as_int(state.config.get("dp_rounds", 0)) + 1
             state.config["dp_rounds"] = rounds
             metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._data.train), rounds)
         return Message(arrays=uploaded, metrics=metrics)

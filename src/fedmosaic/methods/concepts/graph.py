@@ -35,6 +35,7 @@ from fedmosaic.errors import FedmosaicError
 
 T = TypeVar("T")
 
+
 @dataclass(frozen=True, eq=False)
 class FusedGraph:
     """The server's graph over the global concepts, with the votes behind it.
@@ -95,7 +96,8 @@ def _client_shares(weights: Sequence[float], clients: int) -> np.ndarray:
     if bad.any():
         k = int(np.argmax(bad))
         raise FedmosaicError(f"weights: must be finite and > 0 (got {shares[k]:.6g} for client {k})")
-    return shares / shares.sum()
+    normalised: np.ndarray = shares / shares.sum()
+    return normalised
 
 
 def _global_positions(matrix: object, position: dict[str, int], client: int) -> np.ndarray:
@@ -161,7 +163,7 @@ def fuse_graphs(
     n = len(names)
     position = {name: k for k, name in enumerate(names)}
     cells, beliefs, holders = [], [], []
-    for client, (matrix, alpha) in enumerate(zip(matrices, shares)):
+    for client, (matrix, alpha) in enumerate(zip(matrices, shares, strict=True)):
         index = _global_positions(matrix, position, client)
         cells.append((index[:, None] * n + index).ravel())
         beliefs.append((alpha * matrix.values).ravel())
@@ -237,7 +239,8 @@ def _task_index(names: tuple[str, ...], task: str | None) -> int | None:
 def _restore_task_parent(graph: FusedGraph, adjacency: np.ndarray, successors: list[list[int]], task: int) -> None:
     """Give a parentless ``task`` its best-scored acyclic candidate parent, in place."""
     names = graph.names
-    candidates = [u for u in np.flatnonzero(graph.scores[:, task] > TIE_ATOL) if not _reaches(successors, task, u)]
+    above: list[int] = np.flatnonzero(graph.scores[:, task] > TIE_ATOL).tolist()
+    candidates = [u for u in above if not _reaches(successors, task, u)]
     if candidates:
         parent = _first_by(candidates, lambda u: -graph.scores[u, task], lambda u: (names[u],))
         adjacency[parent, task] = True
@@ -293,7 +296,7 @@ def prune_cycles(graph: FusedGraph, task: str | None = None) -> tuple[FusedGraph
     successors = [order[np.flatnonzero(row[order])].tolist() for row in adjacency]
     removed: list[RemovedEdge] = []
     while (cycle := _find_cycle(successors, order.tolist())) is not None:
-        edges = list(zip(cycle, cycle[1:] + cycle[:1]))
+        edges = list(zip(cycle, cycle[1:] + cycle[:1], strict=True))
         if task_index is not None and adjacency[:, task_index].sum() == 1:
             edges = [edge for edge in edges if edge[1] != task_index]
         src, dst = _first_by(edges, lambda e: graph.margins[e], lambda e: (names[e[0]], names[e[1]]))

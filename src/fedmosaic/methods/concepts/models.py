@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -43,7 +43,7 @@ from torch import Tensor, nn
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.concepts.blocks import NodeSpec
+from fedmosaic.methods.concepts.blocks import NodeBlock, NodeSpec
 from fedmosaic.methods.concepts.concept_graph import ConceptGraph
 from fedmosaic.methods.concepts.families import FAMILIES
 from fedmosaic.methods.concepts.model_params import ConceptModelParams
@@ -195,7 +195,7 @@ class ConceptModel(nn.Module):
             ``graph.nodes`` order.
         """
         column = {node: k for k, node in enumerate(self.graph.nodes)}
-        truth, mask = self._interventions(len(x), true_values, intervene)
+        interventions = self._interventions(len(x), true_values, intervene)
         encoding = self.encoder(x)
         messages: dict[str, Tensor] = {}
         logits: dict[str, Tensor] = {}
@@ -203,9 +203,10 @@ class ConceptModel(nn.Module):
             slots = self._specs[node].slots
             parts = [encoding if slot.source is None else messages[slot.source] for slot in slots]
             inputs = torch.cat(parts, dim=1) if parts else encoding.new_zeros(len(x), 0)
-            output = self.nodes[_node_key(node)](encoding, inputs)
+            output = self._block(node)(encoding, inputs)
             fed = torch.softmax(output.logits, dim=1)
-            if mask is not None:
+            if interventions is not None:
+                truth, mask = interventions
                 k = column[node]
                 true_one_hot = F.one_hot(truth[:, k], output.logits.shape[1]).to(fed)
                 fed = torch.where(mask[:, k, None], true_one_hot, fed)
@@ -253,7 +254,7 @@ class ConceptModel(nn.Module):
                 rewired.append(node)
                 if old.rewirable_to(spec):
                     fill = new_weights(self.params.init, derive_seed(self.seed, "rewire", node, *graph.nodes))
-                    self.nodes[_node_key(node)].rewire(old.slots, spec.slots, fill)
+                    self._block(node).rewire(old.slots, spec.slots, fill)
                     self._specs[node] = spec
                 else:
                     self._install(node, spec)
@@ -267,10 +268,14 @@ class ConceptModel(nn.Module):
             params_changed=sum(p.numel() for name, p in after.items() if before.get(name) is not p),
         )
 
+    def _block(self, node: str) -> NodeBlock:
+        """The module of ``node`` (``nodes`` holds only the blocks :meth:`_install` put there)."""
+        return cast(NodeBlock, self.nodes[_node_key(node)])  # ModuleDict is not generic: its items are Modules
+
     def _install(self, node: str, spec: NodeSpec) -> None:
         """Give ``node`` a new module built from ``spec``, on the encoder's device and dtype."""
         module = seeded(derive_seed(self.seed, "node", node), lambda: spec.block(spec, self.params))
-        self.nodes[_node_key(node)] = module.to(self.encoder[0].weight)
+        self.nodes[_node_key(node)] = module.to(next(self.encoder.parameters()))
         self._specs[node] = spec
 
     def _set_graph(self, graph: ConceptGraph) -> None:
@@ -296,10 +301,10 @@ class ConceptModel(nn.Module):
 
     def _interventions(
         self, n: int, true_values: Tensor | None, intervene: Tensor | None
-    ) -> tuple[Tensor | None, Tensor | None]:
-        """The true values (unknown ones as 0) and where to feed them, or (None, None)."""
+    ) -> tuple[Tensor, Tensor] | None:
+        """The true values (unknown ones as 0) and where to feed them, or None without interventions."""
         if intervene is None:
-            return None, None
+            return None
         if true_values is None:
             raise ValueError("intervene needs true_values")
         shape = (n, len(self.graph.nodes))

@@ -23,7 +23,8 @@ def most_believed_states(matrix: ConfidenceMatrix) -> np.ndarray:
     values = np.asarray(matrix.values)
     i, j = np.triu_indices(len(values), k=1)
     beliefs = np.stack([values[i, j], values[j, i], 1.0 - values[i, j] - values[j, i]], axis=1)
-    return np.argmax(beliefs, axis=1)
+    choices: np.ndarray = np.argmax(beliefs, axis=1)
+    return choices
 
 
 def randomized_response(matrix: ConfidenceMatrix, epsilon: float, rng: np.random.Generator) -> ConfidenceMatrix:

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.errors import FedmosaicError
@@ -83,6 +84,7 @@ class FCMServer(ServerLogic):
         self._params = params
         self.initialize(0)
 
+    @override
     def initialize(self, seed: int) -> None:
         self.seed = seed
         self.model_seed = 0
@@ -102,6 +104,7 @@ class FCMServer(ServerLogic):
 
     # -- the round -----------------------------------------------------------------
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         newcomers = [c for c in ctx.clients if c not in self.registry and c not in self.rejected]
         known = len(self.registry)
@@ -229,7 +232,7 @@ class FCMServer(ServerLogic):
             return {}
         if self._params.growth == "grow":
             report = self.model.adapt(graph)
-            change = {
+            change: dict[str, Any] = {
                 "round": rnd,
                 "ratio": report.change_ratio,
                 "growth_ratio": report.growth_ratio,
@@ -305,11 +308,13 @@ class FCMServer(ServerLogic):
         if patience and self.bad_rounds >= patience and rnd >= self._task.last_arrival:
             self.stopped = True
 
+    @override
     def done(self) -> bool:
         return self.stopped
 
     # -- evaluation ----------------------------------------------------------------
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         if self.model is None:
             return {}
@@ -381,6 +386,7 @@ class FCMServer(ServerLogic):
     def _task_labeled(self) -> bool:
         return any(self._task.task in entry["concepts"] for entry in self.registry.values())
 
+    @override
     def artifacts(self) -> dict[str, Any]:
         return {**self.curves, "fusions": self.fusions}
 
@@ -401,7 +407,7 @@ class FCMServer(ServerLogic):
     def _fusion_of(self, graph: ConceptGraph) -> dict[str, Any]:
         """The latest fusion that produced ``graph`` (its nodes and edges)."""
         edges = {(parent, node) for node in graph.nodes for parent in graph.parents[node]}
-        for fusion in reversed(self.fusions):
+        for fusion in self.fusions[::-1]:  # latest first (reversed() of dicts with Any values is typed Any)
             if (
                 set(fusion["nodes"]) == set(graph.nodes)
                 and {(e["source"], e["target"]) for e in fusion["edges"]} == edges
@@ -411,6 +417,7 @@ class FCMServer(ServerLogic):
 
     # -- checkpoints -----------------------------------------------------------------
 
+    @override
     def state_dict(self) -> ClientState:
         arrays: dict[str, np.ndarray] = {}
         if self.model is not None:
@@ -420,6 +427,7 @@ class FCMServer(ServerLogic):
         graph = encode_graph(self.model.graph) if self.model is not None else ""
         return ClientState(arrays=arrays, config={"graph": graph, **STATE.save(self)})
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         config = state.config
         STATE.load(self, config)
@@ -442,7 +450,7 @@ def _weighted_mean(replies: dict[int, Message], key: str, weight: str) -> float 
     pairs = [(r.metrics[key], r.metrics[weight]) for r in replies.values() if r.metrics.get(weight, 0) > 0]
     if not pairs:
         return None
-    values, weights = zip(*pairs)
+    values, weights = zip(*pairs, strict=True)
     return float(np.average(values, weights=weights))
 
 

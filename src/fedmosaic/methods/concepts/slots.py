@@ -9,6 +9,7 @@ fill the others (:func:`new_weights`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Literal, NamedTuple
 
 import torch
@@ -93,7 +94,7 @@ def rewire_grouped_outputs(
 def leaky_mlp(widths: Sequence[int], *, activate_output: bool = False) -> nn.Sequential:
     """Linear layers through ``widths`` with LeakyReLU between them (and after the last one if asked)."""
     layers: list[nn.Module] = []
-    for k, (inputs, outputs) in enumerate(zip(widths, widths[1:])):
+    for k, (inputs, outputs) in enumerate(pairwise(widths)):
         layers.append(nn.Linear(inputs, outputs))
         if activate_output or k < len(widths) - 2:
             layers.append(nn.LeakyReLU())

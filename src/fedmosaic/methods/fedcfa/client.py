@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng, derive_seed
@@ -57,6 +58,7 @@ class FedCFAClient(FedAvgClient):
         self._average: tuple[torch.Tensor, torch.Tensor] | None = None
         self._draw_seed = 0
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         # Per-message caches read by _loss_fn, which FedAvg's handle calls once the model is loaded.
         self._average = _received_average(message)

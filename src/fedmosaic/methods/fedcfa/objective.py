@@ -93,6 +93,7 @@ class CounterfactualObjective:
         Encodes the whole global average dataset when it is no larger than
         the batch (each mean once), otherwise only the drawn means.
         """
-        if len(self.average_x) <= len(drawn):
-            return encoder(self.average_x)[drawn]
-        return encoder(self.average_x[drawn])
+        encoded: Tensor = (
+            encoder(self.average_x)[drawn] if len(self.average_x) <= len(drawn) else encoder(self.average_x[drawn])
+        )
+        return encoded

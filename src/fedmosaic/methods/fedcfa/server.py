@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import (
@@ -72,18 +73,20 @@ class FedCFAServer(FedAvgServer):
         self.average: dict[str, np.ndarray] = {}
         self.cache: dict[int, dict[str, np.ndarray]] = {}
 
+    @override
     def initialize(self, seed: int) -> None:
         super().initialize(seed)
         self.average = {}
         self.cache = {}
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays={**self.params, **self.average}, config={"round": ctx.round})
-        replies = ctx.exchange({client: message for client in ctx.clients}, expect=self.reply_spec())
+        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=self.reply_spec())
         ordered = [replies[client] for client in sorted(replies)]
         weights = [reply.metrics["num_examples"] for reply in ordered]
         self.params = ctx.aggregate(
-            [(without_means(r.arrays), w) for r, w in zip(ordered, weights)], reference=self.params
+            [(without_means(r.arrays), w) for r, w in zip(ordered, weights, strict=True)], reference=self.params
         )
         for client in sorted(replies):
             self.cache[client] = {name: replies[client].arrays[name] for name in (CHUNK_X, CHUNK_Y)}
@@ -119,12 +122,14 @@ class FedCFAServer(FedAvgServer):
             return int(min(self._params.num_chunks, examples))
         return max(1, int(examples) // self._params.chunk_size)
 
+    @override
     def state_dict(self) -> ClientState:
         state = super().state_dict()
         state.arrays.update(self.average)
         state.arrays.update(cache_to_arrays(self.cache))
         return state
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         super().load_state_dict(ClientState(arrays=without_means(state.arrays), config=state.config))
         self.average = {name: state.arrays[name] for name in (AVERAGE_X, AVERAGE_Y) if name in state.arrays}

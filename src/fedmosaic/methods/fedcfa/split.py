@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from torch import nn
 
 #: Modules that end a hidden layer of an MLP.
@@ -107,4 +109,5 @@ def split_model(model: nn.Module, split: int | None = None) -> tuple[nn.Sequenti
     cut = default_split(model) if split is None else split
     if not 1 <= cut <= len(model) - 1:
         raise ValueError(f"split must be in [1, {len(model) - 1}] for this model, got {cut}")
-    return model[:cut], model[cut:]
+    # A slice of a Sequential is a Sequential (torch annotates __getitem__ without the overload saying so).
+    return cast(nn.Sequential, model[:cut]), cast(nn.Sequential, model[cut:])

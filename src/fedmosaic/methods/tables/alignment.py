@@ -25,11 +25,14 @@ the intersection is exact (no false positives).
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, RoundContext, ServerLogic
+from fedmosaic.federation.message import as_int
 from fedmosaic.federation.validation import ArraySpec, ReplySpec
 
 REQUEST = "query.psi-request"
@@ -41,8 +44,8 @@ FPR = 1e-9
 _BYTES = ArraySpec((None,), "uint8")
 
 
-def _psi():  # type: ignore[no-untyped-def]
-    """The ``openmined-psi`` package (imported on use: only vertical tables need it)."""
+def _psi() -> Any:
+    """The ``openmined-psi`` package (imported on use: only vertical tables need it); it is untyped, so is what it makes."""
     try:
         import private_set_intersection.python as psi
     except ImportError:
@@ -52,24 +55,24 @@ def _psi():  # type: ignore[no-untyped-def]
     return psi
 
 
-def _pack(proto: object) -> np.ndarray:
-    return np.frombuffer(proto.SerializeToString(), dtype=np.uint8).copy()  # type: ignore[attr-defined]
+def _pack(proto: Any) -> np.ndarray:
+    return np.frombuffer(proto.SerializeToString(), dtype=np.uint8).copy()
 
 
-def _unpack(kind: type, array: np.ndarray) -> object:
+def _unpack(kind: type, array: np.ndarray) -> Any:
     proto = kind()
     proto.ParseFromString(np.ascontiguousarray(array, dtype=np.uint8).tobytes())
     return proto
 
 
-def _client(psi: object, key: np.ndarray | None) -> object:
+def _client(psi: Any, key: np.ndarray | None) -> Any:
     if key is None:
-        return psi.client.CreateWithNewKey(True)  # type: ignore[attr-defined]
-    return psi.client.CreateFromKey(key.tobytes(), True)  # type: ignore[attr-defined]
+        return psi.client.CreateWithNewKey(True)
+    return psi.client.CreateFromKey(key.tobytes(), True)
 
 
-def _server(psi: object) -> object:
-    return psi.server.CreateFromKey(secrets.token_bytes(32), True)  # type: ignore[attr-defined]
+def _server(psi: Any) -> Any:
+    return psi.server.CreateFromKey(secrets.token_bytes(32), True)
 
 
 class AlignmentClient(ClientLogic):
@@ -88,12 +91,13 @@ class AlignmentClient(ClientLogic):
     def __init__(self, ids: list[str]) -> None:
         self._ids = ids
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         psi = _psi()
         if message.kind == REQUEST:
             server = _server(psi)
             request = _unpack(psi.Request, message.arrays["request"])
-            setup = server.CreateSetupMessage(FPR, int(message.config["rows"]), self._ids, psi.DataStructure.RAW)
+            setup = server.CreateSetupMessage(FPR, as_int(message.config["rows"]), self._ids, psi.DataStructure.RAW)
             client = _client(psi, None)
             state.arrays["key"] = np.frombuffer(client.GetPrivateKeyBytes(), dtype=np.uint8).copy()
             return Message(
@@ -114,7 +118,7 @@ class AlignmentClient(ClientLogic):
         if len(positions) != len(rows):
             raise FedmosaicError(f"alignment: {len(rows)} rows in common here, {len(positions)} positions received")
         state.arrays["rows"], state.arrays["positions"] = rows, positions.copy()
-        state.config["active_rows"] = int(message.config["rows"])
+        state.config["active_rows"] = as_int(message.config["rows"])
         return Message(metrics={"common": float(len(rows))}, kind=message.kind)
 
 
@@ -137,9 +141,11 @@ class AlignmentServer(ServerLogic):
         self._ids = ids
         self.present: dict[int, np.ndarray] = {}
 
+    @override
     def initialize(self, seed: int) -> None:
         self.present = {}
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         psi = _psi()
         clients = {c: _client(psi, None) for c in ctx.clients}
@@ -168,7 +174,7 @@ class AlignmentServer(ServerLogic):
             held[np.asarray(found, dtype=np.int64)] = True
             self.present[c] = held
             server = _server(psi)
-            setup = server.CreateSetupMessage(FPR, int(reply.config["rows"]), self._ids, psi.DataStructure.RAW)
+            setup = server.CreateSetupMessage(FPR, as_int(reply.config["rows"]), self._ids, psi.DataStructure.RAW)
             positions = np.array(sorted(np.flatnonzero(held), key=lambda i: self._ids[i]), dtype=np.int64)
             second[c] = Message(
                 arrays={
@@ -185,11 +191,14 @@ class AlignmentServer(ServerLogic):
                 raise FedmosaicError(f"alignment with passive party {c + 1}: the two intersections differ in size")
         return {f"common_{c + 1}": float(self.present[c].sum()) for c in sorted(self.present)}
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         return {}
 
+    @override
     def state_dict(self) -> ClientState:
         return ClientState(arrays={f"present_{c}": held for c, held in self.present.items()})
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         self.present = {int(name.split("_")[1]): held for name, held in state.arrays.items()}

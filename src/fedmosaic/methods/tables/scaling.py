@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, RoundContext, ServerLogic
 from fedmosaic.federation.validation import ArraySpec, ReplySpec
@@ -40,7 +41,8 @@ class Scaling:
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """``(x - mean) / std`` as float32."""
-        return ((x.astype(np.float64) - self.mean) / self.std).astype(np.float32)
+        scaled: np.ndarray = ((x.astype(np.float64) - self.mean) / self.std).astype(np.float32)
+        return scaled
 
     def to_config(self) -> dict[str, list[float]]:
         """The scaling as message/header config."""
@@ -93,6 +95,7 @@ class ScalingClient(ClientLogic):
     def __init__(self, x: np.ndarray) -> None:
         self._x = x
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         return Message(arrays=moments(self._x), metrics={"num_examples": float(len(self._x))}, kind=message.kind)
 
@@ -110,9 +113,11 @@ class ScalingServer(ServerLogic):
         self._width = width
         self.scaling: Scaling | None = None
 
+    @override
     def initialize(self, seed: int) -> None:
         self.scaling = None
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         vector = ArraySpec((self._width,), "float64")
         expect = ReplySpec(
@@ -123,13 +128,16 @@ class ScalingServer(ServerLogic):
         self.scaling = combine([dict(replies[c].arrays) for c in sorted(replies)])
         return {"rows": float(sum(replies[c].metrics["num_examples"] for c in replies))}
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         return {}
 
+    @override
     def state_dict(self) -> ClientState:
         if self.scaling is None:
             return ClientState()
         return ClientState(arrays={"mean": self.scaling.mean, "std": self.scaling.std})
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         self.scaling = Scaling(state.arrays["mean"], state.arrays["std"]) if state.arrays else None

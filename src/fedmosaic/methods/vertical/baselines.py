@@ -1,6 +1,6 @@
 """The split-network baselines: Local, Vanilla VFL, PlugVFL and LASER-VFL.
 
-Each is a :class:`~fedmosaic.methods.vertical.split_server.Baseline` for the
+Each is a :class:`Baseline` for the
 one training loop of :class:`~fedmosaic.methods.vertical.split_server.SplitServer`.
 At test time a baseline casts :class:`Votes`: one or more heads' logits per
 row; the run's accuracy (:func:`accuracy`) and a loaded model's class
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.methods.vertical.networks import mlp
@@ -59,11 +60,35 @@ def probabilities(votes: Votes) -> Tensor:
 def fully_aligned_labeled_rows(split: VerticalSplit) -> np.ndarray:
     """Labeled rows that every party holds."""
     labeled = split.labeled
-    return labeled[split.present[labeled].all(axis=1)]
+    aligned: np.ndarray = labeled[split.present[labeled].all(axis=1)]
+    return aligned
+
+
+class Baseline(Protocol):
+    """How a split-network baseline trains and predicts."""
+
+    uses_passive_parties: bool
+    """Whether passive parties take part (Local: no)."""
+    zero_fill_at_test: bool
+    """Whether absent blocks are zero-filled and embedded at test time (Vanilla VFL)."""
+
+    def train_rows(self, split: VerticalSplit) -> np.ndarray:
+        """Rows (labeled) the baseline trains on."""
+
+    def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
+        """The active party's head over the embeddings (widths and depth from ``params``)."""
+
+    def loss(
+        self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
+    ) -> Tensor:
+        """Training loss of a batch; ``embeddings`` ``(n, K, e)`` hold zeros for absent parties."""
+
+    def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
+        """Test-time prediction; ``fallback`` is the majority training class."""
 
 
 @dataclass(frozen=True)
-class Local:
+class Local(Baseline):
     """The active party alone, trained on its labeled rows.
 
     Test rows without the active party get the majority training class.
@@ -72,24 +97,28 @@ class Local:
     uses_passive_parties = False
     zero_fill_at_test = False
 
+    @override
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
         return split.labeled
 
+    @override
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
         return mlp(params.embedding, params.hidden, num_classes, params.layers)
 
+    @override
     def loss(
         self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
     ) -> Tensor:
         return F.cross_entropy(head(embeddings[:, 0]), y)
 
+    @override
     def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
         logits = head(embeddings[:, 0])
         return single_vote(torch.where(present[:, :1], logits, fallback_logits(len(logits), logits.shape[1], fallback)))
 
 
 @dataclass(frozen=True)
-class Concatenation:
+class Concatenation(Baseline):
     """A split network over the concatenated embeddings.
 
     Vanilla VFL trains on the fully aligned labeled rows. PlugVFL, as in the
@@ -115,12 +144,15 @@ class Concatenation:
     aligned_only: bool = True
     uses_passive_parties = True
 
+    @override
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
         return fully_aligned_labeled_rows(split) if self.aligned_only else split.labeled
 
+    @override
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
         return mlp(num_parties * params.embedding, params.hidden, num_classes, params.layers)
 
+    @override
     def loss(
         self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
     ) -> Tensor:
@@ -128,12 +160,13 @@ class Concatenation:
         kept[:, 0] = True
         return F.cross_entropy(head((embeddings * kept[..., None]).flatten(1)), y)
 
+    @override
     def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
         return single_vote(head(embeddings.flatten(1)))
 
 
 @dataclass(frozen=True)
-class LaserVFL:
+class LaserVFL(Baseline):
     """LASER-VFL: a head per party over the mean embedding of a subset of the present parties.
 
     Training estimates, for every row with present set ``O``, the sum over
@@ -159,14 +192,17 @@ class LaserVFL:
     uses_passive_parties = True
     zero_fill_at_test = False
 
+    @override
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
         return split.labeled
 
+    @override
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
         return nn.ModuleList(
             [mlp(params.embedding, params.hidden, num_classes, params.layers) for _ in range(num_parties)]
         )
 
+    @override
     def loss(
         self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
     ) -> Tensor:
@@ -184,6 +220,7 @@ class LaserVFL:
                 total = total + (weight * F.cross_entropy(head[party](mean), y[rows], reduction="none")).sum()
         return total / len(y)
 
+    @override
     def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
         assert isinstance(head, nn.ModuleList)
         mean = (embeddings * present[..., None]).sum(1) / present.sum(1, keepdim=True)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
-from torch import nn
-
 from fedmosaic.methods.base import Built
-from fedmosaic.methods.vertical.baselines import Concatenation, LaserVFL, Local
+from fedmosaic.methods.vertical.baselines import Baseline, Concatenation, LaserVFL, Local
 from fedmosaic.methods.vertical.false_vfl import FalseVFLServer
 from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
 from fedmosaic.methods.vertical.fedhssl import FedHSSLServer
@@ -22,7 +21,7 @@ from fedmosaic.methods.vertical.params import (
     SplitVFLParams,
 )
 from fedmosaic.methods.vertical.split_client import SplitClient
-from fedmosaic.methods.vertical.split_server import Baseline, SplitServer, encoder
+from fedmosaic.methods.vertical.split_server import SplitServer, encoder
 from fedmosaic.methods.vertical.task import VerticalTask
 
 
@@ -32,9 +31,7 @@ def build_false_vfl(task: VerticalTask, params: FalseVFLParams) -> Built:
 
     def party(client: int) -> FalseVFLClient:
         width = data.widths[client + 1]
-        build: Callable[[], nn.Module] = lambda: PartyModel(
-            width, params.hidden, params.latent, data.likelihood, params.variant == "II"
-        )
+        build = partial(PartyModel, width, params.hidden, params.latent, data.likelihood, params.variant == "II")
         return FalseVFLClient(client + 1, data.splits, build, params.lr)
 
     return FalseVFLServer(task, params), party

@@ -44,14 +44,17 @@ bounds valid; see docs/methods/vertical.md).
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
+from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound, snis_weights
@@ -134,12 +137,13 @@ class FalseVFLServer(ServerLogic):
     def __init__(self, task: VerticalTask, params: FalseVFLParams) -> None:
         self._task, self._params = task, params
         data = task.data
-        self._build = lambda: ActiveModel(data.widths[0], data.num_classes, params, data.likelihood)
+        self._build = partial(ActiveModel, data.widths[0], data.num_classes, params, data.likelihood)
         self._model: ActiveModel = self._build()
         self._reset_optimizers()
         self._seed = 0
         self._reset_progress()
 
+    @override
     def initialize(self, seed: int) -> None:
         self._seed = seed
         self._model = seeded(derive_seed(seed, "active-party"), self._build)
@@ -154,6 +158,7 @@ class FalseVFLServer(ServerLogic):
         self._steps = {"stage1": 0, "classifier": 0}
         self._trained_round = 0
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         if ctx.round <= self._params.stage1_rounds:
             return self._pretrain_epoch(ctx)
@@ -173,9 +178,11 @@ class FalseVFLServer(ServerLogic):
             self._last_evaluation = self._evaluate_tests(ctx)
         return metrics
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         return dict(self._last_evaluation) if rnd > self._params.stage1_rounds else {}
 
+    @override
     def artifacts(self) -> dict[str, Any]:
         validation = self._task.data.validation
         record = self._selection.record(
@@ -207,8 +214,10 @@ class FalseVFLServer(ServerLogic):
         return self._task.test_accuracies(accuracy) | ess
 
     def exported_model(self) -> ModelExport:
-        """The model the run tests: the active party's networks here (the classifier selected on validation, else the
-        final one), each passive party's in its own part.
+        """The model the run tests: the active party's networks here, each passive party's in its own part.
+
+        The active party's classifier is the one selected on validation, else
+        the final one.
 
         ``details`` holds the seed each test setting's prediction drew its
         samples from.
@@ -297,10 +306,12 @@ class FalseVFLServer(ServerLogic):
         samples = [slice(i * kappa, (i + 1) * kappa) for i in range(len(posteriors))]  # each bound's samples
         bounds = [
             iwae_bound(self._model.log_weights(h[own], mean, logvar, loglik[own], generator)).mean()
-            for own, (mean, logvar) in zip(samples, posteriors)
+            for own, (mean, logvar) in zip(samples, posteriors, strict=True)
         ]
         self._generative_optimizer.zero_grad()
-        (-sum(bounds)).backward()
+        total = sum(bounds)
+        assert isinstance(total, Tensor)  # one bound per sampled posterior, never none
+        (-total).backward()
         self._generative_optimizer.step()
         self._steps["stage1"] += 1
         # A party missing either reply of this step gets no gradients: its networks skip the step.
@@ -481,6 +492,7 @@ class FalseVFLServer(ServerLogic):
         self._classifier_optimizer = torch.optim.Adam(self._model.classifier.parameters(), lr=lr)
 
     # ------------------------------------------------------------------ state
+    @override
     def state_dict(self) -> ClientState:
         arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()}
         arrays |= optimizer_to_arrays(self._generative_optimizer, "opt.generative.")
@@ -493,6 +505,7 @@ class FalseVFLServer(ServerLogic):
         config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         load_arrays(self._model, {k[6:]: v for k, v in state.arrays.items() if k.startswith("model.")})
         self._reset_optimizers()
@@ -505,7 +518,7 @@ class FalseVFLServer(ServerLogic):
             else None
         )
         STATE.load(self, state.config)
-        self._steps = {k: int(state.config[f"steps.{k}"]) for k in self._steps}
+        self._steps = {k: as_int(state.config[f"steps.{k}"]) for k in self._steps}
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientState, Message
 from fedmosaic.methods.vertical.networks import PartyModel
@@ -29,6 +30,7 @@ from fedmosaic.methods.vertical.party_client import PartyClient
 class FalseVFLClient(PartyClient):
     """A passive party of FALSE-VFL (see the module docstring for its messages)."""
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         model, optimizer = self.load(state, context.seed)
         assert isinstance(model, PartyModel)

@@ -34,10 +34,12 @@ the pre-trained encoders; missing blocks are zero-filled at test time.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
@@ -80,19 +82,21 @@ class FedHSSLServer(ServerLogic):
 
     def __init__(self, task: VerticalTask, params: FedHSSLParams) -> None:
         self._task, self._params = task, params
-        self._build = lambda: SimSiamParty(task.data.widths[0], params.hidden, params.embedding, params.layers)
+        self._build = partial(SimSiamParty, task.data.widths[0], params.hidden, params.embedding, params.layers)
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
         self._finetune = SplitServer(task, params, Concatenation())
         self._aligned = np.flatnonzero(task.data.train.present.all(axis=1))
         self._seed = 0
 
+    @override
     def initialize(self, seed: int) -> None:
         self._seed = seed
         self._model = seeded(derive_seed(seed, "active-party", "ssl"), self._build)
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
         self._finetune.initialize(seed)
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         if ctx.round > self._params.pretrain_rounds:
             return self._finetune.run_round(ctx)
@@ -101,9 +105,11 @@ class FedHSSLServer(ServerLogic):
             self._finetune.load_encoder(model_to_arrays(self._model.encoder))
         return metrics
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         return self._finetune.evaluate(rnd) if rnd > self._params.pretrain_rounds else {}
 
+    @override
     def artifacts(self) -> dict[str, Any]:
         return self._finetune.artifacts() | {
             "pretrain_rounds": self._params.pretrain_rounds,
@@ -197,6 +203,7 @@ class FedHSSLServer(ServerLogic):
         return targets, gradients, total / max(len(aligned), 1)
 
     # ------------------------------------------------------------------- state
+    @override
     def state_dict(self) -> ClientState:
         finetune = self._finetune.state_dict()
         arrays = {f"{SSL}model.{k}": v for k, v in model_to_arrays(self._model).items()}
@@ -205,6 +212,7 @@ class FedHSSLServer(ServerLogic):
         config: dict[str, Any] = STATE.save(self) | {FINETUNE + k: v for k, v in finetune.config.items()}
         return ClientState(arrays=arrays, config=config)
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         model = f"{SSL}model."
         load_arrays(self._model, {k[len(model) :]: v for k, v in state.arrays.items() if k.startswith(model)})

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_seed
@@ -59,6 +60,7 @@ class FedHSSLClient(SplitClient):
         )
         self._params = params
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         action = message.config["action"]
         if action not in PRETRAINING:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+from typing_extensions import override
 
 from fedmosaic.data.vertical_data import Likelihood
 
@@ -27,7 +29,7 @@ def mlp(inputs: int, hidden: int, outputs: int, layers: int = 1) -> nn.Sequentia
     """
     widths = [inputs] + [hidden] * layers
     modules: list[nn.Module] = []
-    for width_in, width_out in zip(widths, widths[1:]):
+    for width_in, width_out in pairwise(widths):
         modules += [nn.Linear(width_in, width_out), nn.ReLU()]
     return nn.Sequential(*modules, nn.Linear(widths[-1], outputs))
 
@@ -50,6 +52,7 @@ class GaussianEncoder(nn.Module):
         super().__init__()
         self.net = mlp(inputs, hidden, 2 * latent)
 
+    @override
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         mean, logvar = self.net(x).chunk(2, dim=-1)
         return mean, logvar.clamp(*LOGVAR_RANGE)

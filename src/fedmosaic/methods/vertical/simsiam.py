@@ -76,7 +76,8 @@ class SimSiamParty(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """The representation used by fine-tuning: the encoder's output."""
-        return self.encoder(x)
+        representation: Tensor = self.encoder(x)
+        return representation
 
     def views(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``(projection z, prediction p)`` of ``x``."""

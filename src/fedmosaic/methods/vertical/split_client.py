@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientState, Message
 from fedmosaic.methods.vertical.party_client import PartyClient
@@ -27,6 +28,7 @@ from fedmosaic.methods.vertical.party_client import PartyClient
 class SplitClient(PartyClient):
     """A passive party of Vanilla VFL, PlugVFL and LASER-VFL (see the module docstring)."""
 
+    @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         model, optimizer = self.load(state, context.seed)
         if "grad.embedding" in message.arrays:

@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from functools import partial
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
+from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
+from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.declared_state import INT, DeclaredState
-from fedmosaic.methods.vertical.baselines import Votes, accuracy, baseline_spec
+from fedmosaic.methods.vertical.baselines import Baseline, accuracy, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import SplitVFLParams
@@ -49,29 +52,6 @@ STATE = DeclaredState({"seed": INT, "steps": INT, "trained_round": INT}, attribu
 """The active party's counters (its models, optimizer and best model are arrays)."""
 
 
-class Baseline(Protocol):
-    """How a split-network baseline trains and predicts."""
-
-    uses_passive_parties: bool
-    """Whether passive parties take part (Local: no)."""
-    zero_fill_at_test: bool
-    """Whether absent blocks are zero-filled and embedded at test time (Vanilla VFL)."""
-
-    def train_rows(self, split: VerticalSplit) -> np.ndarray:
-        """Rows (labeled) the baseline trains on."""
-
-    def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
-        """The active party's head over the embeddings (widths and depth from ``params``)."""
-
-    def loss(
-        self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
-    ) -> Tensor:
-        """Training loss of a batch; ``embeddings`` ``(n, K, e)`` hold zeros for absent parties."""
-
-    def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
-        """Test-time prediction; ``fallback`` is the majority training class."""
-
-
 class SplitServer(ServerLogic):
     """Active party of a split-network baseline.
 
@@ -91,7 +71,7 @@ class SplitServer(ServerLogic):
     def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline) -> None:
         self._task, self._params, self._baseline = task, params, baseline
         data = task.data
-        self._build = lambda: active_model(data.widths[0], data.num_parties, data.num_classes, params, baseline)
+        self._build = partial(active_model, data.widths[0], data.num_parties, data.num_classes, params, baseline)
         self._model = self._build()
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
         self._seed = 0
@@ -102,6 +82,7 @@ class SplitServer(ServerLogic):
         labels = data.train.y[data.train.labeled]
         self._majority = int(np.bincount(labels, minlength=data.num_classes).argmax()) if len(labels) else 0
 
+    @override
     def initialize(self, seed: int) -> None:
         self._seed = seed
         self._model = seeded(derive_seed(seed, "active-party"), self._build)
@@ -116,6 +97,7 @@ class SplitServer(ServerLogic):
         load_arrays(self._model["encoder"], arrays)
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
 
+    @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "batches"))
         metrics: dict[str, float] = {}
@@ -135,13 +117,15 @@ class SplitServer(ServerLogic):
             )
         return metrics
 
+    @override
     def evaluate(self, rnd: int) -> dict[str, float]:
         return dict(self._last_evaluation)
 
+    @override
     def artifacts(self) -> dict[str, Any]:
         validation = self._task.data.validation
         return {
-            "training_rows": int(len(self._baseline.train_rows(self._task.data.train))),
+            "training_rows": len(self._baseline.train_rows(self._task.data.train)),
             **self._selection.record(0 if validation is None else len(validation), self._steps, self._trained_round),
         }
 
@@ -232,7 +216,13 @@ class SplitServer(ServerLogic):
         if not self._baseline.uses_passive_parties:
             return {}
         zero_fill = self._baseline.zero_fill_at_test and not train
-        config = {"action": "embed", "split": name, "train": train, "zero_fill": zero_fill, "best": best}
+        config: dict[str, ConfigValue] = {
+            "action": "embed",
+            "split": name,
+            "train": train,
+            "zero_fill": zero_fill,
+            "best": best,
+        }
         kind = "train" if train else "evaluate"
         sizes = {c: len(rows) if config["zero_fill"] else int(present[:, c + 1].sum()) for c in ctx.clients}
         replies = ctx.exchange(
@@ -242,7 +232,7 @@ class SplitServer(ServerLogic):
         return {c: reply.arrays["embedding"] for c, reply in replies.items()}
 
     def _embeddings(
-        self, model: nn.Module, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]
+        self, model: nn.ModuleDict, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]
     ) -> Tensor:
         """``(n, K, e)`` embeddings, zeros for parties absent from ``filled`` (or not taking part)."""
         x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
@@ -251,6 +241,7 @@ class SplitServer(ServerLogic):
             [own] + [remote.get(party - 1) for party in range(1, self._task.data.num_parties)], filled
         )
 
+    @override
     def state_dict(self) -> ClientState:
         arrays = {f"model.{k}": v for k, v in model_to_arrays(self._model).items()} | optimizer_to_arrays(
             self._optimizer
@@ -260,6 +251,7 @@ class SplitServer(ServerLogic):
         config |= evaluation_config(self._last_evaluation) | self._selection.config()
         return ClientState(arrays=arrays, config=config)
 
+    @override
     def load_state_dict(self, state: ClientState) -> None:
         load_arrays(self._model, {k[6:]: v for k, v in state.arrays.items() if k.startswith("model.")})
         self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
@@ -288,8 +280,11 @@ def filled_at_test(baseline: Baseline, present: Tensor) -> Tensor:
 
 
 def stack_embeddings(embeddings: Sequence[Tensor | None], filled: Tensor) -> Tensor:
-    """``(n, K, e)``: each party's embeddings of its ``filled`` rows spread to all rows, zeros elsewhere and for a party
-    without embeddings (None: not taking part or not heard); party 0's are given."""
+    """``(n, K, e)``: each party's embeddings of its ``filled`` rows spread to all rows, zeros elsewhere.
+
+    A party without embeddings (None: not taking part or not heard) is all
+    zeros; party 0's are given.
+    """
     first = embeddings[0]
     assert first is not None
     parts = [spread(first, filled[:, 0])]
