@@ -48,8 +48,10 @@ from fedmosaic.methods.registry import HorizontalTask, get_method
 
 @dataclass(frozen=True)
 class LayerNormMLP:
-    """The preset's MLP with a LayerNorm before each ReLU (pre-activations renormalised, as BatchNorm does in
-    the reference's ResNet-18 decoder); a diagnostic architecture only."""
+    """The preset's MLP with a LayerNorm before each ReLU: a diagnostic architecture only.
+
+    The pre-activations are renormalised, as BatchNorm does in the reference's ResNet-18 decoder.
+    """
 
     inputs: int
     hidden: tuple[int, ...]
