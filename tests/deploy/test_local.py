@@ -1,7 +1,8 @@
 """A real SuperLink and SuperNodes on 127.0.0.1: same results as in process, secured, and robust to a lost node.
 
-The tests that start Flower processes are marked slow: each round costs
-seconds (SuperNodes poll every 3 s and start a process per message).
+The tests that start Flower processes are marked slow: each trip costs
+seconds (a SuperNode polls the SuperLink every 3 s). The tests that can
+share a deployment use the session's (``deployment``, tests/deploy/conftest.py).
 """
 
 import json
@@ -55,20 +56,19 @@ def _changed(source: dict, **federation) -> dict:
 
 
 @pytest.mark.slow
-def test_fedavg_and_fcms_on_supernodes_equal_the_in_process_run(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("deployment")
+def test_fedavg_and_fcms_on_supernodes_equal_the_in_process_run(deployment: LocalDeployment, tmp_path: Path) -> None:
     """Bit-identical results. F-CMs on asia needs 4 clients (3 base concept subsets and an additional
     one); the fourth joins at round 2 (a registration exchange, then training). FedAvg uses 3 of the nodes."""
     # Execute
-    with LocalDeployment(tmp_path / "deployment", 4) as deployment:
-        fedavg = submit(DIGITS, tmp_path / "fedavg", deployment.connection, tmp_path / "submit-fedavg", write=print)
-        fcms = submit(ASIA, tmp_path / "fcms", deployment.connection, tmp_path / "submit-fcms", write=print)
+    fedavg = submit(DIGITS, tmp_path / "fedavg", deployment.connection, tmp_path / "submit-fedavg", write=print)
+    fcms = submit(ASIA, tmp_path / "fcms", deployment.connection, tmp_path / "submit-fcms", write=print)
 
     # Assert
     assert _numbers(fedavg) == _numbers(_in_process(DIGITS, tmp_path / "fedavg-inprocess"))
     assert _numbers(fcms) == _numbers(_in_process(ASIA, tmp_path / "fcms-inprocess"))
     assert [row["replies"] for row in fcms["runs"][0]["history"]] == [3, 4]
     assert [row["trips"] for row in fcms["runs"][0]["history"]] == [2, 2]
-    assert deployment.remaining() == []
 
 
 @pytest.mark.slow
@@ -101,20 +101,22 @@ def test_deploy_with_tls_and_registered_keys_runs_end_to_end(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_completes(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("deployment")
+def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_completes(
+    deployment: LocalDeployment, tmp_path: Path
+) -> None:
     # Prepare
     source = _changed(DIGITS, rounds=2, reply_timeout_s=60.0)
     lines: list[str] = []
-    with LocalDeployment(tmp_path / "deployment", 3) as deployment:
 
-        def watch(line: str) -> None:
-            lines.append(line)
-            if "round 1/2" in line:
-                deployment.kill_node(2)
+    def watch(line: str) -> None:
+        lines.append(line)
+        if "round 1/2" in line:
+            deployment.kill_node(2)
 
-        # Execute
-        start = time.monotonic()
-        results = submit(source, tmp_path / "out", deployment.connection, tmp_path / "submit", write=watch)
+    # Execute
+    start = time.monotonic()
+    results = submit(source, tmp_path / "out", deployment.connection, tmp_path / "submit", write=watch)
 
     # Assert
     history = results["runs"][0]["history"]
@@ -124,7 +126,7 @@ def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_complet
     assert "final" in results["runs"][0] and "accuracy" in results["runs"][0]["final"]
     assert any("client 2 dropped out" in line for line in lines)
     assert time.monotonic() - start < 300
-    assert deployment.remaining() == []
+    assert deployment.remaining("node-2") == []
 
 
 def test_deploy_refuses_a_node_count_other_than_the_clients_before_starting_anything(tmp_path: Path) -> None:
