@@ -6,6 +6,7 @@ share a deployment use the session's (``deployment``, tests/deploy/conftest.py).
 """
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from fedmosaic.deploy.local import deploy_experiment
 from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.security import make_node_key
 from fedmosaic.deploy.submit import submit
-from fedmosaic.errors import ConfigError
+from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.runner import run_experiment
 
@@ -38,6 +39,19 @@ ASIA = {
     "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},
     "runs": [{"name": "F-CMs", "method": "fcm", "params": {"model": {"family": "cbm"}}}],
 }
+
+
+SCAFFOLD = {
+    "name": "deploy-scaffold",
+    "seed": 2,
+    "data": {"dataset": "digits"},
+    "partition": {"scheme": "dirichlet", "num_clients": 3, "alpha": 0.5, "min_size": 20},
+    "federation": {"rounds": 4, "engine": "flower", "reply_timeout_s": 120.0},
+    "model": {"hidden": [16]},
+    "train": {"batch_size": 32, "lr": 0.1, "momentum": 0.5},
+    "runs": [{"name": "SCAFFOLD", "method": "scaffold"}],
+}
+"""SCAFFOLD keeps each client's control variate in its client state: a client that lost it would change the result."""
 
 
 def _in_process(source: dict, out: Path) -> dict:
@@ -127,6 +141,36 @@ def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_complet
     assert any("client 2 dropped out" in line for line in lines)
     assert time.monotonic() - start < 300
     assert deployment.remaining("node-2") == []
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("deployment")
+def test_a_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
+    deployment: LocalDeployment, tmp_path: Path
+) -> None:
+    """The run is stopped once round 2 is done (``flwr stop``); SuperNode 1 is killed and started again (its memory,
+    Flower's ``context.state``, is lost); the run is resumed. The server continues from its checkpoint and every site
+    from the client state on its own disk, so the result equals the uninterrupted run's."""
+    # Prepare: interrupt the run after round 2
+    out = tmp_path / "out"
+    lines: list[str] = []
+
+    def stop_after_round_2(line: str) -> None:
+        lines.append(line)
+        if "round 2/4" in line:
+            deployment.stop_run(int(re.search(r"started run (\d+)", "".join(lines)).group(1)))
+
+    with pytest.raises(FedmosaicError, match="ended without results"):
+        submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-1", write=stop_after_round_2)
+    deployment.kill_node(1)
+    deployment.revive()
+
+    # Execute
+    resumed = submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-2", resume=True, write=print)
+
+    # Assert
+    assert _numbers(resumed) == _numbers(_in_process(SCAFFOLD, tmp_path / "inprocess"))
+    assert [row["replies"] for row in resumed["runs"][0]["history"]] == [3, 3, 3, 3]
 
 
 def test_deploy_refuses_a_node_count_other_than_the_clients_before_starting_anything(tmp_path: Path) -> None:

@@ -265,6 +265,20 @@ class LocalDeployment:
         self._spawn(f"{name}{WORKER}", worker, marker=name)
         return node
 
+    def stop_run(self, run_id: int) -> None:
+        """Stop a Flower run (``flwr stop``), as an operator interrupting it would."""
+        result = subprocess.run(
+            [flower_command("flwr"), "stop", str(run_id), FEDERATION],
+            env=self.env,
+            cwd=self.folder,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise FedmosaicError(f"stopping run {run_id} failed: {(result.stdout + result.stderr).strip()[-500:]}")
+
     def kill_node(self, index: int) -> None:
         """Kill SuperNode ``index`` and every process it started at once (SIGKILL), as a crash would."""
         processes = [self._processes.pop(f"node-{index}"), self._processes.pop(f"node-{index}{WORKER}")]
