@@ -7,6 +7,7 @@ share a deployment use the session's (``deployment``, tests/deploy/conftest.py).
 
 import json
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from fedmosaic.deploy.security import make_node_key
 from fedmosaic.deploy.submit import submit
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.outputs import CHECKPOINTS
 from fedmosaic.experiments.runner import run_experiment
+from fedmosaic.federation.checkpoint import load_checkpoint
 
 DIGITS = {
     "name": "deploy-digits",
@@ -148,21 +151,18 @@ def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_complet
 def test_a_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
     deployment: LocalDeployment, tmp_path: Path
 ) -> None:
-    """The run is stopped once round 2 is done (``flwr stop``); SuperNode 1 is killed and started again (its memory,
-    Flower's ``context.state``, is lost); the run is resumed. The server continues from its checkpoint and every site
-    from the client state on its own disk, so the result equals the uninterrupted run's."""
-    # Prepare: interrupt the run after round 2
+    """As soon as the server has checkpointed round 2, SuperNode 1 is killed (so round 3 cannot complete) and the
+    run is stopped (``flwr stop``); the node is started again (its memory, Flower's ``context.state``, is lost)
+    and the run is resumed. The server continues from its checkpoint and every site from the client state on its
+    own disk, so the result equals the uninterrupted run's."""
+    # Prepare: interrupt the run once round 2 is checkpointed
     out = tmp_path / "out"
     lines: list[str] = []
-
-    def stop_after_round_2(line: str) -> None:
-        lines.append(line)
-        if "round 2/4" in line:
-            deployment.stop_run(int(re.search(r"started run (\d+)", "".join(lines)).group(1)))
-
+    interrupter = threading.Thread(target=_interrupt_after_round, args=(deployment, out, 2, lines, 1), daemon=True)
+    interrupter.start()
     with pytest.raises(FedmosaicError, match="ended without results"):
-        submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-1", write=stop_after_round_2)
-    deployment.kill_node(1)
+        submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-1", write=lines.append)
+    interrupter.join()
     deployment.revive()
 
     # Execute
@@ -171,6 +171,20 @@ def test_a_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
     # Assert
     assert _numbers(resumed) == _numbers(_in_process(SCAFFOLD, tmp_path / "inprocess"))
     assert [row["replies"] for row in resumed["runs"][0]["history"]] == [3, 3, 3, 3]
+
+
+def _interrupt_after_round(deployment: LocalDeployment, out: Path, rnd: int, lines: list[str], node: int) -> None:
+    """Poll the run's checkpoint; once it holds round ``rnd``, kill SuperNode ``node`` and stop the run."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        saved = [load_checkpoint(path) for path in (out / CHECKPOINTS).glob("*/*.npz")]
+        if any(len(checkpoint.history) >= rnd for checkpoint in saved):
+            break
+        time.sleep(0.05)
+    deployment.kill_node(node)
+    while time.monotonic() < deadline and not (started := re.search(r"started run (\d+)", "".join(lines))):
+        time.sleep(0.05)
+    deployment.stop_run(int(started.group(1)))
 
 
 def test_deploy_refuses_a_node_count_other_than_the_clients_before_starting_anything(tmp_path: Path) -> None:

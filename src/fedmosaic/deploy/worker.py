@@ -33,7 +33,9 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
+import time
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 from flwr.app import Context, Message
@@ -132,10 +134,13 @@ class SiteWorker:
         context: Context | None = None
         reply: Message | None = None
         status, details = SubStatus.FAILED, "ClientApp task failed"
+        times = [time.perf_counter()]
         try:
             message, context, _, fab = pull_task_input(client)
             check_app(fab.content)
+            times.append(time.perf_counter())
             reply = self._client_app(message, context)
+            times.append(time.perf_counter())
             status, details = SubStatus.COMPLETED, ""
         except Exception as error:
             log.exception("the ClientApp raised an exception")
@@ -151,6 +156,10 @@ class SiteWorker:
             finally:
                 push_task_output(client=client, context=context, sub_status=status, details=details)
                 client.close()
+                times.append(time.perf_counter())
+                log.info(
+                    "task %s: %s s (pull, run, push)", status, " ".join(f"{b - a:.3f}" for a, b in pairwise(times))
+                )
 
 
 def check_app(fab: bytes) -> None:
