@@ -19,7 +19,8 @@ every engine gave the same final metrics, and the deployment's overhead per
 trip: over the later rounds, (deployment seconds - in-process seconds) /
 trips. ``--markdown`` writes the table docs/deploy.md shows.
 
-Usage: python benchmarks/engines.py [--workload NAME ...] [--data-dir DIR] [--out FILE] [--markdown FILE]
+Usage: python benchmarks/engines.py [--workload NAME ...] [--without-simulation] [--data-dir DIR] [--out FILE]
+[--markdown FILE]
 """
 
 from __future__ import annotations
@@ -103,23 +104,23 @@ def overhead_per_trip(deployed: dict[str, Any], in_process: dict[str, Any]) -> f
     return sum(row["wall_time_s"] - same["wall_time_s"] for row, same in later) / trips
 
 
-def bench(name: str, data_dir: Path, folder: Path) -> dict[str, Any]:
-    """One workload on every engine."""
+def bench(name: str, data_dir: Path, folder: Path, engines_run: tuple[str, ...] = ENGINES) -> dict[str, Any]:
+    """One workload on the engines ``engines_run`` (in process and the deployment always)."""
     preset, overrides = WORKLOADS[name]
     source = apply_overrides(resolve_experiment(preset), overrides)
     results, engines = {}, {}
-    for engine in ENGINES:
+    for engine in engines_run:
         results[engine], total = run_on(engine, source, folder / name / engine, data_dir)
         engines[engine] = {
             "total_wall_s": round(total, 2),
             "runs": {run["name"]: per_round(run) for run in results[engine]["runs"]},
         }
-    finals = {engine: [run["final"] for run in results[engine]["runs"]] for engine in ENGINES}
+    finals = {engine: [run["final"] for run in results[engine]["runs"]] for engine in engines_run}
     return {
         "preset": preset,
         "overrides": overrides,
         "engines": engines,
-        "identical_final_metrics": all(finals[engine] == finals["inprocess"] for engine in ENGINES),
+        "identical_final_metrics": all(finals[engine] == finals["inprocess"] for engine in engines_run),
         "overhead_per_trip_s": {
             run["name"]: round(overhead_per_trip(run, same), 3)
             for run, same in zip(results["flower"]["runs"], results["inprocess"]["runs"], strict=True)
@@ -135,7 +136,7 @@ def markdown(workloads: dict[str, dict[str, Any]]) -> str:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, entry in workloads.items():
-        for engine in ENGINES:
+        for engine in entry["engines"]:
             for run, row in entry["engines"][engine]["runs"].items():
                 overhead = f"{entry['overhead_per_trip_s'][run]:.2f}" if engine == "flower" else ""
                 lines.append(
@@ -148,13 +149,15 @@ def markdown(workloads: dict[str, dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS), default=None)
+    parser.add_argument("--without-simulation", action="store_true", help="in process and the deployment only")
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--markdown", type=Path, default=None)
     args = parser.parse_args()
     data_dir = (args.data_dir or default_data_dir()).resolve()
     with tempfile.TemporaryDirectory(prefix="fedmosaic-engines-") as folder:
-        workloads = {name: bench(name, data_dir, Path(folder)) for name in args.workload or WORKLOADS}
+        engines = tuple(e for e in ENGINES if not (args.without_simulation and e == "flower-simulation"))
+        workloads = {name: bench(name, data_dir, Path(folder), engines) for name in args.workload or WORKLOADS}
     emit({"benchmark": "engines", "workloads": workloads, "machine": machine()}, args.out)
     if args.markdown is not None:
         args.markdown.write_text(markdown(workloads))
