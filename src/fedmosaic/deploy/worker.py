@@ -51,6 +51,7 @@ from flwr.supercore.interceptors import (
     RuntimeVersionHttpInterceptor,
     SuperExecAuthHttpInterceptor,
 )
+from flwr.supercore.protobuf.client import ProtobufClientInterceptor
 from flwr.supercore.retry import make_simple_http_retry_invoker
 from flwr.supercore.runtime import RuntimeHttpClient
 from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
@@ -86,7 +87,7 @@ class SiteWorker:
         self._address = runtime_api_address
         self._client_app = client_app
         self._poll_s = poll_s
-        interceptors: list = [RuntimeVersionHttpInterceptor(component_name="SuperExec")]
+        interceptors: list[ProtobufClientInterceptor] = [RuntimeVersionHttpInterceptor(component_name="SuperExec")]
         if secret is not None:
             interceptors.append(
                 SuperExecAuthHttpInterceptor(
