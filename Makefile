@@ -7,7 +7,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fedmosaic-installed
-JOBS ?= auto
+# Test workers: one per core, and at least 4: the Flower tests mostly wait on their processes
+# (polls, heartbeats), and on a 2-core machine the other workers use the cores meanwhile.
+JOBS ?= $(shell n=$$(nproc); [ $$n -lt 4 ] && n=4; echo $$n)
 
 CHROMIUM := /usr/bin/chromium
 

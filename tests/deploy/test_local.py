@@ -1,10 +1,13 @@
 """A real SuperLink and SuperNodes on 127.0.0.1: same results as in process, secured, and robust to a lost node.
 
-The tests that start Flower processes are marked slow: each round costs
-seconds (SuperNodes poll every 3 s and start a process per message).
+The tests that start Flower processes are marked slow: each trip costs
+seconds (a SuperNode polls the SuperLink every 3 s). The tests that can
+share a deployment use the session's (``deployment``, tests/deploy/conftest.py).
 """
 
 import json
+import re
+import threading
 import time
 from pathlib import Path
 
@@ -14,9 +17,11 @@ from fedmosaic.deploy.local import deploy_experiment
 from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.security import make_node_key
 from fedmosaic.deploy.submit import submit
-from fedmosaic.errors import ConfigError
+from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.outputs import CHECKPOINTS
 from fedmosaic.experiments.runner import run_experiment
+from fedmosaic.federation.checkpoint import load_checkpoint
 
 DIGITS = {
     "name": "deploy-digits",
@@ -39,6 +44,19 @@ ASIA = {
 }
 
 
+SCAFFOLD = {
+    "name": "deploy-scaffold",
+    "seed": 2,
+    "data": {"dataset": "digits"},
+    "partition": {"scheme": "dirichlet", "num_clients": 3, "alpha": 0.5, "min_size": 20},
+    "federation": {"rounds": 4, "engine": "flower", "reply_timeout_s": 120.0},
+    "model": {"hidden": [16]},
+    "train": {"batch_size": 32, "lr": 0.1, "momentum": 0.5},
+    "runs": [{"name": "SCAFFOLD", "method": "scaffold"}],
+}
+"""SCAFFOLD keeps each client's control variate in its client state: a client that lost it would change the result."""
+
+
 def _in_process(source: dict, out: Path) -> dict:
     return run_experiment(load_config(source | {"federation": source["federation"] | {"engine": "inprocess"}}), out)
 
@@ -55,23 +73,22 @@ def _changed(source: dict, **federation) -> dict:
 
 
 @pytest.mark.slow
-def test_fedavg_and_fcms_on_supernodes_equal_the_in_process_run(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("deployment")
+def test_fedavg_and_fcms_on_supernodes_equal_the_in_process_run(deployment: LocalDeployment, tmp_path: Path) -> None:
     """Bit-identical results.
 
     F-CMs on asia needs 4 clients (3 base concept subsets and an additional one); the fourth joins at
     round 2 (a registration exchange, then training). FedAvg uses 3 of the nodes.
     """
     # Execute
-    with LocalDeployment(tmp_path / "deployment", 4) as deployment:
-        fedavg = submit(DIGITS, tmp_path / "fedavg", deployment.connection, tmp_path / "submit-fedavg", write=print)
-        fcms = submit(ASIA, tmp_path / "fcms", deployment.connection, tmp_path / "submit-fcms", write=print)
+    fedavg = submit(DIGITS, tmp_path / "fedavg", deployment.connection, tmp_path / "submit-fedavg", write=print)
+    fcms = submit(ASIA, tmp_path / "fcms", deployment.connection, tmp_path / "submit-fcms", write=print)
 
     # Assert
     assert _numbers(fedavg) == _numbers(_in_process(DIGITS, tmp_path / "fedavg-inprocess"))
     assert _numbers(fcms) == _numbers(_in_process(ASIA, tmp_path / "fcms-inprocess"))
     assert [row["replies"] for row in fcms["runs"][0]["history"]] == [3, 4]
     assert [row["trips"] for row in fcms["runs"][0]["history"]] == [2, 2]
-    assert deployment.remaining() == []
 
 
 @pytest.mark.slow
@@ -104,20 +121,22 @@ def test_deploy_with_tls_and_registered_keys_runs_end_to_end(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_completes(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("deployment")
+def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_completes(
+    deployment: LocalDeployment, tmp_path: Path
+) -> None:
     # Prepare
     source = _changed(DIGITS, rounds=2, reply_timeout_s=60.0)
     lines: list[str] = []
-    with LocalDeployment(tmp_path / "deployment", 3) as deployment:
 
-        def watch(line: str) -> None:
-            lines.append(line)
-            if "round 1/2" in line:
-                deployment.kill_node(2)
+    def watch(line: str) -> None:
+        lines.append(line)
+        if "round 1/2" in line:
+            deployment.kill_node(2)
 
-        # Execute
-        start = time.monotonic()
-        results = submit(source, tmp_path / "out", deployment.connection, tmp_path / "submit", write=watch)
+    # Execute
+    start = time.monotonic()
+    results = submit(source, tmp_path / "out", deployment.connection, tmp_path / "submit", write=watch)
 
     # Assert
     history = results["runs"][0]["history"]
@@ -128,7 +147,51 @@ def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_complet
     assert "accuracy" in results["runs"][0]["final"]
     assert any("client 2 dropped out" in line for line in lines)
     assert time.monotonic() - start < 300
-    assert deployment.remaining() == []
+    assert deployment.remaining("node-2") == []
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("deployment")
+def test_a_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
+    deployment: LocalDeployment, tmp_path: Path
+) -> None:
+    """A run stopped after round 2 with a SuperNode restarted resumes to the uninterrupted run's result.
+
+    As soon as the server has checkpointed round 2, SuperNode 1 is killed (so round 3 cannot complete) and the
+    run is stopped (``flwr stop``); the node is started again (its memory, Flower's ``context.state``, is lost)
+    and the run is resumed. The server continues from its checkpoint and every site from the client state on its
+    own disk, so the result equals the uninterrupted run's.
+    """
+    # Prepare: interrupt the run once round 2 is checkpointed
+    out = tmp_path / "out"
+    lines: list[str] = []
+    interrupter = threading.Thread(target=_interrupt_after_round, args=(deployment, out, 2, lines, 1), daemon=True)
+    interrupter.start()
+    with pytest.raises(FedmosaicError, match="ended without results"):
+        submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-1", write=lines.append)
+    interrupter.join()
+    deployment.revive()
+
+    # Execute
+    resumed = submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-2", resume=True, write=print)
+
+    # Assert
+    assert _numbers(resumed) == _numbers(_in_process(SCAFFOLD, tmp_path / "inprocess"))
+    assert [row["replies"] for row in resumed["runs"][0]["history"]] == [3, 3, 3, 3]
+
+
+def _interrupt_after_round(deployment: LocalDeployment, out: Path, rnd: int, lines: list[str], node: int) -> None:
+    """Poll the run's checkpoint; once it holds round ``rnd``, kill SuperNode ``node`` and stop the run."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        saved = [load_checkpoint(path) for path in (out / CHECKPOINTS).glob("*/*.npz")]
+        if any(len(checkpoint.history) >= rnd for checkpoint in saved):
+            break
+        time.sleep(0.05)
+    deployment.kill_node(node)
+    while time.monotonic() < deadline and not (started := re.search(r"started run (\d+)", "".join(lines))):
+        time.sleep(0.05)
+    deployment.stop_run(int(started.group(1)))
 
 
 def test_deploy_refuses_a_node_count_other_than_the_clients_before_starting_anything(tmp_path: Path) -> None:

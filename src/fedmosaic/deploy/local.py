@@ -15,6 +15,10 @@ from fedmosaic.experiments.config import ExperimentConfig, apply_overrides, load
 from fedmosaic.experiments.outputs import prepare_out_dir
 from fedmosaic.experiments.table_workload import NODE_FILE, NODE_GRAPH, node_workload
 from fedmosaic.experiments.workloads import prepare_workload
+from fedmosaic.federation.flower.site_state import STATE_DIR
+
+SITE_STATES = "site-states"
+"""Folder of the output folder where the nodes of ``fedmosaic deploy`` keep their client states (for ``--resume``)."""
 
 
 def deploy_experiment(
@@ -57,7 +61,8 @@ def deploy_experiment(
         for the node's index (e.g. ``hospital-{node}.csv``). Default: the
         experiment's files of the node's site.
     resume, overwrite : bool
-        As for ``fedmosaic run``.
+        As for ``fedmosaic run``; each node keeps its client states in
+        ``<out_dir>/site-states/node-<i>``, so that ``resume`` restores them.
     write : callable str -> None
         Receives the streamed progress.
 
@@ -86,7 +91,11 @@ def deploy_experiment(
 
     def node_config(index: int) -> dict[str, str]:
         folder = node_data_dir.replace("{node}", str(index)) if node_data_dir else data_dir
-        return {**({} if folder is None else {"data-dir": str(Path(folder).resolve())}), **files.get(index, {})}
+        return {
+            **({} if folder is None else {"data-dir": str(Path(folder).resolve())}),
+            STATE_DIR: str((out_dir / SITE_STATES / f"node-{index}").resolve()),
+            **files.get(index, {}),
+        }
 
     workdir = Path(tempfile.mkdtemp(prefix="fedmosaic-deploy-"))
     write(f"deployment files and logs: {workdir}\n")

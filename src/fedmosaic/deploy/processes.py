@@ -24,8 +24,9 @@ from pathlib import Path
 from types import TracebackType
 
 import fedmosaic
-from fedmosaic.deploy.security import NodeKey, TlsFiles, make_node_key, make_tls
+from fedmosaic.deploy.security import NodeKey, TlsFiles, make_node_key, make_secret, make_tls
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.federation.flower.site_state import STATE_DIR
 
 HOST = "127.0.0.1"
 FEDERATION = "fedmosaic-local"
@@ -34,6 +35,8 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 MARKER = "FEDMOSAIC_DEPLOYMENT_PROCESS"
 """Environment variable marking the processes of a deployment: ``<deployment id>/<process name>``."""
+WORKER = "-worker"
+"""Suffix of the name of a SuperNode's warm worker (:mod:`fedmosaic.deploy.worker`); it carries its node's marker."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,9 @@ class LocalDeployment:
         Generate a key pair per SuperNode, register the public keys with the
         SuperLink and make it refuse unknown nodes.
     node_config : callable int -> dict, optional
-        Extra node config of node ``i`` (e.g. its ``data-dir``).
+        Extra node config of node ``i`` (e.g. its ``data-dir``). Each node
+        keeps its client states in ``<folder>/state/node-<i>`` (its
+        ``state-dir``) unless this names another folder.
     log : callable str -> None, default print to stderr
         Receives progress lines of the deployment itself.
 
@@ -212,8 +217,19 @@ class LocalDeployment:
             )
 
     def start_node(self, index: int, key: NodeKey | None = None, *, name: str | None = None) -> subprocess.Popen[bytes]:
-        """Start a SuperNode serving partition ``index`` (authenticating with ``key`` if given)."""
-        config = {"partition-id": str(index), "num-partitions": str(self.nodes), **self._node_config(index)}
+        """Start a SuperNode serving partition ``index`` (authenticating with ``key`` if given) and its warm worker.
+
+        The SuperNode runs with ``--isolation process``: it starts no process
+        per message; its worker (:mod:`fedmosaic.deploy.worker`), authenticated
+        with a secret generated for the node, runs its messages and exits with it.
+        """
+        config = {
+            "partition-id": str(index),
+            "num-partitions": str(self.nodes),
+            STATE_DIR: str(self.folder / "state" / f"node-{index}"),
+            **self._node_config(index),
+        }
+        runtime_port = free_port()
         command = [
             flower_command("flower-supernode"),
             "--superlink",
@@ -221,7 +237,7 @@ class LocalDeployment:
             "--host",
             HOST,
             "--port",
-            str(free_port()),
+            str(runtime_port),
             "--node-config",
             " ".join(f'{k}="{v}"' if not v.isdigit() else f"{k}={v}" for k, v in config.items()),
         ]
@@ -231,18 +247,68 @@ class LocalDeployment:
             command += ["--root-certificates", str(self.connection.root_certificates)]
         if key is not None:
             command += ["--auth-supernode-private-key", str(key.private_key)]
-        return self._spawn(name or f"node-{index}", command)
+        name = name or f"node-{index}"
+        secret = make_secret(self.folder / "secrets" / name)
+        command += ["--isolation", "process", "--superexec-auth-secret-file", str(secret)]
+        node = self._spawn(name, command)
+        worker = [
+            sys.executable,
+            "-m",
+            "fedmosaic.deploy.worker",
+            "--runtime-api-address",
+            f"{HOST}:{runtime_port}",
+            "--superexec-auth-secret-file",
+            str(secret),
+            "--parent-pid",
+            str(node.pid),
+        ]
+        self._spawn(f"{name}{WORKER}", worker, marker=name)
+        return node
+
+    def stop_run(self, run_id: int) -> None:
+        """Stop a Flower run (``flwr stop``), as an operator interrupting it would."""
+        result = subprocess.run(
+            [flower_command("flwr"), "stop", str(run_id), FEDERATION],
+            env=self.env,
+            cwd=self.folder,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise FedmosaicError(f"stopping run {run_id} failed: {(result.stdout + result.stderr).strip()[-500:]}")
 
     def kill_node(self, index: int) -> None:
         """Kill SuperNode ``index`` and every process it started at once (SIGKILL), as a crash would."""
-        process = self._processes.pop(f"node-{index}")
+        processes = [self._processes.pop(f"node-{index}"), self._processes.pop(f"node-{index}{WORKER}")]
         for pid in marked_processes(f"{self._id}/node-{index}"):
             _signal(pid, signal.SIGKILL)
-        process.wait()
+        for process in processes:
+            process.wait()
 
-    def remaining(self) -> list[int]:
-        """Processes of this deployment still alive (none once it has stopped)."""
-        return marked_processes(f"{self._id}/")
+    def revive(self) -> list[int]:
+        """Start again every SuperNode that is not running (killed, or exited); return their indices."""
+        dead = [
+            index
+            for index in range(self.nodes)
+            if (process := self._processes.get(f"node-{index}")) is None or process.poll() is not None
+        ]
+        for index in dead:
+            for name in (f"node-{index}", f"node-{index}{WORKER}"):
+                if (process := self._processes.pop(name, None)) is not None:
+                    process.kill()
+                    process.wait()
+            self.start_node(index, self.keys.get(index))
+        return dead
+
+    def remaining(self, name: str = "") -> list[int]:
+        """Processes of this deployment still alive (none once it has stopped); only those of ``name`` if given.
+
+        ``name`` is a process name (``node-2``): the SuperNode, its worker
+        and every process either started.
+        """
+        return marked_processes(f"{self._id}/{name}")
 
     def process(self, name: str) -> subprocess.Popen[bytes]:
         """A running process of the deployment (``superlink``, ``node-<i>``...)."""
@@ -266,8 +332,8 @@ class LocalDeployment:
         for pid in self.remaining():
             _signal(pid, signal.SIGKILL)
 
-    def _spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
-        env = {**self.env, MARKER: f"{self._id}/{name}"}
+    def _spawn(self, name: str, command: list[str], *, marker: str | None = None) -> subprocess.Popen[bytes]:
+        env = {**self.env, MARKER: f"{self._id}/{marker or name}"}
         with open(self.folder / "logs" / f"{name}.log", "ab") as log:
             process = subprocess.Popen(
                 command,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,13 @@ def make_node_key(folder: Path, name: str) -> NodeKey:
         key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     )
     return pair
+
+
+def make_secret(path: Path) -> Path:
+    """Write a random 32-byte secret, readable by its owner only (a SuperNode's SuperExec secret)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_private(path, secrets.token_bytes(32))
+    return path
 
 
 def _builder(

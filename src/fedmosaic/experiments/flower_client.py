@@ -8,8 +8,11 @@ cache folder) and keeps only its own partition (its ``partition-id``). With
 sites' own tables (``[tables]``) it reads only its own site's table: the
 ``data-file`` node config (and ``graph-file``, its graph belief), else, in a
 simulation, the experiment's file of its partition.
-Client state lives in Flower's ``context.state``; the only thing kept in the
-process is a cache of prepared data, which is deterministic and read-only.
+Client state lives in Flower's ``context.state``; what is kept in the
+process is a cache of prepared data and of built client logics (keyed by
+job, partition and node config), both deterministic: a process that handles
+many messages (a warm site, :mod:`fedmosaic.deploy.worker`) rebuilds neither,
+and a fresh process builds the same ones.
 
 Deployment reference: ``fedmosaic.experiments.flower_client:client_app``.
 """
@@ -35,6 +38,9 @@ from fedmosaic.methods.tables.scaling import ScalingClient
 from fedmosaic.threads import torch_threads
 
 client_app = ClientApp()
+LOGIC_CACHE = 16
+"""Client logics a process keeps built (most recently used first out last)."""
+_LOGICS: dict[str, ClientLogic] = {}
 
 
 @client_app.train()
@@ -56,7 +62,20 @@ def query(message: FlowerMessage, context: Context) -> FlowerMessage:
 
 
 def client_logic(header: dict[str, ConfigValue], partition: int, context: Context) -> ClientLogic:
-    """The client logic of ``partition`` for the job a message header names.
+    """:func:`build_client_logic`, built once per process for each job, partition and node config."""
+    key = json.dumps(
+        [{k: v for k, v in header.items() if k not in ("round", "client")}, partition, dict(context.node_config)],
+        sort_keys=True,
+    )
+    logic = _LOGICS.pop(key, None) or build_client_logic(header, partition, context)
+    _LOGICS[key] = logic
+    while len(_LOGICS) > LOGIC_CACHE:
+        _LOGICS.pop(next(iter(_LOGICS)))
+    return logic
+
+
+def build_client_logic(header: dict[str, ConfigValue], partition: int, context: Context) -> ClientLogic:
+    """Build the client logic of ``partition`` for the job a message header names.
 
     Parameters
     ----------

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from fedmosaic.federation import Message, Schedule
+from fedmosaic.federation.flower import grid as grid_module
 from fedmosaic.federation.flower.grid import PARTITION_QUERY, FlowerGrid
 
 HEADER = {"job": "0/federated", "seed": 5}
@@ -152,6 +153,32 @@ def test_a_node_that_joins_later_is_found_when_its_partition_is_first_addressed(
     )
 
     assert sorted(replies) == [0, 1]
+
+
+def test_a_silent_node_does_not_hold_up_the_first_exchange_once_the_wanted_partitions_answered(
+    toy_client, fake_flower_grid, monkeypatch
+) -> None:
+    """An exchange does not wait on a dead SuperNode once the partitions it needs have answered.
+
+    A SuperNode that died is still listed by the SuperLink until its heartbeats time out: its partition
+    query goes unanswered, and the exchange goes on as soon as the partitions it needs are known.
+    """
+    # Prepare
+    fake = fake_flower_grid([0, 1, 2], toy_client)
+    fake.node_of(2).behaviour = "silent"
+    grid = _flower_grid(fake, timeout_s=0.5)
+    waits: list[float] = []
+    monkeypatch.setattr(grid_module.time, "sleep", waits.append)
+
+    # Execute
+    replies = grid.send_and_receive(
+        {0: Message(arrays={"w": np.zeros(3)}), 1: Message(arrays={"w": np.zeros(3)})}, 1, frozenset()
+    )
+
+    # Assert: no wait for the silent node (the fake answers at once)
+    assert sorted(replies) == [0, 1]
+    assert waits == []
+    assert grid.lost == []
 
 
 def test_two_nodes_claiming_one_partition_are_refused(toy_client, fake_flower_grid) -> None:

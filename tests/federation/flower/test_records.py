@@ -31,6 +31,8 @@ def test_arrays_config_metrics_and_kind_survive_the_wire_exactly() -> None:
         "scalar": np.array(2.5, dtype=np.float64),
         "empty": np.zeros((0, 5), dtype=np.float16),
         "strided": np.arange(10, dtype=np.int32)[::3],
+        "file": np.ones(1, dtype=np.uint8),
+        "party/1/encoder.weight": np.eye(2, dtype=np.float64),
     }
     config = {"round": 3, "lr": 0.05, "graph": "a->b", "late": True, "ids": [1, 2], "names": ["x"], "none": []}
     message = Message(arrays=arrays, config=config, metrics={"num_examples": 12.0, "loss": 0.25}, kind="query.register")
@@ -62,10 +64,11 @@ def test_a_read_only_view_is_encoded_like_the_array_itself() -> None:
     np.testing.assert_array_equal(back.arrays["w"], array)
 
 
-def test_each_part_goes_to_its_own_typed_record() -> None:
-    content = to_record_dict(Message(arrays={"w": np.zeros(2)}, config={"c": 1}, metrics={"m": 1.0}))
+def test_each_part_goes_to_its_own_typed_record_and_the_arrays_travel_as_one_flower_array() -> None:
+    content = to_record_dict(Message(arrays={"w": np.zeros(2), "b": np.ones(3)}, config={"c": 1}, metrics={"m": 1.0}))
 
     assert set(content.array_records) == {ARRAYS}
+    assert len(content.array_records[ARRAYS]) == 1
     assert set(content.config_records) == {CONFIG, HEADER}
     assert set(content.metric_records) == {METRICS}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from flwr.app import Message as FlowerMessage
@@ -130,8 +130,12 @@ class FlowerGrid(Grid):
             self._lose(rnd, client, f"no reply within {self._timeout_s:g} s")
         return replies
 
-    def _round_trip(self, outgoing: list[tuple[int, FlowerMessage]]) -> tuple[dict[int, FlowerMessage], list[int]]:
-        """Push the messages, then pull until every reply has come or the timeout has passed.
+    def _round_trip(
+        self,
+        outgoing: list[tuple[int, FlowerMessage]],
+        enough: Callable[[dict[int, FlowerMessage]], bool] | None = None,
+    ) -> tuple[dict[int, FlowerMessage], list[int]]:
+        """Push the messages, then pull until every reply has come, ``enough`` holds, or the timeout has passed.
 
         Returns
         -------
@@ -150,7 +154,7 @@ class FlowerGrid(Grid):
                 key = pending.pop(reply.metadata.reply_to_message_id, None)
                 if key is not None:
                     answers[key] = reply
-            if not pending or time.monotonic() >= deadline:
+            if not pending or time.monotonic() >= deadline or (enough is not None and enough(answers)):
                 break
             time.sleep(POLL_S)
         return answers, sorted(pending.values())
@@ -167,7 +171,7 @@ class FlowerGrid(Grid):
             connected = set(self._grid.get_node_ids())
             unknown = sorted(connected - self._asked)
             if missing and unknown:
-                self._ask_partitions(unknown)
+                self._ask_partitions(unknown, missing)
             missing -= set(self._nodes)
             if not missing or time.monotonic() >= deadline:
                 break
@@ -175,24 +179,37 @@ class FlowerGrid(Grid):
         self._connected = True
         return connected
 
-    def _ask_partitions(self, node_ids: list[int]) -> None:
+    def _ask_partitions(self, node_ids: list[int], missing: set[int]) -> None:
+        """Ask ``node_ids`` which partition each serves; stop waiting once the ``missing`` partitions have answered.
+
+        A node the SuperLink still lists after it died (until its heartbeats
+        time out) does not hold up the exchange once the partitions wanted
+        are known; its late answer is ignored.
+        """
         self._asked.update(node_ids)
+
+        def found_all(answers: dict[int, FlowerMessage]) -> bool:
+            served = {_served(answer) for answer in answers.values() if not answer.has_error()}
+            return missing <= served
+
         answers, silent = self._round_trip(
             [
                 (node, self._flower_message(Message(kind=PARTITION_QUERY), dict(self._header), node, 0))
                 for node in node_ids
-            ]
+            ],
+            found_all,
         )
         for node, answer in answers.items():
             if answer.has_error():
                 log.warning("node %d did not say which partition it serves: %s", node, answer.error.reason)
                 continue
-            partition = as_int(from_record_dict(answer.content)[0].config[PARTITION])
+            partition = _served(answer)
             if partition in self._nodes:
                 raise FedmosaicError(f"nodes {self._nodes[partition]} and {node} both serve partition {partition}")
             self._nodes[partition] = node
         for node in silent:
-            log.warning("node %d did not say which partition it serves within %g s", node, self._timeout_s)
+            self._asked.discard(node)  # asked again if its partition is still missing at a later exchange
+            log.info("node %d has not said which partition it serves", node)
 
     def _flower_message(self, message: Message, header: dict[str, ConfigValue], node: int, rnd: int) -> FlowerMessage:
         return FlowerMessage(
@@ -205,3 +222,8 @@ class FlowerGrid(Grid):
     def _lose(self, rnd: int, client: int, reason: str) -> None:
         self.lost.append(LostReply(rnd, client, reason))
         log.warning("round %d: client %d dropped out: %s", rnd, client, reason)
+
+
+def _served(answer: FlowerMessage) -> int:
+    """The partition a node's answer to a partition query names."""
+    return as_int(from_record_dict(answer.content)[0].config[PARTITION])
