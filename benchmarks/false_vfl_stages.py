@@ -18,10 +18,11 @@ for validation), seed 0. Printed as JSON lines:
   prediction, of uniform weights over the same samples, of the classifier at
   the posterior mean, and the mean ESS;
 - the test accuracies (same three predictions, and the ESS) of the
-  classifier selected on validation.
+  classifier selected on validation, with ``predict_samples`` samples and
+  then with each of ``--more-samples``.
 
 Usage: python benchmarks/false_vfl_stages.py [--stage1-epochs 20] [--reuse-samples]
-    [--params '{"latent": 64, "hidden": 128}'] [--train mcar:0.5] [--data-dir DIR]
+    [--params '{"latent": 64, "hidden": 128}'] [--more-samples 200 1000] [--train mcar:0.5] [--data-dir DIR]
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import PartyModel, gaussian_log_prob
 from fedmosaic.methods.vertical.params import FalseVFLParams
 
+CHUNK = 256
+"""Rows per chunk of the log weights."""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -57,6 +61,7 @@ def main() -> None:
     parser.add_argument("--reuse-samples", action="store_true", help="all passes of a stage-2 epoch on one draw")
     parser.add_argument("--params", default="{}", help="FALSE-VFL parameters as JSON")
     parser.add_argument("--every", type=int, default=5)
+    parser.add_argument("--more-samples", type=int, nargs="*", default=[], help="also predict with these many samples")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -118,6 +123,9 @@ def main() -> None:
     active.classifier.load_state_dict(best[1])
     tests = {name: model.predict(split) for name, split in data.tests.items()}
     print(json.dumps({"selected_epoch": best[2], "test": tests, "seconds": round(time.time() - start)}), flush=True)
+    for samples in args.more_samples:
+        tests = {name: model.predict(split, samples=samples) for name, split in data.tests.items()}
+        print(json.dumps({"predict_samples": samples, "test": tests}), flush=True)
 
 
 class Model:
@@ -138,9 +146,16 @@ class Model:
     def terms(
         self, xs: list[Tensor], present: Tensor, h: Tensor, fused: Tensor, generator: torch.Generator
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """The three terms of the log weights: parties, top layer, ``-log q(h | x_obs)``."""
+        """The three terms of the log weights: parties, top layer, ``-log q(h | x_obs)`` (in chunks of rows)."""
+        noise = torch.randn((*h.shape[:-1], self.params.top_latent), generator=generator)
+        parts = [self._terms([x[r] for x in xs], present[r], h[:, r], fused[:, r], noise[:, r]) for r in row_chunks(h)]
+        return tuple(torch.cat(terms, dim=1) for terms in zip(*parts))  # type: ignore[return-value]
+
+    def _terms(
+        self, xs: list[Tensor], present: Tensor, h: Tensor, fused: Tensor, noise: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
         z_mean, z_logvar = self.active.top_encoder(h)
-        z = z_mean + torch.exp(0.5 * z_logvar) * torch.randn(z_mean.shape, generator=generator)
+        z = z_mean + torch.exp(0.5 * z_logvar) * noise
         h_mean, h_logvar = self.active.top_decoder(z)
         parties = sum(m.log_likelihood(x, present[:, k], h) for k, (m, x) in enumerate(zip(self.parties, xs)))
         top = (
@@ -191,14 +206,14 @@ class Model:
             "decoder_std": float(np.mean([(0.5 * m.decoder.logvar).exp().mean().item() for m in self.parties])),
         }
 
-    def predict(self, split: VerticalSplit, seed: int = 5) -> dict[str, float]:
+    def predict(self, split: VerticalSplit, seed: int = 5, samples: int | None = None) -> dict[str, float]:
         """Accuracy of the SNIS prediction, of uniform weights over the same samples, at the posterior mean; ESS."""
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             xs, present, _, fused = self.posterior(split, np.arange(len(split)))
-            h = sample(fused[0], fused[1], self.params.predict_samples, generator)
+            h = sample(fused[0], fused[1], samples or self.params.predict_samples, generator)
             log_weights = sum(self.terms(xs, present, h, fused, generator))
-            probabilities = torch.softmax(self.active.classifier(h), -1)
+            probabilities = torch.cat([torch.softmax(self.active.classifier(h[:, r]), -1) for r in row_chunks(h)], 1)
             predictions = {
                 "snis": predictive_probabilities(log_weights, probabilities),  # type: ignore[arg-type]
                 "uniform": probabilities.mean(0),
@@ -206,6 +221,11 @@ class Model:
             }
         result = {k: float((p.argmax(-1).numpy() == split.y).mean()) for k, p in predictions.items()}
         return result | {"ess": float(effective_sample_size(log_weights).mean())}  # type: ignore[arg-type]
+
+
+def row_chunks(h: Tensor) -> list[slice]:
+    """Slices of ``CHUNK`` rows of samples ``(samples, n, d)`` (bounds the memory of many samples)."""
+    return [slice(start, start + CHUNK) for start in range(0, h.shape[1], CHUNK)]
 
 
 def _spread(values: Tensor) -> float:
