@@ -1,4 +1,4 @@
-"""FALSE-VFL's two stages in one process, measured: is stage 1 converged, why are the prediction weights degenerate?
+"""FALSE-VFL's two stages in one process: how far stage 1 converges, and why the prediction weights are degenerate.
 
 The same networks (``ActiveModel``, ``PartyModel``), fusion and bounds as
 ``false-vfl``, trained without the federation (its exchanged gradients equal
@@ -138,7 +138,7 @@ class Model:
         """Blocks, presence, local posteriors ``(n, K, d)`` (mean and log-variance stacked last) and fused ``q``."""
         xs = [torch.from_numpy(np.nan_to_num(b[rows])) for b in split.blocks]
         present = torch.from_numpy(split.present[rows])
-        means, logvars = zip(*[m.encoder(x) for m, x in zip(self.parties, xs)])
+        means, logvars = zip(*[m.encoder(x) for m, x in zip(self.parties, xs, strict=True)], strict=True)
         mean, logvar = torch.stack(means, 1), torch.stack(logvars, 1)
         fused = torch.stack(fuse_posteriors(mean, logvar, present, self.params.fusion))
         return xs, present, torch.stack([mean, logvar]), fused
@@ -149,7 +149,7 @@ class Model:
         """The three terms of the log weights: parties, top layer, ``-log q(h | x_obs)`` (in chunks of rows)."""
         noise = torch.randn((*h.shape[:-1], self.params.top_latent), generator=generator)
         parts = [self._terms([x[r] for x in xs], present[r], h[:, r], fused[:, r], noise[:, r]) for r in row_chunks(h)]
-        return tuple(torch.cat(terms, dim=1) for terms in zip(*parts))  # type: ignore[return-value]
+        return tuple(torch.cat(terms, dim=1) for terms in zip(*parts, strict=True))  # type: ignore[return-value]
 
     def _terms(
         self, xs: list[Tensor], present: Tensor, h: Tensor, fused: Tensor, noise: Tensor
@@ -157,7 +157,9 @@ class Model:
         z_mean, z_logvar = self.active.top_encoder(h)
         z = z_mean + torch.exp(0.5 * z_logvar) * noise
         h_mean, h_logvar = self.active.top_decoder(z)
-        parties = sum(m.log_likelihood(x, present[:, k], h) for k, (m, x) in enumerate(zip(self.parties, xs)))
+        parties = sum(
+            m.log_likelihood(x, present[:, k], h) for k, (m, x) in enumerate(zip(self.parties, xs, strict=True))
+        )
         top = (
             gaussian_log_prob(z, torch.zeros(()), torch.zeros(()))
             + gaussian_log_prob(h, h_mean, h_logvar)
@@ -191,7 +193,7 @@ class Model:
             log_weights = parties + top + proposal
             reconstruction = [
                 float(m.decoder.log_prob(x, fused[0][None])[0][present[:, k]].mean())
-                for k, (m, x) in enumerate(zip(self.parties, xs))
+                for k, (m, x) in enumerate(zip(self.parties, xs, strict=True))
             ]
         return {
             "bound": float(iwae_bound(log_weights).mean()),
