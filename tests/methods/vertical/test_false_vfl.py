@@ -100,6 +100,35 @@ def test_stage_one_trains_everyone_and_stage_two_predicts(tiny_data: VerticalDat
     assert 0.0 <= records[3].metrics["accuracy"] <= 1.0
 
 
+def test_stage_one_makes_stage1_passes_epochs_per_round(tiny_data: VerticalData) -> None:
+    # Prepare
+    params = PARAMS.model_copy(update={"stage1_passes": 2})
+    records = []
+
+    # Execute
+    federation, _ = run(tiny_data, params, rounds=3, on_round=records.append)
+
+    # Assert: 60 rows in batches of 16 -> 2 epochs x 4 steps x 2 exchanges + 1 closing update per stage-1 round
+    assert [r.trips for r in records[:2]] == [17, 17]
+    assert federation.server.artifacts()["stage1_steps"] == 2 * 2 * 4
+
+
+def test_each_stage_two_pass_trains_on_its_own_fresh_samples(tiny_data: VerticalData) -> None:
+    # Execute: two stage-1 rounds, then one stage-2 round of two passes
+    _, grid = run(tiny_data, PARAMS, rounds=3)
+
+    # Assert: the round fetches kappa samples per row for each pass in one exchange, and the passes' samples differ
+    requests = [
+        m
+        for d, _, m in grid.transfers
+        if d == "down" and m.config.get("action") == "loglik" and m.kind == "evaluate" and m.config["split"] == "train"
+    ]
+    kappa, passes = PARAMS.kappa, PARAMS.classifier_passes
+    assert {m.arrays["h"].shape[0] for m in requests} == {kappa * passes}
+    h = requests[0].arrays["h"]
+    assert not np.allclose(h[:kappa], h[kappa:])
+
+
 def test_the_same_seed_gives_the_same_results(tiny_data: VerticalData) -> None:
     first, again = [], []
     run(tiny_data, PARAMS, rounds=3, on_round=first.append)

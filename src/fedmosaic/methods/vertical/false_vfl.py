@@ -5,7 +5,7 @@ The server logic is the active party. It holds block 0's encoder and decoder,
 ``p_phi(y | h)``. Passive parties (clients) hold their own encoder and decoder
 (:mod:`fedmosaic.methods.vertical.false_vfl_client`).
 
-Each round is one epoch:
+Each round is one epoch (stage 1: ``stage1_passes`` epochs):
 
 - **Stage 1** (rounds ``1..stage1_rounds``, every training row): per
   mini-batch, two exchanges. (1) rows down (with the previous step's
@@ -17,8 +17,10 @@ Each round is one epoch:
   with the next batch (one last ``update`` exchange ends the epoch).
 - **Stage 2** (the remaining rounds, labeled rows): the generative parameters
   are frozen, so the local posteriors of the labeled rows are fetched once;
-  each epoch draws fresh samples and fetches their log-likelihoods in one
-  exchange, then trains ``phi`` alone on the bound of ``log p(y, x_obs)``.
+  each round draws ``kappa`` fresh samples per row for each of its
+  ``classifier_passes`` passes, fetches their log-likelihoods in one
+  exchange, then trains ``phi`` alone on the bound of ``log p(y, x_obs)``,
+  each pass on its own samples.
 - **Selection**: with a validation split, every stage-2 round predicts the
   validation rows (the same samples every round); the classifier of the
   round with the best accuracy is kept and tested, and stage 2 stops after
@@ -242,19 +244,22 @@ class FalseVFLServer(ServerLogic):
     # ----------------------------------------------------------------- stage 1
     def _pretrain_epoch(self, ctx: RoundContext) -> dict[str, float]:
         split = self._task.data.train
-        order = np.random.default_rng(derive_seed(self._seed, ctx.round, "batches")).permutation(len(split))
-        batches = np.array_split(order, max(1, math.ceil(len(order) / self._params.batch_size)))
         gradients: dict[int, dict[str, np.ndarray]] = {}
         bounds = []
-        for step, rows in enumerate(batches):
-            generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, step, "samples"))
-            bound, gradients = self._pretrain_step(ctx, split, np.sort(rows), gradients, generator)
-            bounds.append(bound * len(rows))
+        for epoch in range(self._params.stage1_passes):
+            # the first epoch of a round keeps the seeds of one epoch per round
+            key = (ctx.round,) if epoch == 0 else (ctx.round, epoch)
+            order = np.random.default_rng(derive_seed(self._seed, *key, "batches")).permutation(len(split))
+            batches = np.array_split(order, max(1, math.ceil(len(order) / self._params.batch_size)))
+            for step, rows in enumerate(batches):
+                generator = torch.Generator().manual_seed(derive_seed(self._seed, *key, step, "samples"))
+                bound, gradients = self._pretrain_step(ctx, split, np.sort(rows), gradients, generator)
+                bounds.append(bound * len(rows))
         ctx.exchange(
             {c: Message(arrays=gradients.get(c, {}), config={"action": "update"}) for c in ctx.clients},
             expect=acknowledgement_spec("train"),
         )
-        return {"iwae_bound": float(sum(bounds) / len(order))}
+        return {"iwae_bound": float(sum(bounds) / (len(split) * self._params.stage1_passes))}
 
     def _pretrain_step(
         self,
@@ -340,20 +345,21 @@ class FalseVFLServer(ServerLogic):
             chosen = (torch.rand(len(labeled), generator=generator) < self._params.subset_rate)[:, None]
             subset = random_subsets(mask, 0.5, generator)
             mask, scope = torch.where(chosen, subset, mask), torch.where(chosen, subset, scope)
-        with torch.no_grad():
+        kappa, passes = self._params.kappa, self._params.classifier_passes
+        with torch.no_grad():  # every pass its own kappa samples per row, fetched in one exchange
             h, log_weights = self._weighted_samples(
-                ctx, "train", split, labeled, self._fuse(self._labeled, mask), generator, self._params.kappa, scope
+                ctx, "train", split, labeled, self._fuse(self._labeled, mask), generator, kappa * passes, scope
             )
         y = torch.from_numpy(split.y[labeled])
         losses = []
         batches = [
-            batch
-            for _ in range(self._params.classifier_passes)
+            (slice(p * kappa, (p + 1) * kappa), batch)
+            for p in range(passes)
             for batch in torch.randperm(len(labeled), generator=generator).split(self._params.batch_size)
         ]
-        for batch in batches:
-            log_joint = log_weights[:, batch] + torch.log_softmax(self._model.classifier(h[:, batch]), -1).gather(
-                -1, y[batch].expand(h.shape[0], -1)[..., None]
+        for own, batch in batches:
+            log_joint = log_weights[own, batch] + torch.log_softmax(self._model.classifier(h[own, batch]), -1).gather(
+                -1, y[batch].expand(kappa, -1)[..., None]
             ).squeeze(-1)
             loss = -iwae_bound(log_joint).mean()
             self._classifier_optimizer.zero_grad()

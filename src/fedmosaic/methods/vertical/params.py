@@ -49,8 +49,12 @@ class FalseVFLParams(VerticalParams):
         Rounds (epochs) of stage 1, the unsupervised IWAE; the federation's
         remaining rounds train the classifier (stage 2); must be fewer than
         ``federation.rounds``.
+    stage1_passes : int, default 1
+        Epochs of stage 1 over the training rows per stage-1 round (stage 1
+        makes ``stage1_rounds * stage1_passes`` epochs).
     classifier_passes : int, default 10
-        Passes of stage 2 over the labeled rows per round, on that round's samples.
+        Passes of stage 2 over the labeled rows per round, each on its own
+        ``kappa`` fresh samples per row.
     fusion : {"mean", "poe"}, default "mean"
         The paper's mean of means with summed precisions, or the product of experts.
     variant : {"I", "II"}, default "I"
@@ -69,6 +73,7 @@ class FalseVFLParams(VerticalParams):
     kappa: PositiveInt = 5
     predict_samples: PositiveInt = 20
     stage1_rounds: PositiveInt = 20
+    stage1_passes: PositiveInt = 1
     classifier_passes: PositiveInt = 10
     fusion: Literal["mean", "poe"] = "mean"
     variant: Literal["I", "II"] = "I"
