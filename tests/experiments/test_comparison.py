@@ -46,6 +46,17 @@ def test_no_compared_run_means_no_comparison_and_no_report_section() -> None:
     assert comparison_blocks(None) == ()
 
 
+def test_a_grid_of_the_compared_run_alone_has_no_comparison() -> None:
+    # Prepare: every point holds only the compared run
+    entries = [{"values": {"data": "a", "test": "x", "seed": 0}, "runs": [{"name": "New", "accuracy": 0.8}]}]
+
+    # Execute
+    comparison = compare_with_best_other(GRID, entries)
+
+    # Assert
+    assert comparison is None
+
+
 def test_the_report_lists_the_tally_and_every_cell() -> None:
     comparison = compare_with_best_other(GRID, [entry("a", 0, 0.8, 0.6, 0.5)])
     _heading, _, tally, *_, cells = comparison_blocks(comparison)

@@ -38,7 +38,8 @@ def compare_with_best_other(
     Returns
     -------
     dict or None
-        ``None`` without ``grid.compare``; otherwise ``run``, ``metric`` (the grid's),
+        ``None`` without ``grid.compare``, or when no cell holds another run to compare it
+        with (a grid of one run); otherwise ``run``, ``metric`` (the grid's),
         ``cells`` (one row per cell), the overall ``count``, ``best`` and
         ``mean_margin``, and ``by_axis``: the same three per value of each axis.
     """
@@ -73,6 +74,8 @@ def compare_with_best_other(
                 "margin": margin,
             }
         )
+    if not cells:
+        return None
     by_axis = {
         axis: {
             value: _tally([c for c in cells if c["cell"][axis] == value])
