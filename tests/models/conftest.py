@@ -173,7 +173,7 @@ def _run(source: dict[str, Any], out: Path) -> FinishedRun:
             servers.append(server)
             return server, clients
 
-        return dataclasses.replace(method, build=build)
+        return dataclasses.replace(method, builder=build)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "get_method", recording)
