@@ -72,8 +72,10 @@ from flwr.supernode.runtime.run_clientapp import push_message, push_task_output
 
 CLIENT_APP = "fedmosaic.experiments.flower_client:client_app"
 """The only ``ClientApp`` a worker runs (the app bundle must name it)."""
-POLL_S = 0.05
-"""Seconds between two asks for a task when none is waiting (and first wait before asking again for an object)."""
+POLL_S = 0.2
+"""Seconds between two asks for a task when none is waiting (as often as a capped SuperNode polls its SuperLink)."""
+PULL_RETRY_S = 0.05
+"""First wait before asking again for a message object the SuperNode does not hold yet (Flower's: 1 s)."""
 
 log = logging.getLogger("fedmosaic.worker")
 
@@ -92,8 +94,7 @@ class SiteWorker:
     client_app : callable (Message, Context) -> Message
         What runs a message (fedmosaic's ``ClientApp``).
     poll_s : float, default POLL_S
-        Seconds between two asks for a task, and before the first new ask
-        for a message object the SuperNode does not hold yet.
+        Seconds between two asks for a task.
     """
 
     def __init__(
@@ -152,7 +153,7 @@ class SiteWorker:
         status, details = SubStatus.FAILED, "ClientApp task failed"
         times = [time.perf_counter()]
         try:
-            message, context, fab = pull_task_input(client, self._poll_s)
+            message, context, fab = pull_task_input(client, PULL_RETRY_S)
             check_app(fab.content)
             times.append(time.perf_counter())
             reply = self._client_app(message, context)
