@@ -78,6 +78,10 @@ def _fedmosaic(*args: str, cwd: Path) -> subprocess.CompletedProcess:
             ["deploy", "digits-fedavg", "--nodes", "3"],
             "error: --nodes: must equal the experiment's number of clients (10), got 3",
         ),
+        (
+            ["deploy", "digits-fedavg", "--poll-interval", "0"],
+            "error: --poll-interval: must be seconds from 0.05 to 3 (3 keeps Flower's own waits), got 0.0",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_exit_code_2_and_no_results(tmp_path: Path, args, expected: str) -> None:

@@ -1,7 +1,8 @@
 """A real SuperLink and SuperNodes on 127.0.0.1: same results as in process, secured, and robust to a lost node.
 
-The tests that start Flower processes are marked slow: each trip costs
-seconds (a SuperNode polls the SuperLink every 3 s). The tests that can
+The tests that start Flower processes are marked slow: processes start and
+connect, and each trip still waits on Flower (docs/deploy.md, "What a message
+still waits for"). The tests that can
 share a deployment use the session's (``deployment``, tests/deploy/conftest.py).
 """
 

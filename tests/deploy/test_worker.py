@@ -1,14 +1,34 @@
-"""A warm site's worker runs fedmosaic's ClientApp only; it takes tasks only with its SuperNode's secret."""
+"""A warm site's worker runs fedmosaic's ClientApp only; it takes tasks only with its SuperNode's secret; it pulls a task's message whole."""
 
 import io
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
+from flwr.app import Array, ArrayRecord, Context, Message, RecordDict
+from flwr.app.message import make_message, remove_content_from_message
+from flwr.app.metadata import Metadata
+from flwr.common.serde import context_to_proto, fab_to_proto, message_to_proto
+from flwr.proto.message_pb2 import (
+    ConfirmMessageReceivedRequest,
+    ConfirmMessageReceivedResponse,
+    PullObjectRequest,
+    PullObjectResponse,
+)
+from flwr.proto.run_pb2 import Run
+from flwr.proto.runtime_pb2 import (
+    PullAppMessagesRequest,
+    PullAppMessagesResponse,
+    PullTaskInputRequest,
+    PullTaskInputResponse,
+)
+from flwr.supercore.fab import Fab
+from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, get_object_tree
 
 from fedmosaic.deploy.security import make_secret
 from fedmosaic.deploy.submit import write_app
-from fedmosaic.deploy.worker import CLIENT_APP, check_app
+from fedmosaic.deploy.worker import CLIENT_APP, check_app, pull_task_input
 
 
 def _bundle(pyproject: str) -> bytes:
@@ -39,3 +59,60 @@ def test_the_secret_is_32_random_bytes_readable_by_its_owner_only(tmp_path: Path
     assert len(first.read_bytes()) == 32
     assert first.read_bytes() != second.read_bytes()
     assert first.stat().st_mode & 0o777 == 0o600
+
+
+class SiteOfOneMessage:
+    """A SuperNode's Runtime API holding one task; each object of its message is missing at the first ask."""
+
+    def __init__(self, message: Message, context: Context) -> None:
+        self.message = message
+        self.context = context
+        self.objects = {oid: obj.deflate() for oid, obj in get_all_nested_objects(message).items()}
+        self.asks: list[str] = []
+        self.confirmed: list[str] = []
+
+    def PullTaskInput(self, request: PullTaskInputRequest) -> PullTaskInputResponse:  # noqa: N802 (Flower's name)
+        return PullTaskInputResponse(
+            task_id=7, context=context_to_proto(self.context), run=Run(run_id=1), fab=fab_to_proto(Fab("h", b"", {}))
+        )
+
+    def PullMessages(self, request: PullAppMessagesRequest) -> PullAppMessagesResponse:  # noqa: N802
+        return PullAppMessagesResponse(
+            messages_list=[message_to_proto(remove_content_from_message(self.message))],
+            message_object_trees=[get_object_tree(self.message)],
+        )
+
+    def PullObject(self, request: PullObjectRequest) -> PullObjectResponse:  # noqa: N802
+        self.asks.append(request.object_id)
+        available = self.asks.count(request.object_id) > 1
+        return PullObjectResponse(
+            object_found=True,
+            object_available=available,
+            object_content=self.objects[request.object_id] if available else b"",
+        )
+
+    def ConfirmMessageReceived(self, request: ConfirmMessageReceivedRequest) -> ConfirmMessageReceivedResponse:  # noqa: N802
+        self.confirmed.append(request.message_object_id)
+        return ConfirmMessageReceivedResponse()
+
+
+def test_a_task_input_is_pulled_whole_once_the_supernode_holds_its_objects() -> None:
+    # Prepare
+    content = RecordDict({"arrays": ArrayRecord({"w": Array(np.arange(6.0).reshape(2, 3))})})
+    metadata = Metadata(1, "", 0, 5, "", "1", 0.0, 60.0, "train")
+    message = make_message(metadata, content)
+    context = Context(run_id=1, node_id=5, node_config={"partition-id": 0}, state=RecordDict(), run_config={})
+    site = SiteOfOneMessage(message, context)
+
+    # Execute
+    pulled, pulled_context, fab = pull_task_input(site, retry_s=0.01)
+
+    # Assert
+    assert pulled.object_id == message.object_id
+    assert pulled.metadata.message_id == get_object_tree(message).object_id
+    np.testing.assert_array_equal(pulled.content["arrays"]["w"].numpy(), np.arange(6.0).reshape(2, 3))
+    assert pulled_context.node_config == {"partition-id": 0}
+    assert fab.hash_str == "h"
+    assert sorted(set(site.asks)) == sorted(site.objects)
+    assert len(site.asks) == 2 * len(site.objects)
+    assert site.confirmed == [get_object_tree(message).object_id]

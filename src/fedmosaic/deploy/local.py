@@ -10,6 +10,7 @@ from typing import Any
 
 from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.submit import submit
+from fedmosaic.deploy.supernode import POLL_INTERVAL_S, poll_interval
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, apply_overrides, load_config
 from fedmosaic.experiments.outputs import prepare_out_dir
@@ -34,6 +35,7 @@ def deploy_experiment(
     node_graph: str | None = None,
     resume: bool = False,
     overwrite: bool = False,
+    poll_interval_s: float = POLL_INTERVAL_S,
     write: Callable[[str], None] = lambda line: print(line, end="", flush=True),
 ) -> dict[str, Any]:
     """Start a SuperLink and one SuperNode per client, run the experiment on them, stop everything.
@@ -63,6 +65,9 @@ def deploy_experiment(
     resume, overwrite : bool
         As for ``fedmosaic run``; each node keeps its client states in
         ``<out_dir>/site-states/node-<i>``, so that ``resume`` restores them.
+    poll_interval_s : float, default POLL_INTERVAL_S
+        Longest fixed wait of a SuperNode (:class:`LocalDeployment`); 3 keeps
+        Flower's own waits.
     write : callable str -> None
         Receives the streamed progress.
 
@@ -74,9 +79,9 @@ def deploy_experiment(
     Raises
     ------
     ConfigError
-        If ``nodes`` differs from the number of clients, the data cannot be
-        laid out, or the output folder is occupied (all checked before any
-        process starts).
+        If ``nodes`` differs from the number of clients, ``poll_interval_s``
+        is out of range, the data cannot be laid out, or the output folder is
+        occupied (all checked before any process starts).
     """
     source = apply_overrides(source, ["federation.engine=flower"])
     config = load_config(source)
@@ -84,6 +89,7 @@ def deploy_experiment(
         raise ConfigError(
             "--nodes", f"must equal the experiment's number of clients ({config.num_clients}), got {nodes}"
         )
+    poll_interval(poll_interval_s)
     prepare_workload(config, data_dir=data_dir)
     files = node_files(config, node_file, node_graph)
     check_node_tables(config, files)
@@ -107,6 +113,7 @@ def deploy_experiment(
             auth=auth,
             node_config=node_config,
             log=lambda line: write(line + "\n"),
+            poll_interval_s=poll_interval_s,
         ) as deployment:
             results = submit(
                 source,

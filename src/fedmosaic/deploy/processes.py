@@ -25,6 +25,7 @@ from types import TracebackType
 
 import fedmosaic
 from fedmosaic.deploy.security import NodeKey, TlsFiles, make_node_key, make_secret, make_tls
+from fedmosaic.deploy.supernode import POLL_INTERVAL_S, poll_interval
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.flower.site_state import STATE_DIR
 
@@ -116,6 +117,11 @@ class LocalDeployment:
         ``state-dir``) unless this names another folder.
     log : callable str -> None, default print to stderr
         Receives progress lines of the deployment itself.
+    poll_interval_s : float, default POLL_INTERVAL_S
+        Longest fixed wait of a SuperNode, in seconds (0.05 to 3): each
+        runs with :mod:`fedmosaic.deploy.supernode`, which caps Flower's 3 s
+        wait after an empty poll and its 0.5 s reply checks; 3 keeps
+        Flower's own waits.
 
     Examples
     --------
@@ -132,9 +138,11 @@ class LocalDeployment:
         auth: bool = False,
         node_config: Callable[[int], dict[str, str]] | None = None,
         log: Callable[[str], None] | None = None,
+        poll_interval_s: float = POLL_INTERVAL_S,
     ) -> None:
         if nodes < 1:
             raise FedmosaicError(f"--nodes must be >= 1, got {nodes}")
+        self.poll_interval_s = poll_interval(poll_interval_s)
         self.folder = folder.resolve()
         self.nodes = nodes
         self.tls = tls
@@ -222,6 +230,8 @@ class LocalDeployment:
         The SuperNode runs with ``--isolation process``: it starts no process
         per message; its worker (:mod:`fedmosaic.deploy.worker`), authenticated
         with a secret generated for the node, runs its messages and exits with it.
+        Flower's ``flower-supernode`` runs in fedmosaic's launcher
+        (:mod:`fedmosaic.deploy.supernode`), its waits capped at ``poll_interval_s``.
         """
         config = {
             "partition-id": str(index),
@@ -231,7 +241,11 @@ class LocalDeployment:
         }
         runtime_port = free_port()
         command = [
-            flower_command("flower-supernode"),
+            sys.executable,
+            "-m",
+            "fedmosaic.deploy.supernode",
+            "--poll-interval",
+            str(self.poll_interval_s),
             "--superlink",
             self.connection.address,
             "--host",

@@ -42,10 +42,23 @@ from flwr.app import Context, Message
 from flwr.app.error import Error
 from flwr.common.config import get_fab_config
 from flwr.common.constant import HEARTBEAT_DEFAULT_INTERVAL, ErrorCode, SubStatus
-from flwr.proto.runtime_pb2 import AcquireTaskRequest, SendTaskHeartbeatRequest  # ty: ignore
+from flwr.common.serde import context_from_proto, fab_from_proto
+from flwr.proto.node_pb2 import Node  # ty: ignore
+from flwr.proto.runtime_pb2 import (  # ty: ignore
+    AcquireTaskRequest,
+    PullAppMessagesRequest,
+    PullTaskInputRequest,
+    SendTaskHeartbeatRequest,
+)
 from flwr.supercore.app_utils import start_parent_process_monitor
 from flwr.supercore.auth.superexec_secret import load_superexec_auth_secret
 from flwr.supercore.constant import TaskType
+from flwr.supercore.fab import Fab
+from flwr.supercore.inflatable.inflatable_protobuf_utils import (
+    make_confirm_message_received_fn_protobuf,
+    make_pull_object_fn_protobuf,
+)
+from flwr.supercore.inflatable.inflatable_utils import pull_and_inflate_object_from_tree
 from flwr.supercore.interceptors import (
     RuntimeTokenHttpInterceptor,
     RuntimeVersionHttpInterceptor,
@@ -54,12 +67,15 @@ from flwr.supercore.interceptors import (
 from flwr.supercore.protobuf.client import ProtobufClientInterceptor
 from flwr.supercore.retry import make_simple_http_retry_invoker
 from flwr.supercore.runtime import RuntimeHttpClient
-from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
+from flwr.supercore.task_identity import TaskIdentity
+from flwr.supernode.runtime.run_clientapp import push_message, push_task_output
 
 CLIENT_APP = "fedmosaic.experiments.flower_client:client_app"
 """The only ``ClientApp`` a worker runs (the app bundle must name it)."""
-POLL_S = 0.05
-"""Seconds between two asks for a task when none is waiting."""
+POLL_S = 0.2
+"""Seconds between two asks for a task when none is waiting (as often as a capped SuperNode polls its SuperLink)."""
+PULL_RETRY_S = 0.05
+"""First wait before asking again for a message object the SuperNode does not hold yet (Flower's: 1 s)."""
 
 log = logging.getLogger("fedmosaic.worker")
 
@@ -137,7 +153,7 @@ class SiteWorker:
         status, details = SubStatus.FAILED, "ClientApp task failed"
         times = [time.perf_counter()]
         try:
-            message, context, _, fab = pull_task_input(client)
+            message, context, fab = pull_task_input(client, PULL_RETRY_S)
             check_app(fab.content)
             times.append(time.perf_counter())
             reply = self._client_app(message, context)
@@ -161,6 +177,37 @@ class SiteWorker:
                 log.info(
                     "task %s: %s s (pull, run, push)", status, " ".join(f"{b - a:.3f}" for a, b in pairwise(times))
                 )
+
+
+def pull_task_input(client: RuntimeHttpClient, retry_s: float) -> tuple[Message, Context, Fab]:
+    """A task's message, the node's context and the app bundle, as Flower's own ``pull_task_input`` pulls them.
+
+    Flower's function (``flwr.supernode.runtime.run_clientapp``) waits 1 s,
+    then 2 s, 4 s... before asking again for an object of the message that
+    the SuperNode does not hold yet. A warm worker takes a task as soon as
+    the SuperNode creates it, which is before the SuperNode has fetched the
+    message's objects from the SuperLink, so it nearly always met that wait;
+    here the first wait is ``retry_s`` (then doubling, as Flower's).
+    """
+    task = client.PullTaskInput(PullTaskInputRequest())
+    TaskIdentity.task_id = task.task_id
+    TaskIdentity.run_id = task.run.run_id
+    TaskIdentity.node_id = task.context.node_id
+    context = context_from_proto(task.context)
+    pulled = client.PullMessages(PullAppMessagesRequest())
+    if not pulled.messages_list:
+        raise RuntimeError("No messages received from Runtime API")
+    node = Node(node_id=context.node_id)
+    tree = pulled.message_object_trees[0]
+    message = pull_and_inflate_object_from_tree(
+        tree,
+        make_pull_object_fn_protobuf(client.PullObject, node, context.run_id),
+        make_confirm_message_received_fn_protobuf(client.ConfirmMessageReceived, node, context.run_id),
+        return_type=Message,
+        initial_backoff=retry_s,
+    )
+    message.metadata.__dict__["_message_id"] = tree.object_id  # as Flower's: the inflated message lacks its own id
+    return message, context, fab_from_proto(task.fab)
 
 
 def check_app(fab: bytes) -> None:
