@@ -19,12 +19,15 @@ import pytest
 RAY_CPUS = 2
 """CPUs the shared cluster offers: two actors, so a client's state must travel in ``context.state``."""
 
+ADDRESS = "ray-address"
+"""What precedes the cluster's address in the helper's output (Ray may print lines of its own)."""
+
 RAY_HEAD = f"""
 import sys
 import ray
 
 context = ray.init(num_cpus={RAY_CPUS}, include_dashboard=False, log_to_driver=False)
-print(context.address_info["gcs_address"], flush=True)
+print("{ADDRESS}", context.address_info["gcs_address"], flush=True)
 sys.stdin.read()
 ray.shutdown()
 """
@@ -36,8 +39,9 @@ def ray_address() -> Iterator[str]:
     """The address of the module's Ray cluster, stopped (every process it started) after the module's tests."""
     head = subprocess.Popen([sys.executable, "-c", RAY_HEAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        address = head.stdout.readline().strip() if head.stdout else ""
-        if not address:
+        lines = iter(head.stdout.readline, "") if head.stdout else iter(())
+        address = next((line.split()[1] for line in lines if line.startswith(f"{ADDRESS} ")), None)
+        if address is None:
             pytest.fail(f"Ray did not start (exit status {head.wait()})")
         yield address
     finally:
