@@ -7,7 +7,9 @@ given by ``federation.ray_address`` (the path a site with its own Ray
 cluster takes); they run in one xdist group (``ray``), hence in one worker
 and one cluster, stopped when the module's tests are done. The SCAFFOLD
 simulation test (``tests/methods``) keeps the default path, Ray started and
-stopped by Flower.
+stopped by Flower. The cluster is started by ``ray.init`` in a helper
+process, not by ``ray start``, so it is not recorded as this machine's
+current cluster: a simulation given no address still starts its own Ray.
 """
 
 import subprocess
