@@ -49,6 +49,18 @@ SMALL_FCM_RUN = {
 """A small trained F-CMs run shared by the tests that need one (report and explorer in a browser)."""
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the ``slow`` (Flower) tests first, each group of tests otherwise in collection order.
+
+    They are the longest tests and mostly wait on Flower's processes; started
+    first, their waits overlap the other tests' work instead of leaving the
+    last worker alone with one of them at the end of the run (the tutorial's
+    deployment is collected last). ``--dist loadgroup`` still sends the
+    largest ``xdist_group`` first.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def small_fcm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The output folder of :data:`SMALL_FCM_RUN`, run once per test session (its autoencoder trained one epoch)."""

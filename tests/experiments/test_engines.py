@@ -69,6 +69,13 @@ def _with_engine(source: dict, engine: str) -> dict:
     return json.loads(json.dumps(source)) | {"federation": source["federation"] | {"engine": engine}}
 
 
+def _simulated_on(source: dict, ray_address: str) -> dict:
+    """``source`` on Flower's simulation, on the Ray cluster at ``ray_address``."""
+    simulation = _with_engine(source, "flower-simulation")
+    simulation["federation"]["ray_address"] = ray_address
+    return simulation
+
+
 def _numbers(results: dict) -> list[dict]:
     """Each run's history without wall times: what must not depend on the engine."""
     return [
@@ -151,12 +158,13 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")
 @pytest.mark.parametrize("source", [DIGITS, ASIA], ids=["fedavg-fedcfa-digits", "fcm-asia-joining"])
-def test_flower_simulation_gives_bit_identical_results(source: dict, tmp_path: Path) -> None:
+def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address: str, tmp_path: Path) -> None:
     """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run."""
     # Execute
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")
-    simulated = run_experiment(load_config(_with_engine(source, "flower-simulation")), tmp_path / "simulation")
+    simulated = run_experiment(load_config(_simulated_on(source, ray_address)), tmp_path / "simulation")
 
     # Assert
     assert _numbers(simulated) == _numbers(in_process)
@@ -164,7 +172,10 @@ def test_flower_simulation_gives_bit_identical_results(source: dict, tmp_path: P
 
 
 @pytest.mark.slow
-def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("ray")
+def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(
+    ray_address: str, tmp_path: Path
+) -> None:
     """FALSE-VFL and FedHSSL on Flower's simulation equal the in-process run.
 
     FALSE-VFL runs both stages, evaluating every round; FedHSSL pre-trains, then fine-tunes.
@@ -178,7 +189,7 @@ def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(t
 
     # Execute
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")
-    simulated = run_experiment(load_config(_with_engine(source, "flower-simulation")), tmp_path / "simulation")
+    simulated = run_experiment(load_config(_simulated_on(source, ray_address)), tmp_path / "simulation")
 
     # Assert
     assert _numbers(simulated) == _numbers(in_process)

@@ -1,6 +1,7 @@
 """Grids of experiments: one experiment per combination, a table across them."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -66,12 +67,22 @@ def test_invalid_grids_are_reported_with_their_field(change: dict, field: str) -
     assert info.value.field == field
 
 
-def test_a_grid_runs_every_point_and_tabulates_the_metric(tmp_path: Path) -> None:
-    # Execute
-    results = run_experiment(load_config(GRID), tmp_path / "out")
+@pytest.fixture(scope="module")
+def grid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    """:data:`GRID` run once for the module: its results and its output folder (tests copy it to change it).
+
+    Its tests run in one xdist group (``grid_run``), hence in one worker and one run.
+    """
+    out = tmp_path_factory.mktemp("grid") / "out"
+    return run_experiment(load_config(GRID), out), out
+
+
+@pytest.mark.xdist_group("grid_run")
+def test_a_grid_runs_every_point_and_tabulates_the_metric(grid_run: tuple[dict, Path]) -> None:
+    # Execute (the module's run)
+    results, out = grid_run
 
     # Assert
-    out = tmp_path / "out"
     assert len(results["points"]) == 4
     for entry in results["points"]:
         assert (out / entry["folder"] / "results.json").exists()
@@ -91,9 +102,11 @@ def test_a_grid_runs_every_point_and_tabulates_the_metric(tmp_path: Path) -> Non
     assert len(summary["rows"]) == 8
 
 
-def test_a_grid_resumes_without_rerunning_finished_points(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("grid_run")
+def test_a_grid_resumes_without_rerunning_finished_points(grid_run: tuple[dict, Path], tmp_path: Path) -> None:
+    first, finished = grid_run
+    shutil.copytree(finished, tmp_path / "out")
     config = load_config(GRID)
-    first = run_experiment(config, tmp_path / "out")
     marker = tmp_path / "out" / first["points"][0]["folder"] / "results.json"
     stamp = marker.stat().st_mtime_ns
     (tmp_path / "out" / "results.json").unlink()

@@ -29,12 +29,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
 import numpy.typing as npt
-from pgmpy.models import DiscreteBayesianNetwork
-from pgmpy.readwrite import BIFReader
 
 from fedmosaic.data._choices import unknown_choice
 from fedmosaic.data.concept_inputs import (
@@ -47,10 +46,9 @@ from fedmosaic.data.concept_inputs import (
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.seeding import derive_rng
 
-with warnings.catch_warnings():
-    # pgmpy 1.1.2's inference package imports its own deprecated estimators module.
-    warnings.simplefilter("ignore", FutureWarning)
+if TYPE_CHECKING:  # pgmpy's models, readers and inference cost seconds to import: imported where a network is used
     from pgmpy.inference import VariableElimination
+    from pgmpy.models import DiscreteBayesianNetwork
 
 __all__ = [
     "CLEAN_NOISE_SHARE",
@@ -177,6 +175,8 @@ def load_network(name: str) -> DiscreteBayesianNetwork:
 
 @functools.cache
 def _read_network(name: str) -> DiscreteBayesianNetwork:
+    from pgmpy.readwrite import BIFReader
+
     text = gzip.decompress((_EXAMPLE_MODELS / f"{name}{_BIF_SUFFIX}").read_bytes()).decode("utf-8")
     return BIFReader(string=text).get_model()
 
@@ -526,6 +526,11 @@ def bayes_optimal_accuracy(
         raise FedmosaicError(f"bayes_optimal_accuracy needs samples with columns {', '.join(missing or [task])}")
     positions = [list(names).index(node) for node in blanket]
     evidence, inverse = np.unique(test_concepts[:, positions], axis=0, return_inverse=True)
+    with warnings.catch_warnings():
+        # pgmpy 1.1.2's inference package imports its own deprecated estimators module.
+        warnings.simplefilter("ignore", FutureWarning)
+        from pgmpy.inference import VariableElimination
+
     inference = VariableElimination(model)
     best = np.array(
         [_most_probable(inference, model, task, dict(zip(blanket, row, strict=True))) for row in evidence],

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from pgmpy.causal_discovery import HillClimbSearch
 
 from fedmosaic.data.confidence import Edge
 from fedmosaic.errors import ConfigError
@@ -139,6 +138,8 @@ def learned_confidence(
     >>> float(matrix[0, 1] + matrix[1, 0]), float(matrix[0, 2] + matrix[2, 0])
     (1.0, 0.0)
     """
+    from pgmpy.causal_discovery import HillClimbSearch  # seconds to import: only where a graph is learned
+
     if n_bootstrap < 1:
         raise ConfigError("partition.n_bootstrap", f"must be >= 1 (got {n_bootstrap})")
     names = tuple(names)

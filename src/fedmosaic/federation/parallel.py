@@ -68,6 +68,10 @@ class ParallelGrid(Grid):
         cache: int | None = None,
         state_budget_bytes: int | None = None,
     ) -> None:
+        # PyTorch's optimizers import torch._dynamo on their first step (1.5 s of CPU): imported here,
+        # before the workers are forked, they share it instead of each importing it again, every job.
+        import torch._dynamo  # noqa: F401
+
         self._prefix = f"fedmosaic-{os.getpid()}-{id(self):x}-"
         host = partial(ClientHost, client_factory, seed, cache=cache, state_budget_bytes=state_budget_bytes)
         self._pool = WorkerPool(

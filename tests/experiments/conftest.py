@@ -1,0 +1,50 @@
+"""A Ray cluster shared by the Flower simulation tests of a module.
+
+Flower's simulation starts Ray for every job and stops it afterwards (its
+head processes, several seconds of CPU each time). The simulation tests of
+:mod:`tests.experiments.test_engines` run their jobs on one cluster instead,
+given by ``federation.ray_address`` (the path a site with its own Ray
+cluster takes); they run in one xdist group (``ray``), hence in one worker
+and one cluster, stopped when the module's tests are done. The SCAFFOLD
+simulation test (``tests/methods``) keeps the default path, Ray started and
+stopped by Flower. The cluster is started by ``ray.init`` in a helper
+process, not by ``ray start``, so it is not recorded as this machine's
+current cluster: a simulation given no address still starts its own Ray.
+"""
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+RAY_CPUS = 2
+"""CPUs the shared cluster offers: two actors, so a client's state must travel in ``context.state``."""
+
+ADDRESS = "ray-address"
+"""What precedes the cluster's address in the helper's output (Ray may print lines of its own)."""
+
+RAY_HEAD = f"""
+import sys
+import ray
+
+context = ray.init(num_cpus={RAY_CPUS}, include_dashboard=False, log_to_driver=False)
+print("{ADDRESS}", context.address_info["gcs_address"], flush=True)
+sys.stdin.read()
+ray.shutdown()
+"""
+"""Starts a Ray cluster, prints its address, and stops it when its standard input closes."""
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    """The address of the module's Ray cluster, stopped (every process it started) after the module's tests."""
+    head = subprocess.Popen([sys.executable, "-c", RAY_HEAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = iter(head.stdout.readline, "") if head.stdout else iter(())
+        address = next((line.split()[1] for line in lines if line.startswith(f"{ADDRESS} ")), None)
+        if address is None:
+            pytest.fail(f"Ray did not start (exit status {head.wait()})")
+        yield address
+    finally:
+        head.communicate(timeout=120)  # closes its standard input: Ray stops
