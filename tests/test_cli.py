@@ -12,7 +12,7 @@ import pytest
 import tomli_w
 from typer.testing import CliRunner
 
-from fedmosaic.cli import app
+from fedmosaic.cli import app, main
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.presets import preset_source
 from fedmosaic.experiments.runner import run_experiment
@@ -84,17 +84,31 @@ def _fedmosaic(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         ),
     ],
 )
-def test_bad_input_gives_one_line_exit_code_2_and_no_results(tmp_path: Path, args, expected: str) -> None:
-    result = (
-        _fedmosaic(*args, "--out", "out", cwd=tmp_path)
-        if args[0] in ("run", "deploy")
-        else _fedmosaic(*args, cwd=tmp_path)
-    )
+def test_bad_input_gives_one_line_exit_code_2_and_no_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args, expected: str
+) -> None:
+    # The command's entry point in this process (one interpreter start for all cases); the next test runs it as a
+    # separate process, as a user does.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FEDMOSAIC_DATA", str(tmp_path / "no-data-here"))
+    monkeypatch.setattr(sys, "argv", ["fedmosaic", *args, *(["--out", "out"] if args[0] in ("run", "deploy") else [])])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(expected)
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_input_from_the_command_itself_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
+    result = _fedmosaic("run", "digits-fedavg", "--set", "partition.alpah=1", "--out", "out", cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(expected)
-    assert "Traceback" not in result.stderr
+    assert lines[0].startswith("error: partition.alpah: unknown key; did you mean 'alpha'?")
     assert not (tmp_path / "out").exists()
 
 
