@@ -112,11 +112,16 @@ def test_bad_input_from_the_command_itself_is_one_line_with_exit_code_2(tmp_path
     assert not (tmp_path / "out").exists()
 
 
-def test_invalid_toml_file_is_one_line(tmp_path: Path) -> None:
+def test_invalid_toml_file_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "bad.toml").write_text("name = \n")
-    result = _fedmosaic("run", "bad.toml", cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.strip().startswith("error: experiment: bad.toml is not valid TOML")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["fedmosaic", "run", "bad.toml"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().startswith("error: experiment: bad.toml is not valid TOML")
 
 
 def test_run_writes_results_and_prints_a_summary(tmp_path: Path) -> None:
