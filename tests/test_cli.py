@@ -32,6 +32,18 @@ def _fedmosaic(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def _main_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cwd: Path, *args: str
+) -> tuple[object, str]:
+    """The command's entry point called in this process from ``cwd``: its exit code and standard error."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("FEDMOSAIC_DATA", str(cwd / "no-data-here"))
+    monkeypatch.setattr(sys, "argv", ["fedmosaic", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return exited.value.code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -89,13 +101,9 @@ def test_bad_input_gives_one_line_exit_code_2_and_no_results(
 ) -> None:
     # The command's entry point in this process (one interpreter start for all cases); the next test runs it as a
     # separate process, as a user does.
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FEDMOSAIC_DATA", str(tmp_path / "no-data-here"))
-    monkeypatch.setattr(sys, "argv", ["fedmosaic", *args, *(["--out", "out"] if args[0] in ("run", "deploy") else [])])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    stderr = capsys.readouterr().err
-    assert exited.value.code == 2
+    out = ["--out", "out"] if args[0] in ("run", "deploy") else []
+    code, stderr = _main_in_process(monkeypatch, capsys, tmp_path, *args, *out)
+    assert code == 2
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
     assert lines[0].startswith(expected)
@@ -116,12 +124,9 @@ def test_invalid_toml_file_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "bad.toml").write_text("name = \n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["fedmosaic", "run", "bad.toml"])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    assert exited.value.code == 2
-    assert capsys.readouterr().err.strip().startswith("error: experiment: bad.toml is not valid TOML")
+    code, stderr = _main_in_process(monkeypatch, capsys, tmp_path, "run", "bad.toml")
+    assert code == 2
+    assert stderr.strip().startswith("error: experiment: bad.toml is not valid TOML")
 
 
 def test_run_writes_results_and_prints_a_summary(tmp_path: Path) -> None:
