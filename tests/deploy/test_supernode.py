@@ -14,12 +14,15 @@ from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.supernode import (
     FLOWER_WAITS,
     POLL_INTERVAL_S,
+    PULL_FUNCTION,
     CappedTime,
     cap_flower_waits,
     check_flower,
     main,
     sleeps,
+    wake_worker_on_messages,
 )
+from fedmosaic.deploy.wake import WakeListener, new_wake_name
 from fedmosaic.errors import ConfigError, FedmosaicError
 
 SOURCE = inspect.getsource(start_client_internal)
@@ -31,10 +34,10 @@ class NoMoreWaits(Exception):
 
 @pytest.fixture
 def flower_module() -> Iterator[ModuleType]:
-    """Flower's SuperNode module, its own ``time`` given back after the test."""
-    original = start_client_internal.time
+    """Flower's SuperNode module, its own ``time`` and message pull given back after the test."""
+    originals = {name: vars(start_client_internal)[name] for name in ("time", PULL_FUNCTION)}
     yield start_client_internal
-    vars(start_client_internal)["time"] = original
+    vars(start_client_internal).update(originals)
 
 
 def test_the_launcher_caps_each_of_flowers_waits(flower_module: ModuleType) -> None:
@@ -178,3 +181,67 @@ def test_a_local_deployment_refuses_a_bad_interval_before_starting_anything(tmp_
     with pytest.raises(ConfigError, match=r"^--poll-interval: must be seconds from 0\.05 to 3"):
         LocalDeployment(tmp_path / "deployment", 2, poll_interval_s=0.0)
     assert not (tmp_path / "deployment").exists()
+
+
+def test_the_worker_is_signalled_each_time_the_node_stores_a_message_and_only_then(
+    flower_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: Flower's pull finds a message (run 7), then none
+    runs = iter([7, None])
+    monkeypatch.setattr(flower_module, PULL_FUNCTION, lambda **kwargs: next(runs))
+    signals: list[str] = []
+    wake_worker_on_messages("node-0-wake", wake=signals.append)
+
+    # Execute
+    pulled = [getattr(flower_module, PULL_FUNCTION)(state=None), getattr(flower_module, PULL_FUNCTION)(state=None)]
+
+    # Assert
+    assert pulled == [7, None]
+    assert signals == ["node-0-wake"]
+
+
+def test_the_launcher_passes_the_wake_name_and_keeps_flowers_arguments(
+    flower_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(flower_module, PULL_FUNCTION, lambda **kwargs: 3)
+    name = new_wake_name()
+    seen: list[list[str]] = []
+
+    def supernode() -> None:
+        seen.append(list(sys.argv))
+        getattr(flower_module, PULL_FUNCTION)()
+
+    # Execute
+    with WakeListener(name) as worker:
+        main(["--wake-name", name, "--poll-interval=0.5", "--insecure"], run=supernode)
+        woken = worker.wait(5.0)
+
+    # Assert
+    assert seen == [["flower-supernode", "--insecure"]]
+    assert flower_module.time.cap == 0.5
+    assert woken
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--wake-name"], "error: --wake-name: needs a value\n"),
+        (["--wake-name="], "error: --wake-name: must be a non-empty name\n"),
+    ],
+)
+def test_the_launcher_refuses_a_bad_wake_name_on_one_line(
+    argv: list[str], message: str, flower_module: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv, run=lambda: None)
+
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == message
+
+
+def test_a_flower_without_the_function_that_stores_messages_is_refused_on_one_line() -> None:
+    with pytest.raises(FedmosaicError, match=f"and no {PULL_FUNCTION}") as error:
+        check_flower(version("flwr"), SOURCE.replace(f"def {PULL_FUNCTION}(", "def _renamed(", 1))
+    assert "\n" not in str(error.value)

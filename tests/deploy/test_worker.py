@@ -1,6 +1,7 @@
 """A warm site's worker runs fedmosaic's ClientApp only; it takes tasks only with its SuperNode's secret; it pulls a task's message whole."""
 
 import io
+import threading
 import zipfile
 from pathlib import Path
 
@@ -28,7 +29,8 @@ from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, 
 
 from fedmosaic.deploy.security import make_secret
 from fedmosaic.deploy.submit import write_app
-from fedmosaic.deploy.worker import CLIENT_APP, check_app, pull_task_input
+from fedmosaic.deploy.wake import FALLBACK_POLL_S
+from fedmosaic.deploy.worker import CLIENT_APP, SiteWorker, check_app, pull_task_input
 
 
 def _bundle(pyproject: str) -> bytes:
@@ -116,3 +118,34 @@ def test_a_task_input_is_pulled_whole_once_the_supernode_holds_its_objects() -> 
     assert sorted(set(site.asks)) == sorted(site.objects)
     assert len(site.asks) == 2 * len(site.objects)
     assert site.confirmed == [get_object_tree(message).object_id]
+
+
+class SignalledTwice:
+    """A wake listener whose SuperNode signals twice; the worker's loop stops at its third wait."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        if len(self.waits) == 3:
+            self.stop.set()
+        return len(self.waits) < 3
+
+
+def test_a_worker_with_a_wake_asks_for_a_task_when_signalled_and_at_the_fallback_interval() -> None:
+    # Prepare
+    stop = threading.Event()
+    wake = SignalledTwice(stop)
+    worker = SiteWorker("127.0.0.1:9", None, lambda message, context: message, wake=wake)  # type: ignore[arg-type]
+    tasks = iter([True, False, False, False])
+    asks: list[bool] = []
+    worker.run_next = lambda: asks.append(next(tasks)) or asks[-1]  # type: ignore[method-assign]
+
+    # Execute
+    worker.serve(stop)
+
+    # Assert: a task, then no task three times, each followed by a wait on the wake (never a fixed poll)
+    assert asks == [True, False, False, False]
+    assert wake.waits == [FALLBACK_POLL_S] * 3

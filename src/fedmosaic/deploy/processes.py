@@ -25,7 +25,8 @@ from types import TracebackType
 
 import fedmosaic
 from fedmosaic.deploy.security import NodeKey, TlsFiles, make_node_key, make_secret, make_tls
-from fedmosaic.deploy.supernode import POLL_INTERVAL_S, poll_interval
+from fedmosaic.deploy.supernode import POLL_INTERVAL_S, WAKE_OPTION, poll_interval
+from fedmosaic.deploy.wake import new_wake_name
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.flower.site_state import STATE_DIR
 
@@ -229,7 +230,8 @@ class LocalDeployment:
 
         The SuperNode runs with ``--isolation process``: it starts no process
         per message; its worker (:mod:`fedmosaic.deploy.worker`), authenticated
-        with a secret generated for the node, runs its messages and exits with it.
+        with a secret generated for the node, runs its messages, is signalled
+        when one waits (:mod:`fedmosaic.deploy.wake`) and exits with the node.
         Flower's ``flower-supernode`` runs in fedmosaic's launcher
         (:mod:`fedmosaic.deploy.supernode`), its waits capped at ``poll_interval_s``.
         """
@@ -240,12 +242,15 @@ class LocalDeployment:
             **self._node_config(index),
         }
         runtime_port = free_port()
+        wake_name = new_wake_name()
         command = [
             sys.executable,
             "-m",
             "fedmosaic.deploy.supernode",
             "--poll-interval",
             str(self.poll_interval_s),
+            WAKE_OPTION,
+            wake_name,
             "--superlink",
             self.connection.address,
             "--host",
@@ -275,6 +280,8 @@ class LocalDeployment:
             str(secret),
             "--parent-pid",
             str(node.pid),
+            "--wake-name",
+            wake_name,
         ]
         self._spawn(f"{name}{WORKER}", worker, marker=name)
         return node

@@ -10,6 +10,13 @@ after replacing, in that one module only, its ``time`` binding with
 seconds; every other function of ``time`` is the real one. Everything else
 is Flower's: the arguments, the transport, the authentication, the TLS.
 
+With ``--wake-name NAME`` it also tells the node's warm worker
+(:mod:`fedmosaic.deploy.worker`) each time the node has stored a message
+for it (:mod:`fedmosaic.deploy.wake`): Flower's
+``_pull_and_store_message`` is wrapped so that, when it returns a run (a
+message and its task are stored), one signal goes to the worker, which then
+needs no polling of its own.
+
 It patches an internal of Flower, so it is guarded: it starts only on the
 Flower series fedmosaic pins and only if the module's sleeps are exactly
 the ones it caps (read from the module's source); otherwise it stops with
@@ -18,7 +25,8 @@ Flower's own waits.
 
 Usage::
 
-    python -m fedmosaic.deploy.supernode --poll-interval 0.2 --superlink HOST:PORT ... (flower-supernode's arguments)
+    python -m fedmosaic.deploy.supernode --poll-interval 0.2 --wake-name NAME --superlink HOST:PORT ...
+    (fedmosaic's options first, then flower-supernode's arguments)
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from importlib.metadata import version
 from types import ModuleType
 from typing import Any
 
+from fedmosaic.deploy.wake import send_wake
 from fedmosaic.errors import ConfigError, FedmosaicError
 
 FLOWER_SERIES = "1.42"
@@ -47,6 +56,9 @@ MIN_POLL_INTERVAL_S = 0.05
 FLOWER_POLL_INTERVAL_S = 3.0
 """Flower's longest fixed wait; a cap of this or more leaves Flower's waits as they are."""
 OPTION = "--poll-interval"
+WAKE_OPTION = "--wake-name"
+PULL_FUNCTION = "_pull_and_store_message"
+"""The function of :data:`PATCHED_MODULE` that stores a message and its task, returning its run (``None``: none)."""
 
 
 class CappedTime:
@@ -148,10 +160,12 @@ def check_flower(installed: str, source: str) -> None:
             "installed; install the pinned flwr or start flower-supernode itself"
         )
     found = sleeps(source)
-    if found != FLOWER_WAITS:
+    functions = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    if found != FLOWER_WAITS or PULL_FUNCTION not in functions:
         raise FedmosaicError(
             f"{PATCHED_MODULE} no longer has the waits fedmosaic's SuperNode launcher caps "
-            f"(expected time.sleep seconds {FLOWER_WAITS}, found {found}); start flower-supernode itself"
+            f"(expected time.sleep seconds {FLOWER_WAITS} and a function {PULL_FUNCTION}, found {found}"
+            f"{'' if PULL_FUNCTION in functions else f' and no {PULL_FUNCTION}'}); start flower-supernode itself"
         )
 
 
@@ -177,33 +191,66 @@ def cap_flower_waits(cap: float, *, sleep: Callable[[float], None] = time.sleep)
     return capped
 
 
-def split_arguments(argv: list[str]) -> tuple[float, list[str]]:
-    """Split ``[--poll-interval S] <flower-supernode arguments>`` into the validated cap and Flower's arguments.
+def wake_worker_on_messages(name: str, *, wake: Callable[[str], None] = send_wake) -> None:
+    """Signal the worker listening on ``name`` each time the SuperNode has stored a message and its task.
+
+    Call after :func:`cap_flower_waits` (which checks the installed Flower).
+    """
+    from flwr.supernode import start_client_internal
+
+    module: ModuleType = start_client_internal
+    pull_and_store = getattr(module, PULL_FUNCTION)
+
+    def pull_store_and_wake(*args: Any, **kwargs: Any) -> int | None:
+        run_id: int | None = pull_and_store(*args, **kwargs)
+        if run_id is not None:
+            wake(name)
+        return run_id
+
+    vars(module)[PULL_FUNCTION] = pull_store_and_wake
+
+
+def split_arguments(argv: list[str]) -> tuple[float, str | None, list[str]]:
+    """Split ``[--poll-interval S] [--wake-name NAME] <flower-supernode arguments>``.
+
+    Returns
+    -------
+    tuple
+        The validated cap (:data:`POLL_INTERVAL_S` if not given), the wake
+        name (``None`` if not given) and Flower's arguments.
 
     Raises
     ------
     ConfigError
-        If the cap is missing or out of range (:func:`poll_interval`).
+        If an option has no value or the cap is out of range (:func:`poll_interval`).
     """
-    if argv[:1] == [OPTION]:
-        if len(argv) < 2:
-            raise ConfigError(OPTION, "needs a value in seconds")
-        return poll_interval(argv[1]), argv[2:]
-    if argv and argv[0].startswith(f"{OPTION}="):
-        return poll_interval(argv[0].split("=", 1)[1]), argv[1:]
-    return POLL_INTERVAL_S, argv
+    values: dict[str, str] = {}
+    rest = list(argv)
+    while rest and (option := rest[0].split("=", 1)[0]) in (OPTION, WAKE_OPTION):
+        if "=" in rest[0]:
+            values[option], rest = rest[0].split("=", 1)[1], rest[1:]
+        elif len(rest) < 2:
+            raise ConfigError(option, "needs a value")
+        else:
+            values[option], rest = rest[1], rest[2:]
+    if values.get(WAKE_OPTION) == "":
+        raise ConfigError(WAKE_OPTION, "must be a non-empty name")
+    cap = poll_interval(values[OPTION]) if OPTION in values else POLL_INTERVAL_S
+    return cap, values.get(WAKE_OPTION), rest
 
 
 def main(argv: list[str] | None = None, *, run: Callable[[], None] | None = None) -> None:
-    """Command line: ``python -m fedmosaic.deploy.supernode [--poll-interval S] <flower-supernode arguments>``.
+    """Command line: ``python -m fedmosaic.deploy.supernode [--poll-interval S] [--wake-name NAME] <flower-supernode arguments>``.
 
     ``run`` is Flower's ``flower-supernode`` entry point (default), called
     with ``sys.argv`` set to Flower's arguments. A bad cap or an unexpected
     Flower is one line on stderr and exit code 2.
     """
     try:
-        cap, flower_arguments = split_arguments(sys.argv[1:] if argv is None else argv)
+        cap, wake_name, flower_arguments = split_arguments(sys.argv[1:] if argv is None else argv)
         cap_flower_waits(cap)
+        if wake_name is not None:
+            wake_worker_on_messages(wake_name)
     except FedmosaicError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -8,7 +8,11 @@ one to take its tasks through its Runtime API (HTTP on 127.0.0.1). This
 module is that executor, for fedmosaic's ``ClientApp`` only: it acquires a
 task, pulls its message and the node's context, runs the ``ClientApp`` in
 this process (PyTorch imported once, the site's data and built clients
-cached), pushes the reply and the context, and polls for the next task.
+cached), pushes the reply and the context, and waits for the next task:
+started with ``--wake-name`` (as :class:`fedmosaic.deploy.processes.LocalDeployment`
+starts it), it sleeps until fedmosaic's SuperNode launcher signals a stored
+message (:mod:`fedmosaic.deploy.wake`), asking at least every 2 s;
+otherwise it asks every 0.2 s.
 
 It speaks Flower's own Runtime API with Flower's own client functions, so
 Flower stays the transport, the authentication and the TLS layer between
@@ -25,7 +29,7 @@ Usage::
 
     flower-supernode ... --isolation process --superexec-auth-secret-file SECRET --port 9094 &
     python -m fedmosaic.deploy.worker --runtime-api-address 127.0.0.1:9094 \\
-        --superexec-auth-secret-file SECRET --parent-pid $!
+        --superexec-auth-secret-file SECRET --parent-pid $! [--wake-name NAME]
 """
 
 from __future__ import annotations
@@ -70,10 +74,13 @@ from flwr.supercore.runtime import RuntimeHttpClient
 from flwr.supercore.task_identity import TaskIdentity
 from flwr.supernode.runtime.run_clientapp import push_message, push_task_output
 
+from fedmosaic.deploy.wake import FALLBACK_POLL_S, WakeListener
+
 CLIENT_APP = "fedmosaic.experiments.flower_client:client_app"
 """The only ``ClientApp`` a worker runs (the app bundle must name it)."""
 POLL_S = 0.2
-"""Seconds between two asks for a task when none is waiting (as often as a capped SuperNode polls its SuperLink)."""
+"""Seconds between two asks for a task when none is waiting and no SuperNode signals (as often as a capped SuperNode
+polls its SuperLink)."""
 PULL_RETRY_S = 0.05
 """First wait before asking again for a message object the SuperNode does not hold yet (Flower's: 1 s)."""
 
@@ -94,15 +101,25 @@ class SiteWorker:
     client_app : callable (Message, Context) -> Message
         What runs a message (fedmosaic's ``ClientApp``).
     poll_s : float, default POLL_S
-        Seconds between two asks for a task.
+        Seconds between two asks for a task without ``wake``.
+    wake : WakeListener or None, default None
+        Where the SuperNode signals a stored message; with it the worker asks
+        when signalled, and at least every :data:`FALLBACK_POLL_S` seconds.
     """
 
     def __init__(
-        self, runtime_api_address: str, secret: bytes | None, client_app: ClientAppCall, *, poll_s: float = POLL_S
+        self,
+        runtime_api_address: str,
+        secret: bytes | None,
+        client_app: ClientAppCall,
+        *,
+        poll_s: float = POLL_S,
+        wake: WakeListener | None = None,
     ) -> None:
         self._address = runtime_api_address
         self._client_app = client_app
         self._poll_s = poll_s
+        self._wake = wake
         interceptors: list[ProtobufClientInterceptor] = [RuntimeVersionHttpInterceptor(component_name="SuperExec")]
         if secret is not None:
             interceptors.append(
@@ -122,8 +139,12 @@ class SiteWorker:
         """Run tasks as they come, until ``stop`` is set (or forever)."""
         stop = stop or threading.Event()
         while not stop.is_set():
-            if not self.run_next():
+            if self.run_next():
+                continue
+            if self._wake is None:
                 stop.wait(self._poll_s)
+            else:
+                self._wake.wait(FALLBACK_POLL_S)
 
     def run_next(self) -> bool:
         """Run the next waiting task, if any; return whether there was one."""
@@ -238,6 +259,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runtime-api-address", required=True, help="the SuperNode's Runtime API (host:port)")
     parser.add_argument("--superexec-auth-secret-file", type=Path, default=None, help="the SuperNode's secret")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process (the SuperNode) does")
+    parser.add_argument("--wake-name", default=None, help="the socket name the SuperNode launcher signals tasks on")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per Runtime API call otherwise
@@ -249,7 +271,10 @@ def main(argv: list[str] | None = None) -> None:
 
     from fedmosaic.experiments.flower_client import client_app  # imported once: PyTorch and fedmosaic stay warm
 
-    worker = SiteWorker(args.runtime_api_address, secret, lambda message, context: client_app(message, context))
+    wake = None if args.wake_name is None else WakeListener(args.wake_name)
+    worker = SiteWorker(
+        args.runtime_api_address, secret, lambda message, context: client_app(message, context), wake=wake
+    )
     log.info("serving the ClientApp tasks of %s", args.runtime_api_address)
     try:
         worker.serve()
