@@ -13,6 +13,8 @@ from flwr.supernode import start_client_internal
 from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.supernode import (
     FLOWER_WAITS,
+    IDLE_AFTER_S,
+    IDLE_POLL_INTERVAL_S,
     POLL_INTERVAL_S,
     PULL_FUNCTION,
     CappedTime,
@@ -20,7 +22,7 @@ from fedmosaic.deploy.supernode import (
     check_flower,
     main,
     sleeps,
-    wake_worker_on_messages,
+    watch_stored_messages,
 )
 from fedmosaic.deploy.wake import WakeListener, new_wake_name
 from fedmosaic.errors import ConfigError, FedmosaicError
@@ -183,21 +185,49 @@ def test_a_local_deployment_refuses_a_bad_interval_before_starting_anything(tmp_
     assert not (tmp_path / "deployment").exists()
 
 
-def test_the_worker_is_signalled_each_time_the_node_stores_a_message_and_only_then(
-    flower_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+def test_an_idle_node_waits_at_most_a_second_and_a_stored_message_makes_it_busy_again() -> None:
+    # Prepare: a node started at time 0
+    waits: list[float] = []
+    now = [0.0]
+    capped = CappedTime(0.2, sleep=waits.append, clock=lambda: now[0])
+
+    # Execute: empty polls (Flower's 3 s) while busy, once idle, and after a message
+    capped.sleep(3)
+    now[0] = IDLE_AFTER_S - 0.1
+    capped.sleep(3)
+    now[0] = IDLE_AFTER_S
+    capped.sleep(3)
+    capped.sleep(0.5)
+    capped.message_stored()
+    capped.sleep(3)
+
+    # Assert
+    assert waits == [0.2, 0.2, IDLE_POLL_INTERVAL_S, 0.5, 0.2]
+
+
+@pytest.mark.parametrize(("wake_name", "signals"), [("node-0-wake", ["node-0-wake"]), (None, [])])
+def test_a_stored_message_marks_the_node_busy_and_signals_its_worker_if_named(
+    wake_name: str | None, signals: list[str], flower_module: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Prepare: Flower's pull finds a message (run 7), then none
     runs = iter([7, None])
     monkeypatch.setattr(flower_module, PULL_FUNCTION, lambda **kwargs: next(runs))
-    signals: list[str] = []
-    wake_worker_on_messages("node-0-wake", wake=signals.append)
+    now, waits = [0.0], []
+    capped = CappedTime(0.2, sleep=waits.append, clock=lambda: now[0])
+    sent: list[str] = []
+    watch_stored_messages(capped, wake_name, wake=sent.append)
+    pull = getattr(flower_module, PULL_FUNCTION)
 
     # Execute
-    pulled = [getattr(flower_module, PULL_FUNCTION)(state=None), getattr(flower_module, PULL_FUNCTION)(state=None)]
+    now[0] = 100.0
+    pulled = [pull(state=None), pull(state=None)]
+    now[0] = 100.0 + IDLE_AFTER_S - 0.1
+    capped.sleep(3)
 
-    # Assert
+    # Assert: busy since the message at 100 s, signalled once
     assert pulled == [7, None]
-    assert signals == ["node-0-wake"]
+    assert sent == signals
+    assert waits == [0.2]
 
 
 def test_the_launcher_passes_the_wake_name_and_keeps_flowers_arguments(

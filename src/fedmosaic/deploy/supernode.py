@@ -7,15 +7,16 @@ every 0.5 s whether a message's reply is ready (``time.sleep(3)`` and
 launcher runs Flower's own ``flower-supernode`` entry point in this process
 after replacing, in that one module only, its ``time`` binding with
 :class:`CappedTime`, whose ``sleep`` waits at most ``--poll-interval``
-seconds; every other function of ``time`` is the real one. Everything else
-is Flower's: the arguments, the transport, the authentication, the TLS.
+seconds, or 1 s once the node has had no message for 10 s (an idle node
+need not ask its SuperLink five times a second); every other function of
+``time`` is the real one. Everything else is Flower's: the arguments, the
+transport, the authentication, the TLS.
 
-With ``--wake-name NAME`` it also tells the node's warm worker
-(:mod:`fedmosaic.deploy.worker`) each time the node has stored a message
-for it (:mod:`fedmosaic.deploy.wake`): Flower's
-``_pull_and_store_message`` is wrapped so that, when it returns a run (a
-message and its task are stored), one signal goes to the worker, which then
-needs no polling of its own.
+To know when the node has a message, Flower's ``_pull_and_store_message``
+is wrapped: when it returns a run (a message and its task are stored), the
+node is marked busy and, with ``--wake-name NAME``, one signal goes to the
+node's warm worker (:mod:`fedmosaic.deploy.worker`,
+:mod:`fedmosaic.deploy.wake`), which then needs no polling of its own.
 
 It patches an internal of Flower, so it is guarded: it starts only on the
 Flower series fedmosaic pins and only if the module's sleeps are exactly
@@ -55,6 +56,10 @@ MIN_POLL_INTERVAL_S = 0.05
 """Shortest cap accepted: a SuperNode polls its SuperLink at most 20 times a second."""
 FLOWER_POLL_INTERVAL_S = 3.0
 """Flower's longest fixed wait; a cap of this or more leaves Flower's waits as they are."""
+IDLE_AFTER_S = 10.0
+"""Seconds without a message after which a node counts as idle (in a run, a node's messages come seconds apart)."""
+IDLE_POLL_INTERVAL_S = 1.0
+"""Cap on the waits of an idle node, in seconds (as often as Flower's SuperExec asks for tasks)."""
 OPTION = "--poll-interval"
 WAKE_OPTION = "--wake-name"
 PULL_FUNCTION = "_pull_and_store_message"
@@ -62,32 +67,62 @@ PULL_FUNCTION = "_pull_and_store_message"
 
 
 class CappedTime:
-    """The ``time`` module, except that ``sleep`` waits at most ``cap`` seconds.
+    """The ``time`` module, except that ``sleep`` waits at most ``cap`` seconds, or ``idle_cap`` on an idle node.
+
+    A node counts as idle once ``idle_after`` seconds have passed since it
+    last stored a message (:meth:`message_stored`; since its start before
+    the first): in a run its messages come seconds apart and it polls every
+    ``cap``, while a node no run needs polls its SuperLink less often.
 
     Parameters
     ----------
     cap : float
-        Longest wait of one ``sleep`` call, in seconds.
+        Longest wait of one ``sleep`` call while busy, in seconds.
+    idle_after : float, default IDLE_AFTER_S
+        Seconds without a message after which the node is idle.
+    idle_cap : float, default IDLE_POLL_INTERVAL_S
+        Longest wait while idle (never shorter than ``cap``).
     sleep : callable float -> None, default time.sleep
         What waits.
+    clock : callable () -> float, default time.monotonic
+        What tells the time.
 
     Examples
     --------
-    >>> waits = []
-    >>> capped = CappedTime(0.2, sleep=waits.append)
+    >>> waits, now = [], [0.0]
+    >>> capped = CappedTime(0.2, sleep=waits.append, clock=lambda: now[0])
     >>> capped.sleep(3); capped.sleep(0.1); waits
     [0.2, 0.1]
+    >>> now[0] = 60.0; capped.sleep(3); capped.message_stored(); capped.sleep(3); waits[2:]
+    [1.0, 0.2]
     >>> capped.monotonic is time.monotonic
     True
     """
 
-    def __init__(self, cap: float, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        cap: float,
+        *,
+        idle_after: float = IDLE_AFTER_S,
+        idle_cap: float = IDLE_POLL_INTERVAL_S,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.cap = cap
+        self.idle_cap = max(cap, idle_cap)
+        self._idle_after = idle_after
         self._sleep = sleep
+        self._clock = clock
+        self._last_message = clock()
+
+    def message_stored(self) -> None:
+        """Note that the node has just stored a message (it is busy again)."""
+        self._last_message = self._clock()
 
     def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, at most :attr:`cap`."""
-        self._sleep(min(seconds, self.cap))
+        """Wait ``seconds``, at most :attr:`cap` (:attr:`idle_cap` when idle)."""
+        idle = self._clock() - self._last_message >= self._idle_after
+        self._sleep(min(seconds, self.idle_cap if idle else self.cap))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)
@@ -191,8 +226,10 @@ def cap_flower_waits(cap: float, *, sleep: Callable[[float], None] = time.sleep)
     return capped
 
 
-def wake_worker_on_messages(name: str, *, wake: Callable[[str], None] = send_wake) -> None:
-    """Signal the worker listening on ``name`` each time the SuperNode has stored a message and its task.
+def watch_stored_messages(
+    capped: CappedTime, wake_name: str | None, *, wake: Callable[[str], None] = send_wake
+) -> None:
+    """Each time the SuperNode has stored a message and its task: mark it busy, and signal its worker if ``wake_name``.
 
     Call after :func:`cap_flower_waits` (which checks the installed Flower).
     """
@@ -201,13 +238,15 @@ def wake_worker_on_messages(name: str, *, wake: Callable[[str], None] = send_wak
     module: ModuleType = start_client_internal
     pull_and_store = getattr(module, PULL_FUNCTION)
 
-    def pull_store_and_wake(*args: Any, **kwargs: Any) -> int | None:
+    def pull_store_and_tell(*args: Any, **kwargs: Any) -> int | None:
         run_id: int | None = pull_and_store(*args, **kwargs)
         if run_id is not None:
-            wake(name)
+            capped.message_stored()
+            if wake_name is not None:
+                wake(wake_name)
         return run_id
 
-    vars(module)[PULL_FUNCTION] = pull_store_and_wake
+    vars(module)[PULL_FUNCTION] = pull_store_and_tell
 
 
 def split_arguments(argv: list[str]) -> tuple[float, str | None, list[str]]:
@@ -248,9 +287,7 @@ def main(argv: list[str] | None = None, *, run: Callable[[], None] | None = None
     """
     try:
         cap, wake_name, flower_arguments = split_arguments(sys.argv[1:] if argv is None else argv)
-        cap_flower_waits(cap)
-        if wake_name is not None:
-            wake_worker_on_messages(wake_name)
+        watch_stored_messages(cap_flower_waits(cap), wake_name)
     except FedmosaicError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
