@@ -4,8 +4,8 @@ Starting a deployment costs seconds (processes, imports, the nodes'
 first connection), so the tests of a module that need a plain (insecure)
 deployment with one node per partition share one; they run in one xdist
 group (``deployment``), hence in one worker and one deployment, which is
-stopped when the module's tests are done (its idle workers poll their
-SuperNodes, which costs a little CPU). Each test gets it with every
+stopped when the module's tests are done (idle, its SuperNodes poll the
+SuperLink once a second). Each test gets it with every
 SuperNode running: a node an earlier test killed is started again
 (:meth:`LocalDeployment.revive`).
 """
