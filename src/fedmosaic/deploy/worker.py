@@ -271,7 +271,12 @@ def main(argv: list[str] | None = None) -> None:
 
     from fedmosaic.experiments.flower_client import client_app  # imported once: PyTorch and fedmosaic stay warm
 
-    wake = None if args.wake_name is None else WakeListener(args.wake_name)
+    wake = None
+    if args.wake_name is not None:
+        try:
+            wake = WakeListener(args.wake_name)
+        except OSError as error:  # no abstract Unix sockets (not Linux): ask every POLL_S instead
+            log.warning("cannot listen for the node's signal (%s); asking for tasks every %s s", error, POLL_S)
     worker = SiteWorker(
         args.runtime_api_address, secret, lambda message, context: client_app(message, context), wake=wake
     )
