@@ -195,12 +195,13 @@ def check_flower(installed: str, source: str) -> None:
             "installed; install the pinned flwr or start flower-supernode itself"
         )
     found = sleeps(source)
-    functions = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
-    if found != FLOWER_WAITS or PULL_FUNCTION not in functions:
+    has_pull = f"\ndef {PULL_FUNCTION}(" in source
+    if found != FLOWER_WAITS or not has_pull:
+        missing = "" if has_pull else f" and no {PULL_FUNCTION}"
         raise FedmosaicError(
             f"{PATCHED_MODULE} no longer has the waits fedmosaic's SuperNode launcher caps "
-            f"(expected time.sleep seconds {FLOWER_WAITS} and a function {PULL_FUNCTION}, found {found}"
-            f"{'' if PULL_FUNCTION in functions else f' and no {PULL_FUNCTION}'}); start flower-supernode itself"
+            f"(expected time.sleep seconds {FLOWER_WAITS} and a function {PULL_FUNCTION}, found {found}{missing}); "
+            "start flower-supernode itself"
         )
 
 
