@@ -1,4 +1,7 @@
-"""The command line: one-line errors with exit code 2, runs, reports, kill and resume."""
+"""The command line: one-line errors with exit code 2, runs, reports, Ctrl-C.
+
+A run killed with SIGKILL and resumed: tests/experiments/test_kill_resume.py.
+"""
 
 import json
 import os
@@ -13,9 +16,6 @@ import tomli_w
 from typer.testing import CliRunner
 
 from fedmosaic.cli import app, main
-from fedmosaic.experiments.config import load_config
-from fedmosaic.experiments.presets import preset_source
-from fedmosaic.experiments.runner import run_experiment
 
 FAST = ["--set", "federation.rounds=2", "--set", "model.hidden=[8]", "--set", "partition.num_clients=3"]
 
@@ -159,56 +159,6 @@ def test_presets_lists_every_preset_with_its_description() -> None:
     assert "digits-fedavg" in result.output
     assert "mnist-fedavg" in result.output
     assert "fedprox" in result.output
-
-
-def test_killed_run_resumes_to_exactly_the_uninterrupted_results(tmp_path: Path) -> None:
-    """SIGKILL at an arbitrary moment, then --resume: same final results."""
-    # Prepare
-    overrides = {
-        "federation": {"rounds": 60},
-        "partition": {"num_clients": 4, "min_size": 20},
-        "model": {"hidden": [16]},
-        "runs": [{"name": "FedAvg", "method": "fedavg"}],
-    }
-    source = {**preset_source("digits-fedavg"), **overrides}
-    (tmp_path / "exp.toml").write_text(_toml(source))
-    reference = run_experiment(load_config(source), tmp_path / "reference")
-    env = {**os.environ}
-    command = [
-        sys.executable,
-        "-c",
-        "from fedmosaic.cli import main; main()",
-        "run",
-        "exp.toml",
-        "--out",
-        "out",
-        "--quiet",
-    ]
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoint = tmp_path / "out" / "checkpoints" / "00-fedavg" / "federated.npz"
-    deadline = time.monotonic() + 60
-    while not checkpoint.exists() and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.005)
-    time.sleep(0.3)
-    # Execute
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not (tmp_path / "out" / "results.json").exists(), "the run finished before it could be killed"
-    resumed = _fedmosaic("run", "exp.toml", "--out", "out", "--quiet", "--resume", cwd=tmp_path)
-    # Assert
-    assert resumed.returncode == 0, resumed.stderr
-    final = json.loads((tmp_path / "out" / "results.json").read_text())
-
-    def strip(runs):
-        return [[{k: v for k, v in row.items() if k != "wall_time_s"} for row in r["history"]] for r in runs]
-
-    assert strip(final["runs"]) == strip(reference["runs"])
-
-
-def _toml(source: dict) -> str:
-    import tomli_w
-
-    return tomli_w.dumps(source)
 
 
 def _descendants(pid: int) -> set[int]:

@@ -46,10 +46,11 @@ def tutorial_commands(page: Path = PAGE) -> list[list[str]]:
     return commands
 
 
-def run_command(args: list[str]) -> None:
-    """Run one command line; a failure shows its output."""
+def run_command(args: list[str]) -> str:
+    """Run one command line and return its output; a failure shows it."""
     result = CliRunner().invoke(app, args, catch_exceptions=True)
     assert result.exit_code == 0, f"fedmosaic {shlex.join(args)}: {result.output}{result.exception!r}"
+    return result.output
 
 
 @pytest.mark.slow
@@ -104,6 +105,9 @@ def test_each_supernode_opens_only_its_own_table(tmp_path: Path, monkeypatch: py
     Permissions prove nothing (the tests run as root): every process of the deployment carries a
     Python audit hook (a ``sitecustomize`` module on its path) that logs each table file it opens, with
     the deployment marker naming its node (inherited by the processes a SuperNode starts).
+
+    The page's deployment uses TLS and registered node keys, so this is also the end-to-end test of a
+    secured deployment (tests/deploy/test_local.py tests that an unregistered node is refused).
     """
     # Prepare
     hook, audit = tmp_path / "hook", tmp_path / "audit"
@@ -117,10 +121,13 @@ def test_each_supernode_opens_only_its_own_table(tmp_path: Path, monkeypatch: py
     assert len(deploy) == 1
     # Execute: the tutorial's commands, as written
     run_command(["examples", "."])
-    run_command(deploy[0])
+    output = run_command(deploy[0])
     # Assert
+    assert "(TLS, node auth)" in output
     results = json.loads((tmp_path / "runs/asia-flower/results.json").read_text())
+    assert [row["replies"] for row in results["runs"][0]["history"]] == [3, 3]
     assert results["runs"][0]["final"]["coverage"] == 1.0
+    assert (tmp_path / "runs/asia-flower/report.html").exists()
     opened: dict[str, set[str]] = {}
     for log in audit.glob("*.log"):
         for line in log.read_text().splitlines():

@@ -3,7 +3,10 @@
 The tests that start Flower processes are marked slow: processes start and
 connect, and each trip still waits on Flower (docs/deploy.md, "What a message
 still waits for"). The tests that can
-share a deployment use the session's (``deployment``, tests/deploy/conftest.py).
+share a deployment use the module's (``deployment``, tests/deploy/conftest.py).
+A secured deployment (TLS, registered node keys) runs end to end in the own-data
+tutorial's test (tests/test_own_data_tutorial.py), which runs ``fedmosaic deploy
+--tls --auth`` as the page writes it.
 """
 
 import json
@@ -105,20 +108,6 @@ def test_with_node_keys_an_unregistered_supernode_is_refused(tmp_path: Path) -> 
         "[code: 2004] Failed to activate SuperNode" in (tmp_path / "deployment" / "logs" / "stranger.log").read_text()
     )
     assert deployment.remaining() == []
-
-
-@pytest.mark.slow
-def test_deploy_with_tls_and_registered_keys_runs_end_to_end(tmp_path: Path) -> None:
-    lines: list[str] = []
-
-    results = deploy_experiment(
-        _changed(DIGITS, rounds=1), tmp_path / "out", nodes=3, tls=True, auth=True, write=lines.append
-    )
-
-    assert results["runs"][0]["history"][0]["replies"] == 3
-    assert any("(TLS, node auth)" in line for line in lines)
-    assert any("FedAvg: round 1/1" in line for line in lines)
-    assert (tmp_path / "out" / "report.html").exists()
 
 
 @pytest.mark.slow

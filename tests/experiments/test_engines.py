@@ -158,8 +158,13 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")
-@pytest.mark.parametrize("source", [DIGITS, ASIA], ids=["fedavg-fedcfa-digits", "fcm-asia-joining"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(DIGITS, id="fedavg-fedcfa-digits", marks=pytest.mark.xdist_group("ray-digits")),
+        pytest.param(ASIA, id="fcm-asia-joining", marks=pytest.mark.xdist_group("ray-asia-vertical")),
+    ],
+)
 def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address: str, tmp_path: Path) -> None:
     """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run."""
     # Execute
@@ -172,7 +177,7 @@ def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray-asia-vertical")
 def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(
     ray_address: str, tmp_path: Path
 ) -> None:
