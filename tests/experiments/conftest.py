@@ -4,8 +4,9 @@ Flower's simulation starts Ray for every job and stops it afterwards (its
 head processes, several seconds of CPU each time). The simulation tests of
 :mod:`tests.experiments.test_engines` run their jobs on one cluster instead,
 given by ``federation.ray_address`` (the path a site with its own Ray
-cluster takes); they run in one xdist group (``ray``), hence in one worker
-and one cluster, stopped when the module's tests are done. The SCAFFOLD
+cluster takes); they run in two xdist groups (``ray-digits`` and
+``ray-asia-vertical``), hence in two workers, one cluster each, stopped when
+the worker's tests of the module are done. The SCAFFOLD
 simulation test (``tests/methods``) keeps the default path, Ray started and
 stopped by Flower. The cluster is started by ``ray.init`` in a helper
 process, not by ``ray start``, so it is not recorded as this machine's
@@ -18,8 +19,15 @@ from collections.abc import Iterator
 
 import pytest
 
-RAY_CPUS = 2
-"""CPUs the shared cluster offers: two actors, so a client's state must travel in ``context.state``."""
+RAY_CPUS = 1
+"""CPUs the shared cluster offers: one actor per job, which runs the job's clients in turn.
+
+Each actor is a process that imports PyTorch and fedmosaic (about 10 s of CPU
+with its share of the job), so one per job halves the cost. Across actors a
+client's state must travel in ``context.state``: the SCAFFOLD simulation test
+(``tests/methods/test_scaffold.py``) checks that, on a Ray that Flower starts
+with every CPU of the machine (two actors on two cores).
+"""
 
 ADDRESS = "ray-address"
 """What precedes the cluster's address in the helper's output (Ray may print lines of its own)."""

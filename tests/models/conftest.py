@@ -112,6 +112,19 @@ def asia(family: str) -> dict[str, Any]:
     }
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist names each test by its group
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put this package's tests in one xdist group (``model_runs``), hence in one worker.
+
+    A session fixture runs once in every worker that uses it; in one worker each
+    run below trains once instead of up to once per worker.
+    """
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here):
+            item.add_marker(pytest.mark.xdist_group("model_runs"))
+
+
 @pytest.fixture(scope="session")
 def digits_run(finished_run: Callable[[dict[str, Any]], FinishedRun]) -> FinishedRun:
     """FedAvg, FedCFA and FedMix on digits."""

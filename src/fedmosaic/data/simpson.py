@@ -71,10 +71,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-import matplotlib.style
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from fedmosaic.data._choices import unknown_choice
 from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
@@ -414,6 +411,10 @@ def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
     >>> sample_grid_png(splits, per_client=3)[:8] == b"\x89PNG\r\n\x1a\n"
     True
     """
+    import matplotlib.style  # here, not at the top: every client process imports this module, few draw
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     smallest = min(len(client) for client in splits.clients)
     if not 1 <= per_client <= smallest:
         raise ConfigError("simpson.per_client", f"must be from 1 to {smallest}, the smallest client (got {per_client})")
