@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 import resource
 import subprocess
 import sys
@@ -57,7 +56,7 @@ def program_of(command_line: str) -> str:
     if "-c" in words:
         return "python -c"
     scripts = [w for w in words[1:3] if not w.startswith("-")]
-    name = scripts[0] if re.search(r"python", words[0]) and scripts else words[0]
+    name = scripts[0] if "python" in os.path.basename(words[0]) and scripts else words[0]
     return os.path.basename(name)
 
 
@@ -98,7 +97,7 @@ def record_descendants(root: int, seen: dict[tuple[int, str], Seen]) -> int:
         key = (pid, started)
         if key not in seen:
             seen[key] = Seen(program_of(command_line(pid)), cpu_s)
-        seen[key].cpu_s = max(seen[key].cpu_s, cpu_s)
+        seen[key].cpu_s = cpu_s  # a process's CPU seconds only grow
         stack.extend(children.get(pid, []))
         count += 1
     return count
