@@ -13,6 +13,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,8 @@ from fedmosaic.deploy.security import make_node_key
 from fedmosaic.deploy.submit import submit
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import load_config
-from fedmosaic.experiments.outputs import CHECKPOINTS
+from fedmosaic.experiments.hold import held_marker, release_marker
 from fedmosaic.experiments.runner import run_experiment
-from fedmosaic.federation.checkpoint import load_checkpoint
 
 DIGITS = {
     "name": "deploy-digits",
@@ -115,18 +115,26 @@ def test_with_node_keys_an_unregistered_supernode_is_refused(tmp_path: Path) -> 
 def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_completes(
     deployment: LocalDeployment, tmp_path: Path
 ) -> None:
+    """Node 2 is killed while the run is held after round 1 (checkpointed, round 2 not yet sent)."""
     # Prepare
     source = _changed(DIGITS, rounds=2, reply_timeout_s=60.0)
+    hold = tmp_path / "hold"
     lines: list[str] = []
-
-    def watch(line: str) -> None:
-        lines.append(line)
-        if "round 1/2" in line:
-            deployment.kill_node(2)
+    killer = threading.Thread(target=_when_held, args=(hold, 1, lambda: deployment.kill_node(2)), daemon=True)
+    killer.start()
 
     # Execute
     start = time.monotonic()
-    results = submit(source, tmp_path / "out", deployment.connection, tmp_path / "submit", write=watch)
+    results = submit(
+        source,
+        tmp_path / "out",
+        deployment.connection,
+        tmp_path / "submit",
+        hold_after=1,
+        hold_dir=hold,
+        write=lines.append,
+    )
+    killer.join()
 
     # Assert
     history = results["runs"][0]["history"]
@@ -147,18 +155,22 @@ def test_a_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
 ) -> None:
     """A run stopped after round 2 with a SuperNode restarted resumes to the uninterrupted run's result.
 
-    As soon as the server has checkpointed round 2, SuperNode 1 is killed (so round 3 cannot complete) and the
-    run is stopped (``flwr stop``); the node is started again (its memory, Flower's ``context.state``, is lost)
+    While the run is held after round 2 (checkpointed, round 3 not yet sent), SuperNode 1 is killed (so round 3
+    cannot complete) and the run is stopped (``flwr stop``); the node is started again (its memory, Flower's ``context.state``, is lost)
     and the run is resumed. The server continues from its checkpoint and every site from the client state on its
     own disk, so the result equals the uninterrupted run's.
     """
-    # Prepare: interrupt the run once round 2 is checkpointed
-    out = tmp_path / "out"
+    # Prepare: interrupt the run while it is held after round 2
+    out, hold = tmp_path / "out", tmp_path / "hold"
     lines: list[str] = []
-    interrupter = threading.Thread(target=_interrupt_after_round, args=(deployment, out, 2, lines, 1), daemon=True)
+    interrupter = threading.Thread(
+        target=_when_held, args=(hold, 2, lambda: _kill_and_stop(deployment, 1, lines)), daemon=True
+    )
     interrupter.start()
     with pytest.raises(FedmosaicError, match="ended without results"):
-        submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-1", write=lines.append)
+        submit(
+            SCAFFOLD, out, deployment.connection, tmp_path / "submit-1", hold_after=2, hold_dir=hold, write=lines.append
+        )
     interrupter.join()
     deployment.revive()
 
@@ -170,17 +182,20 @@ def test_a_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
     assert [row["replies"] for row in resumed["runs"][0]["history"]] == [3, 3, 3, 3]
 
 
-def _interrupt_after_round(deployment: LocalDeployment, out: Path, rnd: int, lines: list[str], node: int) -> None:
-    """Poll the run's checkpoint; once it holds round ``rnd``, kill SuperNode ``node`` and stop the run."""
+def _when_held(hold: Path, rnd: int, action: Callable[[], None]) -> None:
+    """Once the run is held after round ``rnd`` (its marker written), do ``action``, then release the run."""
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        saved = [load_checkpoint(path) for path in (out / CHECKPOINTS).glob("*/*.npz")]
-        if any(len(checkpoint.history) >= rnd for checkpoint in saved):
-            break
+    while not held_marker(hold, rnd).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    action()
+    release_marker(hold, rnd).touch()
+
+
+def _kill_and_stop(deployment: LocalDeployment, node: int, lines: list[str]) -> None:
+    """Kill SuperNode ``node`` (so the next round cannot complete) and stop the run (``flwr stop``)."""
     deployment.kill_node(node)
-    while time.monotonic() < deadline and not (started := re.search(r"started run (\d+)", "".join(lines))):
-        time.sleep(0.05)
+    started = re.search(r"started run (\d+)", "".join(lines))
+    assert started is not None, "flwr run names its run before the first round"
     deployment.stop_run(int(started.group(1)))
 
 

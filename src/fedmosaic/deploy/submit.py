@@ -61,6 +61,8 @@ def submit(
     data_dir: Path | None = None,
     resume: bool = False,
     overwrite: bool = False,
+    hold_after: int = 0,
+    hold_dir: Path | None = None,
     write: Callable[[str], None] = lambda line: print(line, end="", flush=True),
 ) -> dict[str, Any]:
     """Run the experiment ``source`` on the SuperLink at ``connection``; return its results.
@@ -79,6 +81,11 @@ def submit(
         Data folder of the ``ServerApp`` (test data for evaluation).
     resume, overwrite : bool
         As for ``fedmosaic run``.
+    hold_after : int, default 0
+        Hold the run after this round (0: never) until ``hold_dir`` holds its release file
+        (:mod:`fedmosaic.experiments.hold`), to act on the deployment at a known point of the run.
+    hold_dir : Path or None
+        Where the held and release markers are; required with ``hold_after``.
     write : callable str -> None
         Receives the streamed output line by line.
 
@@ -87,6 +94,8 @@ def submit(
     FedmosaicError
         If ``flwr run`` fails or the run ends without ``results.json``.
     """
+    if hold_after > 0 and hold_dir is None:
+        raise ValueError("hold_after needs a hold_dir")
     workdir = workdir.resolve()
     flwr_home = workdir / "flwr-home"
     write_flwr_config(flwr_home, CONNECTION, connection)
@@ -98,6 +107,8 @@ def submit(
         "data-dir": "" if data_dir is None else str(data_dir.resolve()),
         "resume": resume,
         "overwrite": overwrite,
+        "hold-after": hold_after,
+        "hold-dir": "" if hold_dir is None else str(hold_dir.resolve()),
     }
     run_config = workdir / "run-config.toml"
     run_config.write_text(tomli_w.dumps(settings))

@@ -23,11 +23,23 @@ from flwr.serverapp import ServerApp
 
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.engines import DeploymentEngine
-from fedmosaic.experiments.progress import LineProgress
+from fedmosaic.experiments.hold import HeldProgress
+from fedmosaic.experiments.progress import LineProgress, ProgressSink
 from fedmosaic.experiments.runner import run_experiment
 
-RUN_CONFIG_DEFAULTS: dict[str, Any] = {"experiment": "", "out": "", "data-dir": "", "resume": False, "overwrite": False}
-"""The app's run config keys (``flwr run`` accepts overrides of declared keys only)."""
+RUN_CONFIG_DEFAULTS: dict[str, Any] = {
+    "experiment": "",
+    "out": "",
+    "data-dir": "",
+    "resume": False,
+    "overwrite": False,
+    "hold-after": 0,
+    "hold-dir": "",
+}
+"""The app's run config keys (``flwr run`` accepts overrides of declared keys only).
+
+``hold-after`` (a round, 0 for none) and ``hold-dir`` hold the run after that round until released
+(:mod:`fedmosaic.experiments.hold`)."""
 
 server_app = ServerApp()
 
@@ -37,13 +49,16 @@ def main(grid: FlowerGridApi, context: Context) -> None:
     """Run the experiment of the run config, writing results to its output folder."""
     settings = {**RUN_CONFIG_DEFAULTS, **context.run_config}
     config = load_config(decode_experiment(str(settings["experiment"])))
+    progress: ProgressSink = LineProgress()
+    if int(settings["hold-after"]) > 0:
+        progress = HeldProgress(progress, int(settings["hold-after"]), Path(str(settings["hold-dir"])))
     run_experiment(
         config,
         Path(str(settings["out"])),
         data_dir=str(settings["data-dir"]) or None,
         resume=bool(settings["resume"]),
         overwrite=bool(settings["overwrite"]),
-        progress=LineProgress(),
+        progress=progress,
         engine=DeploymentEngine(grid),
     )
     print(f"results: {Path(str(settings['out'])) / 'results.json'}", flush=True)
