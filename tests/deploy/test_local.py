@@ -117,7 +117,7 @@ def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_complet
 ) -> None:
     """Node 2 is killed while the run is held after round 1 (checkpointed, round 2 not yet sent)."""
     # Prepare
-    source = _changed(DIGITS, rounds=2, reply_timeout_s=60.0)
+    source = _changed(DIGITS, rounds=2, reply_timeout_s=20.0)  # how long the round waits for node 2
     hold = tmp_path / "hold"
     lines: list[str] = []
     killer = threading.Thread(target=_when_held, args=(hold, 1, lambda: deployment.kill_node(2)), daemon=True)
