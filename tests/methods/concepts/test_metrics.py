@@ -181,13 +181,17 @@ def test_balanced_concept_accuracy_is_the_mean_recall_over_values() -> None:
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("order", [("a", "b", "c"), ("c", "a"), ()], ids=["all", "some", "none"])
-def test_intervention_curve_has_one_point_per_prefix_of_the_order(family: str, order: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("rows_per_pass", [1, 1000, 1 << 16], ids=["one-copy-a-pass", "two-copies", "all-at-once"])
+def test_intervention_curve_has_one_point_per_prefix_of_the_order(
+    family: str, order: tuple[str, ...], rows_per_pass: int
+) -> None:
+    """However many copies of the test set share a pass, each point is the accuracy of its own pass."""
     # Prepare
     model = _model(family)
     test = _test_set(noise=0.5)
 
     # Execute
-    curve = intervention_curve(model, test, order)
+    curve = intervention_curve(model, test, order, rows_per_pass=rows_per_pass)
 
     # Assert: len(order) + 1 points; point k intervenes the first k concepts.
     assert len(curve) == len(order) + 1
