@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fedcfa_step_cost.py
 	$(BIN)/python benchmarks/vfl_bytes.py
 	$(BIN)/python benchmarks/engines.py
+	$(BIN)/python benchmarks/throughput.py
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache

@@ -1,0 +1,150 @@
+"""Throughput of the paper workloads: this tree against a pinned earlier commit, side by side in one invocation.
+
+Each workload is one run of a preset, cut to a few rounds, started as ``fedmosaic run`` in a fresh
+process, once with the baseline commit's sources (a ``git worktree``, first on ``PYTHONPATH``) and once
+with this tree's, one after the other, so both meet the same machine and load. Per workload it prints
+the wall seconds per round (the rounds' own ``wall_time_s``, evaluation included), the process's wall
+and CPU seconds (its children, the client workers, included), the ratio baseline / this tree, and the
+largest difference of the final metrics (0 where the computation is unchanged).
+
+Usage::
+
+    python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import REPO, default_data_dir, emit, machine
+
+BASELINE = "4818de5"
+"""The last commit before the throughput work (issue: paper grids in minutes)."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One run of a preset, cut to a few rounds."""
+
+    name: str
+    preset: str
+    run: str
+    overrides: tuple[str, ...]
+
+
+def _fcm(network: str, family: str, rounds: int) -> Workload:
+    run = f'{{name = "F-CMs", method = "fcm", params = {{ patience = 15, model = {{ family = "{family}" }} }} }}'
+    return Workload(
+        f"fcm-{network}-{family}", f"fcm-{network}", run, (f"federation.rounds={rounds}", "federation.workers=1")
+    )
+
+
+WORKLOADS = (
+    _fcm("hailfinder", "cgm", 25),
+    _fcm("hailfinder", "c2bm", 25),
+    _fcm("alarm", "cgm", 25),
+    _fcm("alarm", "c2bm", 25),
+    Workload(
+        "false-vfl-isolet",
+        "vfl-isolet",
+        '{name = "FALSE-VFL", method = "false-vfl", params = { stage1_rounds = 4, stage1_passes = 2 } }',
+        ("federation.rounds=8", "federation.evaluate_every=4"),
+    ),
+    Workload(
+        "laser-vfl-isolet",
+        "vfl-isolet",
+        '{name = "LASER-VFL", method = "laser-vfl", params = { passes = 5 } }',
+        ("federation.rounds=8", "federation.evaluate_every=4"),
+    ),
+    Workload(
+        "fedcfa-simpson",
+        "fedcfa-simpson",
+        '{name = "FedCFA", method = "fedcfa"}',
+        ("federation.rounds=10", "federation.target_accuracy=1.0"),
+    ),
+)
+
+
+def run_once(workload: Workload, sources: Path, data_dir: Path, folder: Path) -> dict[str, Any]:
+    """Run ``workload`` with the fedmosaic of ``sources``; its timings and final metrics."""
+    command = [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", workload.preset]
+    for override in (f"runs=[{workload.run}]", *workload.overrides):
+        command += ["--set", override]
+    command += ["--out", str(folder), "--data-dir", str(data_dir), "--quiet", "--overwrite"]
+    env = {**os.environ, "PYTHONPATH": str(sources / "src")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"{workload.name} failed with {sources}: {result.stderr.strip().splitlines()[-1:]}")
+    run = json.loads((folder / "results.json").read_text())["runs"][0]
+    rounds = [row["wall_time_s"] for row in run["history"]]
+    return {
+        "wall_s": wall,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "rounds": len(rounds),
+        "round_wall_s": sum(rounds) / len(rounds),
+        "final": {k: v for k, v in run["final"].items() if isinstance(v, float)},
+    }
+
+
+def compare(baseline: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """Ratios baseline / current and the largest difference of a shared final metric."""
+    shared = sorted(set(baseline["final"]) & set(current["final"]))
+    return {
+        "round_speedup": baseline["round_wall_s"] / current["round_wall_s"],
+        "wall_speedup": baseline["wall_s"] / current["wall_s"],
+        "cpu_speedup": baseline["cpu_s"] / current["cpu_s"],
+        "largest_metric_difference": max(
+            (abs(baseline["final"][k] - current["final"][k]) for k in shared), default=0.0
+        ),
+        "accuracy": {"baseline": baseline["final"].get("accuracy"), "current": current["final"].get("accuracy")},
+    }
+
+
+def main() -> None:
+    """Measure the chosen workloads on both trees and print the comparison as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default=BASELINE, help=f"commit to compare against (default {BASELINE})")
+    parser.add_argument("--only", nargs="*", default=None, help="workload names (default: all)")
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    chosen = [w for w in WORKLOADS if args.only is None or w.name in args.only]
+    if not chosen:
+        parser.error(f"--only: none of {args.only} is a workload; choose from {[w.name for w in WORKLOADS]}")
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "baseline"
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), args.baseline],
+            check=True,
+            stdout=sys.stderr,
+        )
+        try:
+            for workload in chosen:
+                print(f"{workload.name} ...", file=sys.stderr, flush=True)
+                baseline = run_once(workload, tree, args.data_dir, Path(scratch) / f"{workload.name}-baseline")
+                current = run_once(workload, REPO, args.data_dir, Path(scratch) / f"{workload.name}-current")
+                rows.append(
+                    {"workload": workload.name, "baseline": baseline, "current": current, **compare(baseline, current)}
+                )
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+    emit({"benchmark": "throughput", "baseline": args.baseline, "workloads": rows, "machine": machine()}, args.out)
+
+
+if __name__ == "__main__":
+    main()
