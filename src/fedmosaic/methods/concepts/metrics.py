@@ -137,53 +137,18 @@ def coverage(model_nodes: Sequence[str], task: str, task_labeled: bool, true_anc
     return len(predicted & target) / len(target)
 
 
-ROWS_PER_PASS = 1 << 16
-"""Most rows one forward pass of :func:`intervention_curve` evaluates (copies of the test set, stacked)."""
-
-
-@torch.no_grad()
-def intervention_curve(
-    model: ConceptModel, test: LabeledConcepts, order: Sequence[str], *, rows_per_pass: int = ROWS_PER_PASS
-) -> list[float]:
+def intervention_curve(model: ConceptModel, test: LabeledConcepts, order: Sequence[str]) -> list[float]:
     """Task accuracy as the first 0, 1, ..., all concepts of ``order`` are intervened on.
 
-    The ``len(order) + 1`` settings are evaluated together: copies of the test set, one per number of
-    intervened concepts, are stacked into passes of at most ``rows_per_pass`` rows (at least one copy),
-    so the model's per-node modules run once per pass instead of once per point of the curve. Each row's
-    prediction is the one :func:`task_accuracy` gives it.
-
-    Examples
-    --------
-    >>> from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModelParams
-    >>> graph = ConceptGraph(("a", "b", "y"), "y", {"a": 2, "b": 2, "y": 2}, {"y": ("a", "b")})
-    >>> model = ConceptModel(3, graph, ConceptModelParams(family="cgm"), seed=0)
-    >>> rng = np.random.default_rng(0)
-    >>> test = LabeledConcepts(rng.normal(size=(40, 3)).astype(np.float32), rng.integers(0, 2, size=(40, 3)),
-    ...                        ("a", "b", "y"))
-    >>> curve = intervention_curve(model, test, ["b", "a"], rows_per_pass=50)
-    >>> curve == [task_accuracy(model, test, ["b", "a"][:k]) for k in range(3)]
-    True
+    One :meth:`~fedmosaic.methods.concepts.models.ConceptModel.intervention_sweep`: each point recomputes
+    only the concept it adds and that concept's descendants, and equals :func:`task_accuracy` with the
+    same concepts intervened.
     """
     model.eval()
-    graph = model.graph
-    n, points = len(test.x), len(order) + 1
-    values = torch.from_numpy(test.aligned(graph.nodes))
-    x = torch.from_numpy(test.x)
-    columns = [graph.nodes.index(node) for node in order]
-    truth = test.aligned((graph.task,))[:, 0]
-    copies = max(1, rows_per_pass // max(n, 1))
-    curve: list[float] = []
-    for first in range(0, points, copies):
-        ks = range(first, min(points, first + copies))
-        mask = torch.zeros((len(ks), *values.shape), dtype=torch.bool)
-        for row, k in enumerate(ks):
-            mask[row, :, columns[:k]] = True
-        logits = model(
-            x.repeat(len(ks), 1), true_values=values.repeat(len(ks), 1), intervene=mask.view(-1, mask.shape[-1])
-        )
-        predicted = logits[graph.task].argmax(dim=1).view(len(ks), n).numpy()
-        curve.extend(_accuracy(predicted[row], truth) for row in range(len(ks)))
-    return curve
+    values = torch.from_numpy(test.aligned(model.graph.nodes))
+    truth = test.aligned((model.graph.task,))[:, 0]
+    sweep = model.intervention_sweep(torch.from_numpy(test.x), values, order)
+    return [_accuracy(logits.argmax(dim=1).numpy(), truth) for logits in sweep]
 
 
 def random_order(concepts: Sequence[str], rng: np.random.Generator) -> list[str]:
