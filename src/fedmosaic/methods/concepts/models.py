@@ -196,10 +196,7 @@ class ConceptModel(nn.Module):
         """
         interventions = self._interventions(len(x), true_values, intervene)
         encoding = self.encoder(x)
-        messages: dict[str, Tensor] = {}
-        logits: dict[str, Tensor] = {}
-        for node in self._order:
-            logits[node], messages[node] = self._node_step(node, encoding, messages, interventions)
+        logits, _ = self._evaluate(self._order, encoding, interventions, {}, {})
         return {node: logits[node] for node in self.graph.nodes}
 
     @torch.no_grad()
@@ -239,19 +236,28 @@ class ConceptModel(nn.Module):
         intervene = torch.zeros(true_values.shape, dtype=torch.bool)
         interventions = self._interventions(len(x), true_values, intervene)
         encoding = self.encoder(x)
-        messages: dict[str, Tensor] = {}
-        logits: dict[str, Tensor] = {}
-        for node in self._order:
-            logits[node], messages[node] = self._node_step(node, encoding, messages, interventions)
+        logits, messages = self._evaluate(self._order, encoding, interventions, {}, {})
         sweep = [logits[self.graph.task]]
         for node in order:
             intervene[:, self._column[node]] = True
             interventions = self._interventions(len(x), true_values, intervene)
             changed = {node} | self._descendants[node]
-            for later in (n for n in self._order if n in changed):
-                logits[later], messages[later] = self._node_step(later, encoding, messages, interventions)
+            self._evaluate([n for n in self._order if n in changed], encoding, interventions, logits, messages)
             sweep.append(logits[self.graph.task])
         return sweep
+
+    def _evaluate(
+        self,
+        nodes: Iterable[str],
+        encoding: Tensor,
+        interventions: tuple[Tensor, Tensor] | None,
+        logits: dict[str, Tensor],
+        messages: dict[str, Tensor],
+    ) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """Compute ``nodes`` in turn (sources before their readers) into ``logits`` and ``messages``; return both."""
+        for node in nodes:
+            logits[node], messages[node] = self._node_step(node, encoding, messages, interventions)
+        return logits, messages
 
     def _node_step(
         self, node: str, encoding: Tensor, messages: dict[str, Tensor], interventions: tuple[Tensor, Tensor] | None
