@@ -97,10 +97,11 @@ def test_an_interrupt_while_workers_are_busy_stops_them_at_once() -> None:
     pids = pool.pids()
     pool.submit(0, 30)
     pool.submit(1, 30)
+    # Execute: with Python's own Ctrl-C handler (whatever earlier tests in this process left installed),
+    # installed before the Ctrl-C can come
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     started = time.monotonic()
-    # Execute: with Python's own Ctrl-C handler, whatever earlier tests in this process left installed
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt), pool:
             list(pool.results())
