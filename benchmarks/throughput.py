@@ -10,6 +10,7 @@ largest difference of the final metrics (0 where the computation is unchanged).
 Usage::
 
     python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE]
+    python benchmarks/throughput.py --table FILE    # a written result as the Markdown table of docs/performance.md
 """
 
 from __future__ import annotations
@@ -114,6 +115,23 @@ def compare(baseline: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]
     }
 
 
+def markdown_table(document: dict[str, Any]) -> str:
+    """The table of ``docs/performance.md`` from a result this script wrote."""
+    lines = [
+        f"| workload (baseline {document['baseline']}) | s per round, before | after | ratio | run wall s, before |"
+        " after | CPU s, before | after | largest final-metric difference |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in document["workloads"]:
+        before, after = row["baseline"], row["current"]
+        lines.append(
+            f"| {row['workload']} ({after['rounds']} rounds) | {before['round_wall_s']:.2f} | {after['round_wall_s']:.2f}"
+            f" | {row['round_speedup']:.2f} | {before['wall_s']:.1f} | {after['wall_s']:.1f} | {before['cpu_s']:.1f}"
+            f" | {after['cpu_s']:.1f} | {row['largest_metric_difference']:.2g} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Measure the chosen workloads on both trees and print the comparison as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -121,7 +139,11 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="workload names (default: all)")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--table", type=Path, default=None, help="print this result file as a Markdown table")
     args = parser.parse_args()
+    if args.table is not None:
+        print(markdown_table(json.loads(args.table.read_text())))
+        return
     chosen = [w for w in WORKLOADS if args.only is None or w.name in args.only]
     if not chosen:
         parser.error(f"--only: none of {args.only} is a workload; choose from {[w.name for w in WORKLOADS]}")

@@ -16,7 +16,7 @@ from fedmosaic import __version__
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.aggregation import build_aggregation
 from fedmosaic.experiments.classification import ClassificationWorkload
-from fedmosaic.experiments.config import ExperimentConfig, FederationSection, fingerprint, method_params
+from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.job import Job
@@ -137,25 +137,6 @@ def run_experiment(
     return results
 
 
-def in_process_federation(config: ExperimentConfig, kind: str) -> FederationSection:
-    """The federation settings the in-process engine runs a method of ``kind`` with.
-
-    A vertical method's every batch crosses parties, so worker processes cost more in messages than
-    they save in parallel work (``docs/performance.md``): unless ``federation.workers`` asks for
-    workers, its parties run one after another in this process.
-
-    Examples
-    --------
-    >>> from fedmosaic.experiments.config import load_config
-    >>> config = load_config({"name": "x", "data": {"dataset": "digits"}, "runs": [{"name": "A", "method": "fedavg"}]})
-    >>> in_process_federation(config, "vertical").workers, in_process_federation(config, "classification").workers
-    (1, None)
-    """
-    if kind == "vertical" and config.federation.workers is None:
-        return config.federation.model_copy(update={"workers": 1})
-    return config.federation
-
-
 def _run(
     config: ExperimentConfig,
     index: int,
@@ -217,8 +198,7 @@ def _run(
                 extra=job_header(workload),
             )
             federated_engine = engine if engine is not None and run.setting == "federated" else None
-            default_engine = InProcessEngine(in_process_federation(config, method.kind), cores)
-            histories.append((federated_engine or default_engine).run_job(spec, federate))
+            histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))
             artifacts.append(server.artifacts())
             for export, parts in exported:
                 folder = model_path(out_dir, index, _slug(run.name), job.label if len(jobs) > 1 else None)
