@@ -129,6 +129,27 @@ def test_invalid_toml_file_is_one_line(
     assert stderr.strip().startswith("error: experiment: bad.toml is not valid TOML")
 
 
+@pytest.mark.parametrize("name", ["../../elsewhere", "runs/inner", "..", "tab\there"])
+def test_an_experiment_name_that_is_a_path_is_refused_before_anything_is_written(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the name would be the default output folder runs/<name>
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "escape.toml").write_text(
+        tomli_w.dumps({"name": name, "data": {"dataset": "digits"}, "runs": [{"name": "A", "method": "fedavg"}]})
+    )
+
+    # Execute
+    code, stderr = _main_in_process(monkeypatch, capsys, work, "run", "escape.toml")
+
+    # Assert
+    assert code == 2
+    assert stderr.strip().startswith("error: name: must be a plain name, not a path")
+    assert len(stderr.strip().splitlines()) == 1
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["escape.toml", "work"]
+
+
 def test_run_writes_results_and_prints_a_summary(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app, ["run", "digits-fedavg", *FAST, "--out", str(tmp_path / "out"), "--quiet", "--seed", "5"]

@@ -159,6 +159,24 @@ class ExperimentConfig(Section):
         return "vertical" if self.vertical is not None else "classification"
 
 
+def _check_name(name: str) -> None:
+    r"""Refuse an experiment name that is not a plain folder name (it names the default output folder).
+
+    Examples
+    --------
+    >>> _check_name("fcm-asia (seed 0)")
+    >>> _check_name("../../elsewhere")
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.ConfigError: name: must be a plain name, not a path: no '/', '\', control characters, and not '.' or '..' (got '../../elsewhere')
+    """
+    if name in (".", "..") or any(c in "/\\" or ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ConfigError(
+            "name",
+            f"must be a plain name, not a path: no '/', '\\', control characters, and not '.' or '..' (got {name!r})",
+        )
+
+
 def load_config(source: dict[str, Any]) -> ExperimentConfig:
     """Validate a raw configuration (sections, cross-field rules, method parameters).
 
@@ -169,6 +187,7 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
     """
     config = validate(ExperimentConfig, source)
     assert isinstance(config, ExperimentConfig)
+    _check_name(config.name)
     if config.grid is not None:
         _check_grid(source, config.grid)
     if config.tables is not None:
