@@ -78,7 +78,8 @@ class ExperimentConfig(Section):
     Parameters
     ----------
     name : str
-        Experiment name (default output folder ``runs/<name>``).
+        Experiment name (default output folder ``runs/<name>``): a plain name, without ``/``, backslash or
+        control characters, and neither ``.`` nor ``..``.
     description : str, default ""
         One line shown by ``fedmosaic presets`` and in reports.
     seed : int, default 0
