@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   creates/refreshes .venv, then runs the demo experiment
+#   make demo   creates/refreshes .venv, then runs the demo experiment (replacing runs/demo)
 #   make test   creates/refreshes .venv, installs Debian's chromium when missing
 #               (the browser tests drive it), then checks lint, formatting and types
 #               (ruff, mypy) and runs the test suite, stopping at the first that fails
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/fedmosaic demo
+	$(BIN)/fedmosaic demo --overwrite
 
 # The browser tests drive Debian's chromium through Playwright (never `playwright install`).
 chromium:

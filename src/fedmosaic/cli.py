@@ -241,12 +241,15 @@ def _run_on_superlink(
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("runs/demo"),
+    overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
 ) -> None:
-    """Run the demo experiment (no download needed) into a fresh folder, then show how to use its F-CMs model."""
+    """Run the demo experiment (no download needed), then show how to use its F-CMs model."""
     from fedmosaic.models.files import EXAMPLES
     from fedmosaic.models.loader import MODEL_DIR, load_model
 
-    run(DEMO_PRESET, out=out, overwrite=True)
+    if not overwrite and out.is_dir() and any(out.iterdir()):
+        raise ConfigError("--out", f"{out} is not empty; pass --overwrite to replace the demo run there")
+    run(DEMO_PRESET, out=out, overwrite=overwrite)
     folder = min((out / MODEL_DIR).iterdir())  # the first run's: F-CMs
     model = load_model(folder)
     concept, categories = next(iter(model.concepts.items()))

@@ -198,3 +198,10 @@ def test_the_demo_ends_with_its_model_an_intervene_command_that_works_its_report
     code, out, err = fedmosaic_cli(monkeypatch, capsys, *command[1:])
     assert code == 0, err
     assert len(pd.read_csv(io.StringIO(out))) == 5
+    # A second demo into the same folder is refused unless asked to overwrite: the first run stays
+    results = (demo / "results.json").read_text()
+    code, out, err = fedmosaic_cli(monkeypatch, capsys, "demo", "--out", demo)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "--overwrite" in err
+    assert (demo / "results.json").read_text() == results
