@@ -23,9 +23,10 @@ import time
 
 
 def spin() -> None:
-    """Keep one core busy until killed."""
+    """Keep one core busy until killed (counting)."""
+    count = 0
     while True:
-        pass
+        count += 1
 
 
 def main() -> int:

@@ -8,27 +8,19 @@ import pytest
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.experiments.hold import HeldProgress, held_marker, release_marker
+from fedmosaic.experiments.progress import SilentProgress
 from fedmosaic.federation import RoundRecord
 
 
-class Recorder:
+class Recorder(SilentProgress):
     """A progress sink that keeps the rounds it is told about."""
 
     def __init__(self) -> None:
         self.rounds: list[int] = []
 
-    def start_point(self, index: int, total: int, label: str) -> None:
-        """Ignore the event."""
-
-    def start_run(self, name: str, total_rounds: int) -> None:
-        """Ignore the event."""
-
     def advance(self, name: str, record: RoundRecord) -> None:
         """Keep the round."""
         self.rounds.append(record.round)
-
-    def finish_run(self, name: str) -> None:
-        """Ignore the event."""
 
 
 def _record(rnd: int) -> RoundRecord:

@@ -99,6 +99,16 @@ class ConceptGraph:
                 stack.extend(self.parents[parent])
         return frozenset(seen)
 
+    def descendants(self, node: str) -> frozenset[str]:
+        """The nodes with a directed path from ``node`` (``node`` itself excluded).
+
+        Examples
+        --------
+        >>> ConceptGraph(("a", "b", "y"), "y", {"a": 2, "b": 2, "y": 2}, {"b": ("a",), "y": ("b",)}).descendants("a")
+        frozenset({'b', 'y'})
+        """
+        return frozenset(other for other in self.nodes if node in self.ancestors(other))
+
 
 def _check_node_names(nodes: tuple[str, ...]) -> None:
     """Reject node names that are not strings or that repeat."""

@@ -241,7 +241,7 @@ class ConceptModel(nn.Module):
         for node in order:
             intervene[:, self._column[node]] = True
             interventions = self._interventions(len(x), true_values, intervene)
-            changed = {node} | self._descendants[node]
+            changed = {node} | self._computation.descendants(node)
             self._evaluate([n for n in self._order if n in changed], encoding, interventions, logits, messages)
             sweep.append(logits[self.graph.task])
         return sweep
@@ -347,13 +347,6 @@ class ConceptModel(nn.Module):
         sources = {node: self._specs[node].sources for node in graph.nodes}
         self._computation = ConceptGraph(graph.nodes, graph.task, graph.cardinalities, sources)
         self._order = self._computation.topological_order()
-        children: dict[str, set[str]] = {node: set() for node in graph.nodes}
-        for node, node_sources in sources.items():
-            for source in node_sources:
-                children[source].add(node)
-        self._descendants: dict[str, frozenset[str]] = {}
-        for node in reversed(self._order):
-            self._descendants[node] = frozenset(children[node]).union(*(self._descendants[c] for c in children[node]))
 
     def _check_growth(self, graph: ConceptGraph) -> None:
         """Reject a graph that is not a growth of the current one."""
