@@ -104,8 +104,9 @@ class ConceptGraph:
 
         Examples
         --------
-        >>> ConceptGraph(("a", "b", "y"), "y", {"a": 2, "b": 2, "y": 2}, {"b": ("a",), "y": ("b",)}).descendants("a")
-        frozenset({'b', 'y'})
+        >>> graph = ConceptGraph(("a", "b", "y"), "y", {"a": 2, "b": 2, "y": 2}, {"b": ("a",), "y": ("b",)})
+        >>> sorted(graph.descendants("a"))
+        ['b', 'y']
         """
         return frozenset(other for other in self.nodes if node in self.ancestors(other))
 
