@@ -36,6 +36,14 @@ from fedmosaic.report.headline import headline_metrics, task_kind
 from fedmosaic.tracking import check_backend, track
 
 DEMO_PRESET = "fcm-asia"
+TrackOption = Annotated[
+    list[str] | None,
+    typer.Option(help="Log the finished run to an experiment tracker: mlflow or tensorboard (repeatable)."),
+]
+TrackingUriOption = Annotated[
+    str | None,
+    typer.Option(help="--track mlflow: the tracking URI (default: MLFLOW_TRACKING_URI if set, else OUT/mlflow.db)."),
+]
 
 app = typer.Typer(
     add_completion=False,
@@ -132,14 +140,8 @@ def run(
     root_certificates: Annotated[
         Path | None, typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
     ] = None,
-    track: Annotated[
-        list[str] | None,
-        typer.Option(help="Log the finished run to an experiment tracker: mlflow or tensorboard (repeatable)."),
-    ] = None,
-    tracking_uri: Annotated[
-        str | None,
-        typer.Option(help="--track mlflow: the tracking URI [default: $MLFLOW_TRACKING_URI, then OUT/mlflow.db]."),
-    ] = None,
+    track: TrackOption = None,
+    tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
     for backend in track or []:
@@ -196,14 +198,8 @@ def deploy(
         float,
         typer.Option(help="Longest fixed wait of a SuperNode in seconds, 0.05 to 3 (3: Flower's own 3 s and 0.5 s)."),
     ] = POLL_INTERVAL_S,
-    track: Annotated[
-        list[str] | None,
-        typer.Option(help="Log the finished run to an experiment tracker: mlflow or tensorboard (repeatable)."),
-    ] = None,
-    tracking_uri: Annotated[
-        str | None,
-        typer.Option(help="--track mlflow: the tracking URI [default: $MLFLOW_TRACKING_URI, then OUT/mlflow.db]."),
-    ] = None,
+    track: TrackOption = None,
+    tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment on a Flower SuperLink and SuperNodes started on 127.0.0.1, then stop them."""
     for backend in track or []:
@@ -238,10 +234,7 @@ def deploy(
 def track_command(
     out: Annotated[Path, typer.Argument(help="A finished run's output folder (with results.json).")],
     backend: Annotated[str, typer.Option("--to", help="mlflow or tensorboard.")] = "mlflow",
-    tracking_uri: Annotated[
-        str | None,
-        typer.Option(help="MLflow's tracking URI [default: $MLFLOW_TRACKING_URI, then OUT/mlflow.db]."),
-    ] = None,
+    tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Log a finished run (or grid) to an experiment tracker."""
     check_backend(backend)
