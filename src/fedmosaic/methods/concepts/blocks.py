@@ -1,8 +1,9 @@
 """The module of one node of a concept-based model (:class:`NodeBlock`) and its four kinds.
 
 Each kind computes one node (:meth:`NodeBlock.forward`) and, for :mod:`~fedmosaic.methods.concepts.levels`,
-a group of nodes of its kind at once (:meth:`NodeBlock.stacked_forward`) from their linear layers
-stacked and zero-padded to the group's widest node (:meth:`NodeBlock.linears`, :meth:`NodeBlock.padded_rows`).
+a group of nodes of its kind and cardinality at once (:meth:`NodeBlock.stacked_forward`) from their
+linear layers stacked and zero-padded to the group's widest input (:meth:`NodeBlock.linears`,
+:meth:`NodeBlock.padded_rows`).
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ class NodeBlock(nn.Module, ABC):
         Returns
         -------
         StackedOutput
-            Logits padded with unmasked rows beyond a node's cardinality.
+            The group's logits (and value embeddings), one cardinality for all its nodes.
         """
 
 

@@ -1,18 +1,20 @@
-"""A concept model's nodes evaluated a graph level at a time: one stacked computation per level and kind.
+"""A concept model's nodes evaluated a graph level at a time: one stacked computation per group of nodes.
 
-A node's module reads the encoding and its sources' messages, so every node of one
-topological level can be computed together. :class:`LevelPlan` groups the nodes of each level
-by their module's kind and, per group, stacks the nodes' own linear layers into zero-padded
-``(G, out, in)`` weights (one gather from the concatenated parameters, so gradients reach each
-node's parameters under its own name), gathers the group's inputs from the encoding and its
-sources' messages with one index, and evaluates the kind's :meth:`~fedmosaic.methods.concepts.blocks.NodeBlock.stacked_forward`.
-Logits beyond a node's cardinality are masked with ``-inf``, so the fed probabilities and the
-cross-entropies there are exactly 0. Tensors are laid out features first, ``(G, features, n)``,
-so every layer is one batched matrix product.
+A node's module reads the encoding and its sources' messages, so the nodes of one topological
+level can be computed together. :class:`LevelPlan` groups each level's nodes by module kind and
+cardinality and, per group, stacks the nodes' own linear layers into ``(G, out, in)`` weights,
+zero-padded to the group's widest input (one gather from the concatenated parameters, so
+gradients reach each node's parameters under its own name); gathers the nodes' inputs from the
+encoding and their sources' messages with one index (a group of nodes that read the encoding
+alone shares it, ungathered); and evaluates the kind's
+:meth:`~fedmosaic.methods.concepts.blocks.NodeBlock.stacked_forward`. Tensors are laid out
+features first, ``(G, features, n)``, so a layer is one batched matrix product.
 
-Interventions (the true value fed downstream instead of the prediction) are applied per group as
-in the node-by-node evaluation, which :class:`~fedmosaic.methods.concepts.models.ConceptModel`
-keeps for DP-SGD (Opacus records per-example gradients on each node's own layers).
+Cardinalities are not padded: on hailfinder, padding them to the largest of a level made the
+products several times larger than the nodes' own. Interventions (the true value fed downstream
+instead of the prediction) are applied per group as in the node-by-node evaluation, which
+:class:`~fedmosaic.methods.concepts.models.ConceptModel` keeps for DP-SGD (Opacus records
+per-example gradients on each node's own layers as they are called).
 """
 
 from __future__ import annotations
