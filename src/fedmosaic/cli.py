@@ -222,9 +222,9 @@ def _run_on_superlink(
 ) -> dict[str, Any]:
     from fedmosaic.deploy.processes import Connection
     from fedmosaic.deploy.submit import submit
-    from fedmosaic.experiments.outputs import prepare_out_dir
+    from fedmosaic.experiments.outputs import check_out_dir
 
-    prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    check_out_dir(out_dir, resume=resume, overwrite=overwrite)
     with tempfile.TemporaryDirectory(prefix="fedmosaic-submit-") as workdir:
         return submit(
             source,

@@ -14,13 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from fedmosaic.errors import ConfigError
+from fedmosaic.limits import Samples
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class SiteTable(_Strict):
@@ -113,7 +114,7 @@ class TablesSection(_Strict):
     id: str | None = None
     parties: list[PartyTable] = Field(default_factory=list)
     test_fraction: float = Field(default=0.25, gt=0, lt=1)
-    label_budget: PositiveInt | None = None
+    label_budget: Samples | None = None
 
     @property
     def task_kind(self) -> str:

@@ -1,0 +1,251 @@
+"""Hostile inputs through the real command line: each gives one line and exit code 2, and loses nothing.
+
+Every case is a defect a hostile test of the commands once found (issue 35):
+output folders shared, lost or replaced too early; numbers that hang, allocate
+wildly or silently break a run; files that are not what they claim. The
+command's entry point runs in this process (one interpreter start for all
+cases), except where two processes are the point.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from fedmosaic.cli import main
+from fedmosaic.errors import FedmosaicError
+from fedmosaic.experiments import runner
+from fedmosaic.experiments.lock import locked_folder
+
+TINY = {
+    "name": "tiny",
+    "data": {"dataset": "digits"},
+    "partition": {"num_clients": 3},
+    "federation": {"rounds": 1},
+    "model": {"hidden": [8]},
+    "runs": [{"name": "FedAvg", "method": "fedavg"}],
+}
+"""One federated run of one round on digits: what the cases check is the command, not the training."""
+
+
+def _cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cwd: Path, *args: str) -> tuple[int, str]:
+    """The command's entry point called in this process from ``cwd``: its exit code and standard error."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("FEDMOSAIC_DATA", str(cwd / "no-data-here"))
+    monkeypatch.setattr(sys, "argv", ["fedmosaic", *args])
+    try:
+        main()
+    except SystemExit as exited:
+        code = exited.code
+    else:
+        code = 0
+    return int(code or 0), capsys.readouterr().err
+
+
+def _one_line(stderr: str, start: str) -> None:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(start), stderr
+    assert "Traceback" not in stderr
+
+
+def _experiment(folder: Path, **changes: object) -> str:
+    (folder / "tiny.toml").write_text(tomli_w.dumps({**TINY, **changes}))
+    return "tiny.toml"
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# --- output folders: locked, resumed only by their own experiment, replaced only when the new run completes ---
+
+
+def test_a_folder_another_run_holds_is_refused_on_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: this process holds the folder's lock, as a running run does
+    toml = _experiment(tmp_path)
+    with locked_folder(tmp_path / "out"):
+        # Execute
+        code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")
+    # Assert
+    assert code == 2
+    _one_line(stderr, "error: --out: out is in use by another run (process ")
+    assert not (tmp_path / "out" / "config.toml").exists()
+
+
+def test_a_crashed_run_leaves_no_lock_held(tmp_path: Path) -> None:
+    # Prepare: a process takes the folder's lock and is killed with SIGKILL
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from fedmosaic.experiments.lock import locked_folder\n"
+            "with locked_folder(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held"
+    holder.kill()
+    holder.wait(timeout=30)
+    # Execute / Assert: the lock is free at once
+    with locked_folder(tmp_path / "out"):
+        pass
+
+
+def test_two_runs_started_together_into_one_folder_one_is_refused(tmp_path: Path) -> None:
+    # Prepare
+    toml = _experiment(tmp_path)
+    env = {**os.environ, "FEDMOSAIC_DATA": str(tmp_path / "no-data-here")}
+    command = [sys.executable, "-c", "from fedmosaic.cli import main; main()", "run", toml, "--out", "out", "--quiet"]
+    # Execute: two runs with different seeds, started together
+    started = [
+        subprocess.Popen([*command, "--seed", str(seed)], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+        for seed in (0, 1)
+    ]
+    finished = [(process.wait(timeout=300), process.communicate()[1]) for process in started]
+    # Assert: one ran, the other was refused on one line (the lock, or the finished run it found); the results are
+    # the run's that succeeded
+    codes = sorted(code for code, _ in finished)
+    assert codes == [0, 2], finished
+    winner = next(seed for seed, (code, _) in enumerate(finished) if code == 0)
+    refused = next(stderr for code, stderr in finished if code == 2)
+    _one_line(refused, "error: --out: out ")
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["seed"] == winner
+
+
+def test_resume_refuses_a_folder_holding_another_experiment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: a finished run
+    toml = _experiment(tmp_path)
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")[0] == 0
+    before = _snapshot(tmp_path / "out")
+    other = _experiment(tmp_path, name="other")
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", other, "--out", "out", "--resume", "--quiet")
+    changed, changed_err = _cli(
+        monkeypatch, capsys, tmp_path, "run", toml, "--set", "train.lr=0.1", "--out", "out", "--resume", "--quiet"
+    )
+    # Assert: another experiment, or the same one with another configuration, is refused; nothing changed
+    assert code == 2
+    _one_line(stderr, "error: --resume: out holds the experiment 'tiny' (configuration ")
+    assert "not 'other'" in stderr
+    assert changed == 2
+    _one_line(changed_err, "error: --resume: out holds the experiment 'tiny' (configuration ")
+    assert _snapshot(tmp_path / "out") == before
+
+
+def test_resume_accepts_a_change_that_never_changes_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    toml = _experiment(tmp_path)
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")[0] == 0
+    code, stderr = _cli(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        "run",
+        toml,
+        "--set",
+        "federation.workers=2",
+        "--out",
+        "out",
+        "--resume",
+        "--quiet",
+    )
+    assert code == 0, stderr
+
+
+def test_overwrite_keeps_the_old_run_when_the_new_one_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: a finished run, and a new run that fails in its first round
+    toml = _experiment(tmp_path)
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")[0] == 0
+    before = _snapshot(tmp_path / "out")
+
+    def failing(self: object, resume: bool = False, **_: object) -> None:
+        raise FedmosaicError("round 1 failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runner.Federation, "run", failing)
+        # Execute
+        code, stderr = _cli(
+            monkeypatch, capsys, tmp_path, "run", toml, "--seed", "3", "--out", "out", "--overwrite", "--quiet"
+        )
+    # Assert: the old run is intact and nothing of the new one is left
+    assert code == 2
+    _one_line(stderr, "error: round 1 failed")
+    assert _snapshot(tmp_path / "out") == before
+
+
+def test_overwrite_replaces_the_old_run_once_the_new_one_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    toml = _experiment(tmp_path)
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")[0] == 0
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    code, stderr = _cli(
+        monkeypatch, capsys, tmp_path, "run", toml, "--seed", "3", "--out", "out", "--overwrite", "--quiet"
+    )
+    assert code == 0, stderr
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["seed"] == 3
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(".")) == [".fedmosaic.lock"]
+
+
+# --- bounds: every number that sizes memory, threads, rounds or noise is refused out of range, before any round ---
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--set", "train.dp_noise_multiplier=inf"], "train.dp_noise_multiplier: input should be a finite number"),
+        (
+            ["--set", "privacy.target_epsilon=1e300"],
+            "privacy.target_epsilon: input should be less than or equal to 100",
+        ),
+        (["--set", "privacy.target_epsilon=inf"], "privacy.target_epsilon: input should be a finite number"),
+        (["--set", "privacy.target_epsilon=1e-6"], "privacy.target_epsilon: input should be greater than or equal to"),
+        (
+            ["--set", "privacy.target_epsilon=0.01", "--set", "federation.rounds=1000"],
+            "privacy.target_epsilon: no noise spends only 0.01 over 1000 rounds",
+        ),
+        (["--set", "federation.rounds=9223372036854775807"], "federation.rounds: input should be less than or equal"),
+        (["--seed", "4294967296"], "seed: input should be less than or equal to 4294967295"),
+        (["--set", "federation.threads=100000"], "federation.threads: input should be less than or equal to 256"),
+        (["--set", "model.hidden=[1000000000]"], "model.hidden.0: input should be less than or equal to 16384"),
+        (["--set", "federation.client_memory_mb=inf"], "federation.client_memory_mb: input should be a finite number"),
+        (
+            ["--set", "privacy.noise_multiplier=1e-300"],
+            "privacy.noise_multiplier: must be 0 (off) or from 0.01 to 1000",
+        ),
+        (["--set", "train.lr=inf"], "train.lr: input should be a finite number"),
+        (["--set", "privacy.clip_norm=inf"], "privacy.clip_norm: input should be a finite number"),
+        (["--set", "partition.alpha=nan"], "partition.alpha: input should be a finite number"),
+        (
+            ["--set", "federation.clients_per_round=11"],
+            "federation.clients_per_round: must be <= partition.num_clients",
+        ),
+        (
+            ["--set", "federation.arrivals=[{clients = [1], round = 31}]"],
+            "federation.arrivals.0.round: must be <= federation.rounds (30), got 31",
+        ),
+    ],
+)
+def test_a_number_out_of_range_is_refused_before_anything_is_written(
+    args: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", "digits-fedavg", *args, "--out", "out", "--quiet")
+    assert code == 2
+    _one_line(stderr, f"error: {expected}")
+    assert not (tmp_path / "out").exists()
