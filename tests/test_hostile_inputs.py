@@ -9,17 +9,24 @@ cases), except where two processes are the point.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 import tomli_w
+from safetensors.numpy import load_file, save_file
 
 from fedmosaic.cli import main
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.experiments import runner
+from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.lock import locked_folder
+from fedmosaic.experiments.runner import run_experiment
 
 TINY = {
     "name": "tiny",
@@ -249,3 +256,119 @@ def test_a_number_out_of_range_is_refused_before_anything_is_written(
     assert code == 2
     _one_line(stderr, f"error: {expected}")
     assert not (tmp_path / "out").exists()
+
+
+# --- inputs that are what they claim: tables, model files, and where predictions go ---
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The model folder of :data:`TINY`'s run (64 pixel columns, ten classes), read only."""
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    run_experiment(load_config(TINY), out)
+    return out / "model" / "00-fedavg"
+
+
+@pytest.fixture
+def model(tiny_model: Path, tmp_path: Path) -> Path:
+    """A copy of the tiny model folder that the test may spoil."""
+    return Path(shutil.copytree(tiny_model, tmp_path / "model"))
+
+
+def _edit_card(model: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    card = json.loads((model / "card.json").read_text())
+    edit(card)
+    (model / "card.json").write_text(json.dumps(card))
+
+
+def _edit_weights(model: Path, edit: Callable[[dict[str, np.ndarray]], None]) -> None:
+    arrays = load_file(model / "model.safetensors")
+    edit(arrays)
+    save_file(arrays, model / "model.safetensors")
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [(2, "line 2 has 66 cells, the header 64"), (-1, "line 2 has 63 cells, the header 64")],
+)
+def test_a_csv_row_with_more_or_fewer_cells_than_its_header_is_refused_naming_the_line(
+    cells: int,
+    expected: str,
+    model: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Prepare: the model's own example rows, the first with cells added or removed
+    lines = (model / "examples.csv").read_text().splitlines()
+    row = lines[1].split(",")
+    lines[1] = ",".join(row + ["0"] * cells if cells > 0 else row[:cells])
+    (tmp_path / "rows.csv").write_text("\n".join(lines) + "\n")
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "predict", str(model), "rows.csv")
+    # Assert
+    assert code == 2
+    _one_line(stderr, "error: rows.csv: cannot read .csv input (")
+    assert expected in stderr
+
+
+@pytest.mark.parametrize(
+    ("spoil_card", "spoil_weights", "expected"),
+    [
+        (None, lambda a: a["1.weight"].__setitem__((0, 0), np.nan), "tensor '1.weight' holds values that are not"),
+        (None, lambda a: a.update(extra=np.zeros(2, np.float32)), "the weights hold tensors the card's architecture"),
+        (None, lambda a: a.pop("3.bias"), "the card's architecture names tensors the weights lack: ['3.bias']"),
+        (
+            lambda c: c["architecture"]["model"].update(hidden=[16]),
+            None,
+            "tensor '1.weight' is (8, 64) in the weights, (16, 64) by the card's architecture",
+        ),
+        (lambda c: c["architecture"]["model"].update(hidden=[10**9]), None, "does not describe these weights"),
+        (lambda c: c["architecture"].update(input_shape=[1, 10**5, 10**5]), None, "the architecture reads 10000000000"),
+        (lambda c: c.update(classes=["a", "b", "c"]), None, "classes lists 3 names, the architecture 10 classes"),
+        (lambda c: c.update(fedmosaic_version="banana"), None, "fedmosaic_version 'banana' is not a version"),
+        (
+            lambda c: c["parts"]["model"].update(file="../../../../etc/passwd"),
+            None,
+            "parts.model.file: must name a file of the model folder",
+        ),
+    ],
+)
+def test_a_model_file_that_is_not_what_its_card_claims_is_refused(
+    spoil_card: Callable[[dict[str, Any]], None] | None,
+    spoil_weights: Callable[[dict[str, np.ndarray]], None] | None,
+    expected: str,
+    model: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if spoil_card is not None:
+        _edit_card(model, spoil_card)
+    if spoil_weights is not None:
+        _edit_weights(model, spoil_weights)
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "predict", str(model), str(model / "examples.csv"))
+    assert code == 2
+    _one_line(stderr, "error: ")
+    assert expected in stderr
+
+
+def test_a_npy_file_of_a_single_value_is_refused(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    np.save(tmp_path / "one.npy", np.float32(1.0))
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "predict", str(model), "one.npy")
+    assert code == 2
+    _one_line(stderr, "error: one.npy: cannot read .npy input (it holds a single value, not rows of examples)")
+
+
+@pytest.mark.parametrize("target", ["rows.csv", "model/predictions.csv", "model/card.json"])
+def test_predict_refuses_to_write_over_its_input_or_into_the_model_folder(
+    target: str, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(model / "examples.csv", tmp_path / "rows.csv")
+    before = _snapshot(tmp_path)
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "predict", "model", "rows.csv", "--out", target)
+    assert code == 2
+    _one_line(stderr, f"error: --out: {target} is ")
+    assert _snapshot(tmp_path) == before

@@ -309,6 +309,8 @@ def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, o
     from fedmosaic.models.loader import load_model
 
     model = load_model(model_dir)
+    if out is not None:
+        _check_table_out(out, inputs, model.folder)
     rows = read_inputs(inputs)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -326,6 +328,15 @@ def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, o
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
     err_console.print(f"{len(table)} rows: {out}", highlight=False)
+
+
+def _check_table_out(out: Path, inputs: Path, model_folder: Path) -> None:
+    """Refuse an ``--out`` that would overwrite the input file or write into the model folder."""
+    target = out.resolve()
+    if target == inputs.resolve():
+        raise ConfigError("--out", f"{out} is the input file; write the predictions to another file")
+    if target.is_relative_to(model_folder.resolve()):
+        raise ConfigError("--out", f"{out} is inside the model folder {model_folder}; write the predictions elsewhere")
 
 
 @app.command()
