@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import tomli_w
 from safetensors.numpy import load_file, save_file
+from starlette.testclient import TestClient
 
 from fedmosaic.cli import main
 from fedmosaic.errors import FedmosaicError
@@ -27,6 +28,8 @@ from fedmosaic.experiments import runner
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.lock import locked_folder
 from fedmosaic.experiments.runner import run_experiment
+from fedmosaic.explore import open_run
+from fedmosaic.explore.app import MAX_BODY_BYTES, create_app
 
 TINY = {
     "name": "tiny",
@@ -372,3 +375,129 @@ def test_predict_refuses_to_write_over_its_input_or_into_the_model_folder(
     assert code == 2
     _one_line(stderr, f"error: --out: {target} is ")
     assert _snapshot(tmp_path) == before
+
+
+# --- one line for every failure a user can cause: unreadable files, unwritable outputs, folders that are not runs ---
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'name = "\xff\xfe"\n', "error: experiment: bad.toml is not UTF-8 text (byte 8): not a TOML file"),
+        (bytes(range(256)), "error: experiment: bad.toml is not UTF-8 text (byte 128): not a TOML file"),
+        (b"\x00\x01\x02", "error: experiment: bad.toml is not valid TOML"),
+    ],
+)
+def test_a_toml_file_that_is_not_text_is_one_line(
+    content: bytes,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "bad.toml").write_bytes(content)
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", "bad.toml")
+    assert code == 2
+    _one_line(stderr, expected)
+
+
+@pytest.mark.parametrize("command", ["report", "explore"])
+@pytest.mark.parametrize(
+    ("prepare", "expected"),
+    [
+        (lambda folder: folder.write_text("x"), "error: run: a file, not a folder"),
+        (lambda folder: (folder.mkdir(), (folder / "results.json").write_text("{}")), "error: malformed run"),
+        (lambda folder: (folder.mkdir(), (folder / "results.json").write_bytes(b"\xff")), "error: cannot read run"),
+    ],
+)
+def test_report_and_explore_given_what_is_not_a_run_are_one_line(
+    command: str,
+    prepare: Callable[[Path], object],
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    prepare(tmp_path / "run")
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, command, "run")
+    assert code == 2
+    _one_line(stderr, expected)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["run", "tiny.toml", "--quiet", "--out", "file/sub"],
+            "error: --out: cannot write in file/sub: Not a directory",
+        ),
+        (["predict", "model", "rows.csv", "--out", "file/out.csv"], "error: --out: cannot write file/out.csv: "),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_one_line(
+    args: list[str],
+    expected: str,
+    model: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Prepare: an output path under a file (unwritable whoever runs the command)
+    _experiment(tmp_path)
+    shutil.copy(model / "examples.csv", tmp_path / "rows.csv")
+    (tmp_path / "file").write_text("not a folder")
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, *args)
+    assert code == 2
+    _one_line(stderr, expected)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="the superuser writes into read-only folders")
+def test_a_report_into_a_read_only_folder_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    toml = _experiment(tmp_path)
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")[0] == 0
+    (tmp_path / "out").chmod(0o555)
+    try:
+        code, stderr = _cli(monkeypatch, capsys, tmp_path, "report", "out")
+    finally:
+        (tmp_path / "out").chmod(0o755)
+    assert code == 2
+    _one_line(stderr, "error: cannot write the report in out: Permission denied")
+
+
+# --- the explorer: our host names only, bounded bodies, 400 for any bad body ---
+
+
+@pytest.fixture(scope="module")
+def explorer_client(small_fcm_run: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(open_run(small_fcm_run)), base_url="http://127.0.0.1:8765") as client:
+        yield client
+
+
+@pytest.mark.xdist_group("small_fcm_run")
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ("[" * 100_000 + "]" * 100_000, 400),
+        (b"x" * (MAX_BODY_BYTES + 1), 413),
+        (json.dumps({"features": "0" * 32}), 400),
+        (json.dumps({"features": [True] * 32}), 400),
+        (json.dumps({"features": [0.0] * 32, "set": {"smoke": True}}), 400),
+        (b"\xff\xfe", 400),
+    ],
+)
+def test_the_explorer_refuses_hostile_requests_with_a_client_error(
+    explorer_client: TestClient, body: bytes | str, status: int
+) -> None:
+    response = explorer_client.post("/api/answer", content=body)
+    assert response.status_code == status
+
+
+@pytest.mark.xdist_group("small_fcm_run")
+def test_the_explorer_answers_its_own_host_names_only(explorer_client: TestClient) -> None:
+    # A page whose own name resolves to 127.0.0.1 (DNS rebinding) sends its name as the Host
+    for host in ("127.0.0.1:8765", "localhost:8765"):
+        assert explorer_client.get("/api/model", headers={"host": host}).status_code == 200
+    for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example"):
+        assert explorer_client.get("/api/model", headers={"host": host}).status_code == 400
