@@ -34,7 +34,7 @@ from fedmosaic.experiments.job import Job, federated_schedule
 from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive_rng
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
-from fedmosaic.methods.tables.scaling import Scaling, ScalingClient, ScalingServer
+from fedmosaic.methods.tables.scaling import MIN_SITE_ROWS, Scaling, ScalingClient, ScalingServer
 
 SCALING = "scaling"
 """Label of the job that collects the sites' feature statistics."""
@@ -204,7 +204,13 @@ def prepare_tables(config: ExperimentConfig) -> TableWorkload:
     in_process = config.federation.engine == "inprocess"
     sites = _sites(tables, None if in_process else frozenset(), {})
     if in_process:
-        list(sites)
+        for k, site in enumerate(sites):
+            if len(site.x) < MIN_SITE_ROWS:
+                raise ConfigError(
+                    f"tables.sites.{k}.file",
+                    f"{len(site.x)} rows; a site needs at least {MIN_SITE_ROWS}, so that the feature statistics"
+                    " it sends never describe a handful of rows",
+                )
     return TableWorkload(tables, sites, test)
 
 
