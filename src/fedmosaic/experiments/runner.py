@@ -127,6 +127,9 @@ def _run_all(
     jobs: int,
 ) -> dict[str, Any]:
     """Run every run of ``config`` into the claimed folder ``out_dir`` and write the results there."""
+    preparation = getattr(workload, "audit", None)  # own tables: the scaling or alignment exchange
+    if preparation is not None:
+        preparation.write(out_dir / MESSAGES)
     share = job_cores(cores, jobs, len(config.runs))
     tasks = [
         partial(_run, config, index, workload, out_dir, document, engine, data_dir, resume=resume, cores=share)

@@ -299,7 +299,9 @@ class FederationSection(Section):
     audit : bool, default false
         Write the message audit: ``messages/<run>-<job>.jsonl`` in the output
         folder, one line per message with its arrays' names, shapes, dtypes
-        and bytes, its config keys and metrics (never array contents).
+        and bytes, its config keys and metrics (never array contents); on
+        own tables also ``messages/scaling.jsonl`` or ``messages/alignment.jsonl``,
+        the exchange that prepared the data.
     workers : int or None, default None
         Worker processes that run a round's clients in parallel, each client
         always in the same worker; results are identical to one process.
