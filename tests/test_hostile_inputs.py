@@ -501,3 +501,38 @@ def test_the_explorer_answers_its_own_host_names_only(explorer_client: TestClien
         assert explorer_client.get("/api/model", headers={"host": host}).status_code == 200
     for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example"):
         assert explorer_client.get("/api/model", headers={"host": host}).status_code == 400
+
+
+# --- every key acts or is refused ---
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["fcm-asia", "--set", "model.kind=cnn"], "model.kind: has no effect on a concepts or vertical task"),
+        (["fcm-asia", "--set", "partition.alpha=0.1"], "partition.alpha: has no effect on a concepts or vertical"),
+        (["fcm-asia", "--set", "train.momentum=0.9"], "train.momentum: has no effect with train.optimizer = 'adam'"),
+        (["fcm-asia", "--set", "data.test_fraction=0.5"], "data.test_fraction: has no effect outside data.dataset"),
+        (["digits-fedavg", "--set", "data.network=alarm"], "data.network: has no effect outside data.dataset"),
+        (["digits-fedavg", "--set", "data.latent_dim=8"], "data.latent_dim: has no effect outside data.dataset"),
+        (["digits-fedavg", "--set", "train.pretrain_epochs=2"], "train.pretrain_epochs: has no effect outside"),
+        (["digits-fedavg", "--set", "privacy.clip_norm=2"], "privacy.clip_norm: has no effect without noise"),
+        (
+            [
+                "digits-fedavg",
+                "--set",
+                'runs=[{name = "C", method = "fedavg", setting = "centralized"}]',
+                "--set",
+                "privacy.noise_multiplier=1",
+            ],
+            "privacy.noise_multiplier: has no effect without a federated run",
+        ),
+    ],
+)
+def test_a_key_that_would_have_no_effect_is_refused(
+    args: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", *args, "--out", "out", "--quiet")
+    assert code == 2
+    _one_line(stderr, f"error: {expected}")
+    assert not (tmp_path / "out").exists()

@@ -24,6 +24,7 @@ from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.capabilities import check_supported
+from fedmosaic.experiments.inert_keys import check_inert_keys
 from fedmosaic.experiments.overrides import apply_overrides, grid_points, read_toml
 from fedmosaic.experiments.sections import (
     VERTICAL_DATASETS,
@@ -224,6 +225,7 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
             "concepts.initial_clients",
             f"must be <= concepts.num_clients ({concepts.num_clients}), got {concepts.initial_clients}",
         )
+    check_inert_keys(source, config)
     return config
 
 

@@ -59,7 +59,9 @@ was). A running run locks its folder: a second run into it is refused.
 Every key is validated before anything runs: unknown keys, values of the wrong
 type and values out of range are rejected. Every number that sizes memory,
 threads, rounds or noise has a finite range (shown beside it below), and no
-float may be `nan` or `inf` unless its key says so. The first problem is reported on
+float may be `nan` or `inf` unless its key says so. A key that would have no
+effect in the experiment (a key of another dataset or kind of task, or of a
+feature switched off) is refused too, saying why. The first problem is reported on
 one line naming the field, e.g. `error: partition.alpha: input should be greater
 than 0 (got 0)`, and the command exits with code 2."""
 
