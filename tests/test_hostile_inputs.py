@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 
 from fedmosaic.cli import main
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.examples import copy_examples
 from fedmosaic.experiments import runner
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.lock import locked_folder
@@ -535,4 +536,15 @@ def test_a_key_that_would_have_no_effect_is_refused(
     code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", *args, "--out", "out", "--quiet")
     assert code == 2
     _one_line(stderr, f"error: {expected}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_validation_share_that_leaves_no_training_rows_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy_examples(tmp_path / "examples")
+    args = ["run", "examples/asia/asia.toml", "--set", "tables.val_fraction=0.999", "--out", "out", "--quiet"]
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, *args)
+    assert code == 2
+    _one_line(stderr, "error: tables.val_fraction: input should be less than or equal to 0.5")
     assert not (tmp_path / "out").exists()

@@ -89,7 +89,8 @@ class TablesSection(_Strict):
         Horizontal and concept tasks: the coordinator's test table, labeled
         for the label or every concept.
     val_fraction : float, default 0.2
-        Concept tasks: share of each site's rows it keeps for validation.
+        Concept tasks: share of each site's rows it keeps for validation (at
+        most half: training keeps the rest).
     id : str or None, default None
         Vertical tasks: the ID column; its values are never sent (rows are
         aligned by private set intersection).
@@ -110,7 +111,7 @@ class TablesSection(_Strict):
     concepts: dict[str, list[str]] = Field(default_factory=dict)
     sites: list[SiteTable] = Field(default_factory=list)
     test: str | None = None
-    val_fraction: float = Field(default=0.2, ge=0, lt=1)
+    val_fraction: float = Field(default=0.2, ge=0, le=0.5)
     id: str | None = None
     parties: list[PartyTable] = Field(default_factory=list)
     test_fraction: float = Field(default=0.25, gt=0, lt=1)
