@@ -40,7 +40,7 @@ SMALL_FCM_RUN = {
     "name": "fcm-small",
     "description": "F-CMs (C2BM) on asia: 4 clients, one joining at round 2, 3 rounds",
     "seed": 0,
-    "data": {"dataset": "bnlearn", "network": "asia", "samples_per_client": 200},
+    "data": {"dataset": "bnlearn", "network": "asia"},
     "concepts": {"num_clients": 4, "initial_clients": 3, "join_round": 2},
     "federation": {"rounds": 3},
     "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shlex
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -260,9 +262,9 @@ def _run_on_superlink(
 ) -> dict[str, Any]:
     from fedmosaic.deploy.processes import Connection
     from fedmosaic.deploy.submit import submit
-    from fedmosaic.experiments.outputs import prepare_out_dir
+    from fedmosaic.experiments.outputs import check_out_dir
 
-    prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    check_out_dir(out_dir, resume=resume, overwrite=overwrite)
     with tempfile.TemporaryDirectory(prefix="fedmosaic-submit-") as workdir:
         return submit(
             source,
@@ -347,6 +349,8 @@ def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, o
     from fedmosaic.models.loader import load_model
 
     model = load_model(model_dir)
+    if out is not None:
+        _check_table_out(out, inputs, model.folder)
     rows = read_inputs(inputs)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -361,9 +365,28 @@ def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, o
     if out is None:
         sys.stdout.write(table.to_csv(index=False))
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out, index=False)
+    with _writing(f"--out: cannot write {out}"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out, index=False)
     err_console.print(f"{len(table)} rows: {out}", highlight=False)
+
+
+@contextmanager
+def _writing(what: str) -> Iterator[None]:
+    """Turn an operating-system error of the block into one line: ``what`` and the system's reason."""
+    try:
+        yield
+    except OSError as error:
+        raise FedmosaicError(f"{what}: {error.strerror or error}") from None
+
+
+def _check_table_out(out: Path, inputs: Path, model_folder: Path) -> None:
+    """Refuse an ``--out`` that would overwrite the input file or write into the model folder."""
+    target = out.resolve()
+    if target == inputs.resolve():
+        raise ConfigError("--out", f"{out} is the input file; write the predictions to another file")
+    if target.is_relative_to(model_folder.resolve()):
+        raise ConfigError("--out", f"{out} is inside the model folder {model_folder}; write the predictions elsewhere")
 
 
 @app.command()
@@ -395,7 +418,9 @@ def report(
     directory: Annotated[Path, typer.Argument(help="The output folder of a run.")],
 ) -> None:
     """Write report.md and report.html again from a run's results.json."""
-    markdown, html = write_report(load_results(directory), directory)
+    results = load_results(directory)
+    with _writing(f"cannot write the report in {directory}"):
+        markdown, html = write_report(results, directory)
     out_console.print(f"report: {markdown}\nreport: {html}")
 
 
@@ -431,11 +456,15 @@ def _print_grid(results: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 2."""
+    """Entry point: user errors, and files that cannot be read or written, become one line on stderr and exit code 2."""
     try:
         app()
     except FedmosaicError as error:
         err_console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except OSError as error:  # a file the user named cannot be written or read: a folder that is read-only, full...
+        where = f"{error.filename}: " if error.filename else ""
+        err_console.print(f"error: {where}{error.strerror or error}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted; continue with --resume", highlight=False)

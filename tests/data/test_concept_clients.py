@@ -181,7 +181,7 @@ def test_too_few_clients_for_the_subsets_is_a_config_error(asia_edges: Edges) ->
         assign_clients(layout, 700, 100, np.random.default_rng(0), num_clients=12, initial=10)
 
     # Assert
-    assert caught.value.field == "partition.initial_clients"
+    assert caught.value.field == "concepts.initial_clients"
 
 
 def test_one_client_in_ten_is_corrupted() -> None:

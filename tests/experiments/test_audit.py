@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fedmosaic.experiments.config import load_config
+from fedmosaic.examples import copy_examples
+from fedmosaic.experiments.config import apply_overrides, load_config
+from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import MESSAGES, run_experiment
 from fedmosaic.federation.audit import read_log
 from fedmosaic.methods.vertical.simsiam import SimSiamParty, top_layers
@@ -140,3 +142,61 @@ def test_vertical_uploads_are_only_the_declared_per_row_latents(tmp_path: Path) 
                     assert info["shape"] == TOP_LAYERS[array], (name, array)
                 else:
                     assert info["shape"][-1] == DECLARED_LATENTS[array], (name, array)
+
+
+def test_the_audit_of_a_run_on_own_tables_holds_the_scaling_exchange(tmp_path: Path) -> None:
+    # Prepare: the three asia hospitals, one round of F-CMs, audit on
+    copy_examples(tmp_path / "examples")
+    source = apply_overrides(
+        resolve_experiment(str(tmp_path / "examples" / "asia" / "asia.toml")),
+        ["federation.rounds=1", "federation.audit=true", 'runs=[{name = "F-CMs", method = "fcm"}]'],
+    )
+
+    # Execute
+    run_experiment(load_config(source), tmp_path / "out")
+
+    # Assert: every site was asked once and answered with its count, sums and sums of squares, nothing else
+    scaling = read_log(tmp_path / "out" / MESSAGES / "scaling.jsonl")
+    down = [entry for entry in scaling if entry["direction"] == "down"]
+    up = [entry for entry in scaling if entry["direction"] == "up"]
+    assert sorted(entry["client"] for entry in down) == sorted(entry["client"] for entry in up) == [0, 1, 2]
+    assert all(entry["arrays"] == {} for entry in down)
+    assert all(set(entry["arrays"]) == {"count", "sum", "sum_sq"} for entry in up)
+    assert all(entry["arrays"]["sum"]["shape"] == [8] for entry in up)
+    assert sorted(path.name for path in (tmp_path / "out" / MESSAGES).iterdir()) == [
+        "00-f-cms-federated.jsonl",
+        "scaling.jsonl",
+    ]
+
+
+def test_the_audit_of_a_vertical_run_on_own_tables_holds_the_row_alignment(tmp_path: Path) -> None:
+    # Prepare: the clinic and the lab, two rounds of FALSE-VFL, audit on
+    copy_examples(tmp_path / "examples")
+    source = apply_overrides(
+        resolve_experiment(str(tmp_path / "examples" / "vertical" / "vertical.toml")),
+        [
+            "federation.rounds=2",
+            "federation.audit=true",
+            'runs=[{name = "FALSE-VFL", method = "false-vfl", params = {stage1_rounds = 1}}]',
+        ],
+    )
+
+    # Execute
+    run_experiment(load_config(source), tmp_path / "out")
+
+    # Assert: both steps of the intersection with the lab (the one passive party) crossed, and what the lab
+    # sent is encrypted bytes only
+    alignment = read_log(tmp_path / "out" / MESSAGES / "alignment.jsonl")
+    assert [(entry["client"], entry["direction"], entry["kind"]) for entry in alignment] == [
+        (0, "down", "query.psi-request"),
+        (0, "up", "query.psi-request"),
+        (0, "down", "query.psi-rows"),
+        (0, "up", "query.psi-rows"),
+    ]
+    uploads = [array for entry in alignment if entry["direction"] == "up" for array in entry["arrays"].values()]
+    assert uploads
+    assert all(array["dtype"] == "uint8" for array in uploads)
+    assert sorted(path.name for path in (tmp_path / "out" / MESSAGES).iterdir()) == [
+        "00-false-vfl-federated.jsonl",
+        "alignment.jsonl",
+    ]

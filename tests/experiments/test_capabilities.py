@@ -64,9 +64,20 @@ def test_a_vertical_experiment_with_client_level_privacy_is_refused_naming_the_f
 
 
 def test_the_features_of_aggregation_privacy_and_attack_do_not_reach_a_centralized_run() -> None:
-    # Prepare: SCAFFOLD honours neither; the centralized baseline keeps the mean
+    # Prepare: SCAFFOLD honours neither; its centralized baseline keeps the mean, beside a federated FedAvg
     source = minimal_source(METHODS["scaffold"], aggregation={"clip_norm": 1.0})
     source["runs"][0]["setting"] = "centralized"
+    source["runs"].append({"name": "b", "method": "fedavg"})
 
     # Execute / Assert
     assert load_config(source).aggregation.clip_norm == 1.0
+
+
+def test_the_features_of_aggregation_privacy_and_attack_without_a_federated_run_are_refused() -> None:
+    # Prepare: they would have no effect at all
+    source = minimal_source(METHODS["fedavg"], aggregation={"clip_norm": 1.0})
+    source["runs"][0]["setting"] = "centralized"
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match=r"aggregation\.clip_norm: has no effect without a federated run"):
+        load_config(source)

@@ -34,6 +34,10 @@ def _append_to(path: Path, line: str) -> None:
     path.write_text(path.read_text() + line + "\n")
 
 
+def _keep_rows(path: Path, rows: int) -> None:
+    path.write_text("\n".join(path.read_text().splitlines()[: 1 + rows]) + "\n")
+
+
 def _declare(toml: Path, site: int, concepts: list[str]) -> None:
     text = toml.read_text()
     marker = f'file = "hospital-{site}.csv"'
@@ -52,6 +56,14 @@ ASIA_CASES = {
     "a category not in the schema": (
         lambda d: _edit(d / "hospital-2.csv", _set_cell("smoke", 0, "sometimes")),
         "error: tables.sites.2.file: hospital-2.csv, column 'smoke', row 1: 'sometimes' is not a category of tables.concepts.smoke (no, yes)",
+    ),
+    "a site too small to send statistics of": (
+        lambda d: _keep_rows(d / "hospital-1.csv", 5),
+        "error: tables.sites.1.file: 5 rows; a site needs at least 10",
+    ),
+    "a row with more cells than the header": (
+        lambda d: _append_to(d / "hospital-0.csv", "0,0,0,0,0,0,0,0,no,no,no,no,yes,0,0"),
+        "error: tables.sites.0.file: cannot read hospital-0.csv: line ",
     ),
     "a concept a site declares but never labels": (
         lambda d: (

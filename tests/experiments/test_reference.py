@@ -110,11 +110,11 @@ def test_every_key_and_method_parameter_is_described() -> None:
     [
         (FederationSection, "fraction", "float in (0, 1]", "`1.0`"),
         (FederationSection, "dropout", "float in [0, 1)", "`0.0`"),
-        (FederationSection, "clients_per_round", "integer > 0", "unset"),
+        (FederationSection, "clients_per_round", "integer in [1, 100000]", "unset"),
         (FederationSection, "arrivals", "array of tables", "`[]`"),
         (ClientsAtRound, "clients", "array of integer >= 0, non-empty", "required"),
         (RunSection, "setting", 'one of `"federated"`, `"centralized"`, `"local"`', '`"federated"`'),
-        (ModelParams, "hidden", "array of integer > 0", "`[200, 200]`"),
+        (ModelParams, "hidden", "array of integer in [1, 16384], at most 64 items", "`[200, 200]`"),
     ],
 )
 def test_types_and_defaults_come_from_the_fields(

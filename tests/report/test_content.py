@@ -249,3 +249,21 @@ def test_the_configuration_is_given_in_full_as_json(document: Document, results:
     assert isinstance(code, Code)
     assert code.language == "json"
     assert json.loads(code.text) == results["config"]
+
+
+def test_a_private_run_says_what_its_epsilon_covers_and_what_leaves_without_noise(results: dict[str, Any]) -> None:
+    # Prepare: the first run spent epsilon on client-level DP, as an F-CMs run
+    private = copy.deepcopy(results)
+    private["runs"][0]["method"] = "fcm"
+    private["runs"][0]["history"][-1]["metrics"]["dp_epsilon"] = 4.0
+
+    # Execute
+    notes = [
+        b.text for b in build_document(private).blocks if isinstance(b, Paragraph) and b.text.startswith("Privacy")
+    ]
+
+    # Assert: one note, for that run only; none in a report without privacy
+    assert len(notes) == 1
+    assert notes[0].startswith("Privacy. FedAvg: its epsilon covers client-level differential privacy")
+    assert "confidence matrix" in notes[0]
+    assert not any(isinstance(b, Paragraph) and b.text.startswith("Privacy") for b in build_document(results).blocks)

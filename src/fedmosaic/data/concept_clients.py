@@ -458,12 +458,12 @@ def assign_clients(
 
 def _check_client_counts(num_clients: int, initial: int, join_round: int, n_train: int, n_val: int) -> None:
     if not 1 <= initial <= num_clients:
-        raise ConfigError("partition.initial_clients", f"must be from 1 to num_clients={num_clients} (got {initial})")
+        raise ConfigError("concepts.initial_clients", f"must be from 1 to num_clients={num_clients} (got {initial})")
     if join_round < 1:
-        raise ConfigError("partition.join_round", f"must be >= 1 (got {join_round})")
+        raise ConfigError("concepts.join_round", f"must be >= 1 (got {join_round})")
     if min(n_train, n_val) < num_clients:
         raise ConfigError(
-            "partition.num_clients",
+            "concepts.num_clients",
             f"must be at most the rows of each split (got {num_clients} clients for {n_train} train "
             f"and {n_val} validation rows)",
         )
@@ -480,13 +480,13 @@ def _deal_subsets(
     late = num_clients - initial
     if late < len(added):
         raise ConfigError(
-            "partition.initial_clients",
+            "concepts.initial_clients",
             f"leaves {late} late clients for {len(added)} additional subsets; each needs one",
         )
     n_added = max(round(share * late), len(added)) if added else 0
     if num_clients - n_added < len(base):
         raise ConfigError(
-            "partition.num_clients",
+            "concepts.num_clients",
             f"leaves {num_clients - n_added} clients without additional nodes for {len(base)} base "
             "subsets; each needs one",
         )

@@ -13,7 +13,7 @@ from fedmosaic.deploy.submit import submit
 from fedmosaic.deploy.supernode import POLL_INTERVAL_S, poll_interval
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, apply_overrides, load_config
-from fedmosaic.experiments.outputs import prepare_out_dir
+from fedmosaic.experiments.outputs import check_out_dir
 from fedmosaic.experiments.table_workload import NODE_FILE, NODE_GRAPH, node_workload
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.federation.flower.site_state import STATE_DIR
@@ -93,7 +93,7 @@ def deploy_experiment(
     prepare_workload(config, data_dir=data_dir)
     files = node_files(config, node_file, node_graph)
     check_node_tables(config, files)
-    prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    check_out_dir(out_dir, resume=resume, overwrite=overwrite)
 
     def node_config(index: int) -> dict[str, str]:
         folder = node_data_dir.replace("{node}", str(index)) if node_data_dir else data_dir

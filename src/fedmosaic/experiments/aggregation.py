@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fedmosaic.experiments.config import ExperimentConfig
+from fedmosaic.experiments.config import ExperimentConfig, sample_rate
 from fedmosaic.federation.privacy import GaussianMechanism, PrivacyBudget, noise_for_epsilon
 from fedmosaic.federation.robust import Aggregator, ClippedUpdates, Mean, Median, TrimmedMean
 
@@ -38,11 +38,3 @@ def build_aggregation(config: ExperimentConfig, num_clients: int) -> tuple[Aggre
     if section.clip_norm is not None:
         rule = ClippedUpdates(rule, section.clip_norm)
     return rule, None
-
-
-def sample_rate(config: ExperimentConfig, num_clients: int) -> float:
-    """The share of the clients selected per round (``clients_per_round`` or ``fraction``)."""
-    federation = config.federation
-    if federation.clients_per_round is not None:
-        return min(1.0, federation.clients_per_round / num_clients)
-    return federation.fraction

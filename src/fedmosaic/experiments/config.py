@@ -18,12 +18,13 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import Field, NonNegativeInt
+from pydantic import Field
 
 from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.capabilities import check_supported
+from fedmosaic.experiments.inert_keys import check_inert_keys
 from fedmosaic.experiments.overrides import apply_overrides, grid_points, read_toml
 from fedmosaic.experiments.sections import (
     VERTICAL_DATASETS,
@@ -42,6 +43,8 @@ from fedmosaic.experiments.sections import (
     VerticalSection,
 )
 from fedmosaic.experiments.validation import validate
+from fedmosaic.federation.privacy import noise_for_epsilon
+from fedmosaic.limits import MAX_SEED, MIN_NOISE
 from fedmosaic.methods.base import MethodParams
 from fedmosaic.methods.models import ModelParams
 from fedmosaic.methods.registry import get_method
@@ -69,6 +72,8 @@ __all__ = [
     "load_config",
     "method_params",
     "read_toml",
+    "result_fingerprint",
+    "sample_rate",
 ]
 
 
@@ -83,7 +88,7 @@ class ExperimentConfig(Section):
     description : str, default ""
         One line shown by ``fedmosaic presets`` and in reports.
     seed : int, default 0
-        Every random draw derives from it.
+        Every random draw derives from it (0 to 2**32 - 1).
     data : table
         The dataset (``[data]``).
     partition : table
@@ -115,7 +120,7 @@ class ExperimentConfig(Section):
 
     name: str = Field(min_length=1)
     description: str = ""
-    seed: NonNegativeInt = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     data: DataSection = Field(default_factory=DataSection)
     partition: PartitionSection = Field(default_factory=PartitionSection)
     federation: FederationSection = Field(default_factory=FederationSection)
@@ -220,6 +225,7 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
             "concepts.initial_clients",
             f"must be <= concepts.num_clients ({concepts.num_clients}), got {concepts.initial_clients}",
         )
+    check_inert_keys(source, config)
     return config
 
 
@@ -267,6 +273,16 @@ def _check_federation(config: ExperimentConfig) -> None:
                     f"federation.{key}.{i}.clients",
                     f"client ids must be in 0..{clients - 1} ({source} = {clients}), got {outside}",
                 )
+            if entry.round > federation.rounds:
+                raise ConfigError(
+                    f"federation.{key}.{i}.round",
+                    f"must be <= federation.rounds ({federation.rounds}), got {entry.round}",
+                )
+    if federation.clients_per_round is not None and federation.clients_per_round > clients:
+        raise ConfigError(
+            "federation.clients_per_round", f"must be <= {source} ({clients}), got {federation.clients_per_round}"
+        )
+    _check_noise(config)
     privacy = config.privacy
     if privacy.noise_multiplier > 0 and privacy.target_epsilon is not None:
         raise ConfigError("privacy.target_epsilon", "set either noise_multiplier or target_epsilon, not both")
@@ -275,11 +291,31 @@ def _check_federation(config: ExperimentConfig) -> None:
             "aggregation.rule",
             "client-level privacy clips and averages by itself: keep aggregation.rule = 'mean' without clip_norm",
         )
+    if privacy.target_epsilon is not None:  # the noise search fails here, not after a round
+        noise_for_epsilon(privacy.target_epsilon, privacy.delta, sample_rate(config, clients), federation.rounds)
     if federation.min_replies > clients:
         raise ConfigError(
             "federation.min_replies",
             f"must be <= {source} ({clients}), got {federation.min_replies}",
         )
+
+
+def _check_noise(config: ExperimentConfig) -> None:
+    """A noise multiplier is 0 (off) or at least :data:`~fedmosaic.limits.MIN_NOISE`."""
+    for field, value in (
+        ("privacy.noise_multiplier", config.privacy.noise_multiplier),
+        ("train.dp_noise_multiplier", config.train.dp_noise_multiplier),
+    ):
+        if 0 < value < MIN_NOISE:
+            raise ConfigError(field, f"must be 0 (off) or from {MIN_NOISE} to 1000, got {value!r}")
+
+
+def sample_rate(config: ExperimentConfig, num_clients: int) -> float:
+    """The share of the clients selected per round (``clients_per_round`` or ``fraction``)."""
+    federation = config.federation
+    if federation.clients_per_round is not None:
+        return min(1.0, federation.clients_per_round / num_clients)
+    return federation.fraction
 
 
 def _check_vertical(config: ExperimentConfig) -> None:
@@ -342,3 +378,22 @@ def fingerprint(document: Any) -> str:
     """A stable hash of a JSON-ready document (identifies a configuration)."""
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+EXECUTION_ONLY = ("workers", "client_cache", "client_memory_mb", "reply_timeout_s")
+"""``[federation]`` keys that change how a run executes, never its numbers: ``--resume`` may change them."""
+
+
+def result_fingerprint(document: dict[str, Any]) -> str:
+    """The :func:`fingerprint` of a configuration document without the :data:`EXECUTION_ONLY` keys.
+
+    Examples
+    --------
+    >>> a = {"name": "x", "federation": {"rounds": 2, "workers": 1}}
+    >>> result_fingerprint(a) == result_fingerprint({"name": "x", "federation": {"rounds": 2, "workers": 4}})
+    True
+    >>> result_fingerprint(a) == result_fingerprint({**a, "seed": 1})
+    False
+    """
+    federation = {k: v for k, v in document.get("federation", {}).items() if k not in EXECUTION_ONLY}
+    return fingerprint({**document, "federation": federation})

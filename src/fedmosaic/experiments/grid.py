@@ -13,7 +13,7 @@ import numpy as np
 from fedmosaic import __version__
 from fedmosaic.experiments.comparison import compare_with_best_other
 from fedmosaic.experiments.config import ExperimentConfig, GridSection, grid_points, load_config
-from fedmosaic.experiments.outputs import POINTS, finish_run, start_run, summary_rows
+from fedmosaic.experiments.outputs import POINTS, claim_out_dir, finish_run, summary_rows
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 
@@ -44,9 +44,26 @@ def run_grid(
     progress = progress or SilentProgress()
     document = config.model_dump(mode="json", exclude_none=True)
     points = grid_points(document)
-    finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
-    if finished is not None:
-        return finished
+    with claim_out_dir(out_dir, document, resume=resume, overwrite=overwrite) as folder:
+        if folder.finished is not None:
+            return folder.finished
+        return _run_points(run_point, config, folder.path, document, points, data_dir, resume, progress, cores, jobs)
+
+
+def _run_points(
+    run_point: Callable[..., dict[str, Any]],
+    config: ExperimentConfig,
+    out_dir: Path,
+    document: dict[str, Any],
+    points: list[tuple[dict[str, Any], dict[str, Any]]],
+    data_dir: str | Path | None,
+    resume: bool,
+    progress: ProgressSink,
+    cores: int | None,
+    jobs: int,
+) -> dict[str, Any]:
+    """Run every point into the claimed folder ``out_dir``, then write the grid's results there."""
+    assert config.grid is not None
     folders = [Path(POINTS) / _slug(index, values) for index, (values, _) in enumerate(points)]
     labels = [", ".join(f"{k}={v}" for k, v in values.items()) for values, _ in points]
     share = job_cores(cores, jobs, len(points))

@@ -1,13 +1,19 @@
-"""The output folder of an experiment: what it holds and when it is complete.
+"""The output folder of an experiment: what it holds, who may write it, and when it is complete.
 
 ``results.json`` is written last and atomically: a folder without it holds an
-unfinished run (its checkpoints let ``--resume`` continue it).
+unfinished run (its checkpoints let ``--resume`` continue it). A run holds
+the folder's lock while it runs (:func:`claim_out_dir`), so no two runs share
+a folder, and ``--overwrite`` replaces a run only once the new one is complete.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +21,8 @@ import tomli_w
 
 from fedmosaic.atomic import atomic_write_bytes, write_json
 from fedmosaic.errors import ConfigError, FedmosaicError
+from fedmosaic.experiments.config import result_fingerprint
+from fedmosaic.experiments.lock import LOCK_FILE, locked_folder
 from fedmosaic.report import write_report
 
 RESULTS = "results.json"
@@ -35,55 +43,130 @@ _PRODUCTS = (
 )
 
 
-def prepare_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> dict[str, Any] | None:
-    """Make ``out_dir`` ready for a run.
+STAGING = ".replacing"
+"""Where ``--overwrite`` writes the new run, inside the output folder, until it completes."""
+_REPLACED = ".replaced"
+"""Where the old run's files wait, during the replacement, to be deleted."""
 
-    Returns
-    -------
-    dict or None
-        The finished results when resuming a run that already completed.
+
+def check_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse at once what the run would refuse in ``out_dir``; writes nothing.
 
     Raises
     ------
     ConfigError
-        If the folder holds a run and neither ``resume`` nor ``overwrite`` is set,
-        or if both are set.
+        If both ``resume`` and ``overwrite`` are set, if ``out_dir`` is a file,
+        or if it holds a run and neither is set.
     """
     if resume and overwrite:
         raise ConfigError("--resume", "cannot be combined with --overwrite")
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError("--out", f"{out_dir} exists and is not a folder")
-    holds_run = any((out_dir / name).exists() for name in (RESULTS, CHECKPOINTS, POINTS))
-    if holds_run and overwrite:
-        for name in _PRODUCTS:
-            target = out_dir / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
-    elif holds_run and resume and (out_dir / RESULTS).exists():
-        return read_results(out_dir)
-    elif holds_run and not resume:
+    if holds_run(out_dir) and not (resume or overwrite):
         raise ConfigError(
             "--out",
             f"{out_dir} already holds a run; pass --resume to continue it or --overwrite to replace it",
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return None
 
 
-def start_run(out_dir: Path, document: dict[str, Any], *, resume: bool, overwrite: bool) -> dict[str, Any] | None:
-    """Prepare ``out_dir`` (:func:`prepare_out_dir`) and record the configuration in ``config.toml``.
+def holds_run(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds a run, finished or not."""
+    return any((out_dir / name).exists() for name in (RESULTS, CHECKPOINTS, POINTS))
 
-    Returns
-    -------
-    dict or None
-        The finished results when resuming a run that already completed.
+
+@dataclass(frozen=True)
+class RunFolder:
+    """The folder a run writes to, once claimed (:func:`claim_out_dir`).
+
+    Parameters
+    ----------
+    path : Path
+        Where to write: the output folder, or its staging folder under ``--overwrite``.
+    finished : dict or None
+        The results when ``--resume`` finds the run already complete (nothing to do).
     """
-    finished = prepare_out_dir(out_dir, resume=resume, overwrite=overwrite)
-    if finished is None:
-        atomic_write_bytes(out_dir / "config.toml", tomli_w.dumps(document).encode())
-    return finished
+
+    path: Path
+    finished: dict[str, Any] | None
+
+
+@contextmanager
+def claim_out_dir(out_dir: Path, document: dict[str, Any], *, resume: bool, overwrite: bool) -> Iterator[RunFolder]:
+    """Lock ``out_dir`` for the run's life and give the run the folder to write to.
+
+    The folder's lock (:mod:`fedmosaic.experiments.lock`) keeps a second run
+    out. ``resume`` continues the run there only if it is the same experiment
+    (its recorded ``config.toml`` has the same name and configuration, up to
+    keys that never change results such as ``federation.workers``).
+    ``overwrite`` runs the new experiment in ``<out_dir>/.replacing/`` and
+    moves it in place of the old run only when the block completes; if the
+    new run fails, the old run stays as it was. ``config.toml`` records
+    ``document``.
+
+    Raises
+    ------
+    ConfigError
+        As :func:`check_out_dir`; if another run holds the folder; if
+        ``resume`` finds another experiment there.
+    """
+    check_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    with locked_folder(out_dir):
+        check_out_dir(out_dir, resume=resume, overwrite=overwrite)  # a run may have finished meanwhile
+        if resume and holds_run(out_dir):
+            _check_same_experiment(out_dir, document)
+            if (out_dir / RESULTS).exists():
+                yield RunFolder(out_dir, read_results(out_dir))
+                return
+        if not (overwrite and holds_run(out_dir)):
+            _write_config(out_dir, document)
+            yield RunFolder(out_dir, None)
+            return
+        staging = out_dir / STAGING
+        shutil.rmtree(staging, ignore_errors=True)  # a replacement that failed before
+        _write_config(staging, document)
+        try:
+            yield RunFolder(staging, None)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _replace(out_dir, staging)
+
+
+def _check_same_experiment(out_dir: Path, document: dict[str, Any]) -> None:
+    recorded_file = out_dir / "config.toml"
+    try:
+        recorded = tomllib.loads(recorded_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return  # checkpoints without a recorded configuration: the checkpoints' own fingerprints decide
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise FedmosaicError(f"--resume: cannot read {recorded_file}: {error}") from None
+    mine, theirs = result_fingerprint(document), result_fingerprint(recorded)
+    if recorded.get("name") != document.get("name") or mine != theirs:
+        raise ConfigError(
+            "--resume",
+            f"{out_dir} holds the experiment {recorded.get('name')!r} (configuration {theirs}), not"
+            f" {document.get('name')!r} (configuration {mine}); resume it with its own configuration,"
+            " or pass --overwrite or another --out",
+        )
+
+
+def _write_config(folder: Path, document: dict[str, Any]) -> None:
+    atomic_write_bytes(folder / "config.toml", tomli_w.dumps(document).encode())
+
+
+def _replace(out_dir: Path, staging: Path) -> None:
+    """Move the completed run in ``staging`` in place of the run's files in ``out_dir``."""
+    replaced = out_dir / _REPLACED
+    shutil.rmtree(replaced, ignore_errors=True)
+    replaced.mkdir()
+    for name in _PRODUCTS:
+        if (out_dir / name).exists():
+            (out_dir / name).rename(replaced / name)
+    for entry in staging.iterdir():
+        if entry.name != LOCK_FILE:
+            entry.rename(out_dir / entry.name)
+    shutil.rmtree(replaced)
+    shutil.rmtree(staging)
 
 
 def finish_run(out_dir: Path, results: dict[str, Any], summary: dict[str, Any]) -> None:

@@ -17,12 +17,14 @@ def read_toml(path: Path) -> dict[str, Any]:
     Raises
     ------
     ConfigError
-        If the file cannot be read or is not valid TOML.
+        If the file cannot be read, is not UTF-8 text or is not valid TOML.
     """
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError("experiment", f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError("experiment", f"{path} is not UTF-8 text (byte {error.start}): not a TOML file") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError("experiment", f"{path} is not valid TOML: {error}") from None
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from annotated_types import Ge, Gt, Le, Lt, MinLen
+from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from pydantic.types import AllowInfNan
 
 from fedmosaic.experiments import presets
 from fedmosaic.experiments.config import ExperimentConfig
@@ -51,10 +52,16 @@ entries are numbered from 0: `--set partition.alpha=0.1`,
 `--set runs.1.params.mu=0.5`. Values are TOML values (`5`, `0.1`, `true`,
 `[1, 2]`, `"text"`); anything else is taken as a string. `--seed N` is
 `--set seed=N`; `--out` defaults to `runs/<name>`; `--resume` continues an
-interrupted run in `--out` and `--overwrite` replaces one.
+interrupted run of the same experiment in `--out`, and `--overwrite` replaces
+one once the new run has completed (a run that fails leaves the old one as it
+was). A running run locks its folder: a second run into it is refused.
 
 Every key is validated before anything runs: unknown keys, values of the wrong
-type and values out of range are rejected. The first problem is reported on
+type and values out of range are rejected. Every number that sizes memory,
+threads, rounds or noise has a finite range (shown beside it below), and no
+float may be `nan` or `inf` unless its key says so. A key that would have no
+effect in the experiment (a key of another dataset or kind of task, or of a
+feature switched off) is refused too, saying why. The first problem is reported on
 one line naming the field, e.g. `error: partition.alpha: input should be greater
 than 0 (got 0)`, and the command exits with code 2."""
 
@@ -253,18 +260,22 @@ def describe_type(annotation: Any, metadata: list[Any]) -> str:
 
 def _constraints(metadata: list[Any]) -> str:
     """Bounds and length constraints, as text to append to a type."""
-    unknown = [item for item in metadata if not isinstance(item, (Gt, Ge, Lt, Le, MinLen))]
+    unknown = [item for item in metadata if not isinstance(item, (Gt, Ge, Lt, Le, MinLen, MaxLen, AllowInfNan))]
     if unknown:
         raise TypeError(f"cannot describe the constraints {unknown!r}")
     bounds = {
         type(item).__name__.lower(): getattr(item, type(item).__name__.lower())
         for item in metadata
-        if not isinstance(item, MinLen)
+        if isinstance(item, (Gt, Ge, Lt, Le))
     }
     text = _bounds(bounds)
     for item in metadata:
         if isinstance(item, MinLen):
             text += ", non-empty" if item.min_length == 1 else f", at least {item.min_length} items"
+        elif isinstance(item, MaxLen):
+            text += f", at most {item.max_length} items"
+        elif isinstance(item, AllowInfNan) and item.allow_inf_nan:
+            text += ", or `inf`"
     return text
 
 

@@ -16,13 +16,13 @@ from fedmosaic import __version__
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.aggregation import build_aggregation
 from fedmosaic.experiments.classification import ClassificationWorkload
-from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params
+from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params, result_fingerprint
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.job import Job
 from fedmosaic.experiments.jobs import combine
 from fedmosaic.experiments.model_cards import client_parts, model_path, write_job_model
-from fedmosaic.experiments.outputs import CHECKPOINTS, finish_run, start_run, summary_rows
+from fedmosaic.experiments.outputs import CHECKPOINTS, claim_out_dir, finish_run, summary_rows
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
@@ -108,9 +108,28 @@ def run_experiment(
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.model_dump(mode="json", exclude_none=True)
     workload = prepare_tables_run(workload, config, engine, document)
-    finished = start_run(out_dir, document, resume=resume, overwrite=overwrite)
-    if finished is not None:
-        return finished
+    with claim_out_dir(out_dir, document, resume=resume, overwrite=overwrite) as folder:
+        if folder.finished is not None:
+            return folder.finished
+        return _run_all(config, workload, folder.path, document, engine, data_dir, resume, progress, cores, jobs)
+
+
+def _run_all(
+    config: ExperimentConfig,
+    workload: ClassificationWorkload | ConceptWorkload,
+    out_dir: Path,
+    document: dict[str, Any],
+    engine: Engine | None,
+    data_dir: str | Path | None,
+    resume: bool,
+    progress: ProgressSink,
+    cores: int | None,
+    jobs: int,
+) -> dict[str, Any]:
+    """Run every run of ``config`` into the claimed folder ``out_dir`` and write the results there."""
+    preparation = getattr(workload, "audit", None)  # own tables: the scaling or alignment exchange
+    if preparation is not None:
+        preparation.write(out_dir / MESSAGES)
     share = job_cores(cores, jobs, len(config.runs))
     tasks = [
         partial(_run, config, index, workload, out_dir, document, engine, data_dir, resume=resume, cores=share)
@@ -244,7 +263,7 @@ def _federate(
         rounds=config.federation.rounds,
         evaluate_every=config.federation.evaluate_every,
         checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
-        fingerprint=fingerprint([document, index, job.label]),
+        fingerprint=fingerprint([result_fingerprint(document), index, job.label]),
         limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
         retries=config.federation.retries,
         aggregator=aggregator,

@@ -9,7 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+
+from fedmosaic.limits import (
+    MAX_EPSILON,
+    MAX_NOISE,
+    MAX_NORM,
+    MAX_SAMPLES,
+    MIN_EPSILON,
+    Clients,
+    Rounds,
+    Samples,
+    Threads,
+    Width,
+)
 
 VERTICAL_DATASETS = ("digits", "fashion-mnist", "isolet", "mnist")
 """Datasets a ``[vertical]`` task can cut into party blocks."""
@@ -18,13 +31,13 @@ VERTICAL_IMAGE_DATASETS = ("digits", "fashion-mnist", "mnist")
 
 
 class Section(BaseModel):
-    """Base of every configuration section: unknown keys and loose types are rejected.
+    """Base of every configuration section: unknown keys, loose types and non-finite floats are rejected.
 
-    Infinite values (``vertical.alpha = inf``) stay floats when the
+    Infinite values, where a key accepts them (``vertical.alpha = inf``) stay floats when the
     configuration is recorded, so the recorded ``config.toml`` loads back.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, ser_json_inf_nan="constants")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, ser_json_inf_nan="constants")
 
 
 class DataSection(Section):
@@ -96,16 +109,16 @@ class DataSection(Section):
     test_fraction: float = Field(default=0.25, gt=0, lt=1)
     network: str = "asia"
     task: str | None = None
-    samples: PositiveInt | None = None
-    latent_dim: PositiveInt | None = None
+    samples: Samples | None = None
+    latent_dim: Width | None = None
     noise_share: float | None = Field(default=None, ge=0, lt=1)
-    samples_per_client: PositiveInt = 1000
+    samples_per_client: Samples = 1000
     simpson_design: Literal["conflicting", "bands"] = "conflicting"
     test_colours: Literal["pooled", "independent"] | None = None
-    pretrain_samples: NonNegativeInt = 1000
-    validation_samples: NonNegativeInt = 1000
+    pretrain_samples: int = Field(default=1000, ge=0, le=MAX_SAMPLES)
+    validation_samples: int = Field(default=1000, ge=0, le=MAX_SAMPLES)
     evaluate_on: Literal["test", "validation"] = "test"
-    resolution: PositiveInt | None = None
+    resolution: int | None = Field(default=None, ge=1, le=28)
 
 
 class ConceptsSection(Section):
@@ -131,9 +144,9 @@ class ConceptsSection(Section):
         removed or added.
     """
 
-    num_clients: PositiveInt = 20
-    initial_clients: PositiveInt = 10
-    join_round: PositiveInt | None = None
+    num_clients: Clients = 20
+    initial_clients: Clients = 10
+    join_round: Rounds | None = None
     confidence: Literal["oracle", "learned"] = "oracle"
     corrupt_clients: float = Field(default=0.1, ge=0, le=1)
     corrupt_pairs: float = Field(default=0.1, ge=0, le=1)
@@ -157,10 +170,10 @@ class PartitionSection(Section):
     """
 
     scheme: Literal["iid", "dirichlet", "pathological"] = "dirichlet"
-    num_clients: PositiveInt = 10
+    num_clients: Clients = 10
     alpha: float = Field(default=0.5, gt=0)
-    classes_per_client: PositiveInt = 2
-    min_size: PositiveInt = 10
+    classes_per_client: Clients = 2
+    min_size: Samples = 10
 
 
 class VerticalSection(Section):
@@ -201,14 +214,14 @@ class VerticalSection(Section):
         select each method's round and stop it early; 0 selects the last round.
     """
 
-    num_parties: int | None = Field(default=None, ge=2)
+    num_parties: int | None = Field(default=None, ge=2, le=1000)
     split: Literal["even", "dirichlet", "patches"] | None = None
-    alpha: float = Field(default=1.0, gt=0)
+    alpha: float = Field(default=1.0, gt=0, allow_inf_nan=True)
     train_missing: str = "mcar:0.5"
     test_missing: str | list[str] = "mcar:0.0"
-    label_budget: PositiveInt | None = None
-    train_rows: PositiveInt | None = None
-    test_rows: PositiveInt | None = None
+    label_budget: Samples | None = None
+    train_rows: Samples | None = None
+    test_rows: Samples | None = None
     validation_fraction: float = Field(default=0.2, ge=0, lt=1)
 
     def parties(self, dataset: str) -> int:
@@ -234,7 +247,7 @@ class ClientsAtRound(Section):
     """
 
     clients: list[NonNegativeInt] = Field(min_length=1)
-    round: PositiveInt
+    round: Rounds
 
 
 class FederationSection(Section):
@@ -249,27 +262,29 @@ class FederationSection(Section):
         federated setting uses Flower; the centralized and local baselines,
         which involve one site, run in process.
     rounds : int, default 20
-        Number of rounds.
+        Number of rounds (at most 100,000).
     fraction : float, default 1.0
         Share of available clients sampled per round, in (0, 1].
     clients_per_round : int or None, default None
-        Exact number of clients per round (overrides ``fraction``).
+        Exact number of clients per round (overrides ``fraction``), at most
+        the number of clients.
     min_replies : int, default 1
         Fewest replies a round needs; otherwise it is skipped.
     dropout : float, default 0.0
         Probability that a sampled client fails to reply, in [0, 1).
     arrivals : list of {clients, round}, default []
-        Clients that join at a later round (they receive nothing before).
+        Clients that join at a later round (they receive nothing before);
+        the round is at most ``rounds``.
     departures : list of {clients, round}, default []
-        Clients gone from a round on.
+        Clients gone from a round on (a round at most ``rounds``).
     failures : list of {clients, round}, default []
-        Clients that fail to reply in a given round.
+        Clients that fail to reply in a given round (at most ``rounds``).
     evaluate_every : int, default 1
         Evaluate every this many rounds (and after the last).
     threads : int, default 1
         PyTorch threads for training and evaluation. One is fastest for the
         small models of federated clients and never oversubscribes the cores
-        when other work runs beside; raise it for large models.
+        when other work runs beside; raise it for large models (at most 256).
     target_accuracy : float or None, default None
         When set, each run reports the first round whose accuracy reaches it
         (``rounds_to_target``; ``null``, shown as "not reached", when none does).
@@ -284,7 +299,9 @@ class FederationSection(Section):
     audit : bool, default false
         Write the message audit: ``messages/<run>-<job>.jsonl`` in the output
         folder, one line per message with its arrays' names, shapes, dtypes
-        and bytes, its config keys and metrics (never array contents).
+        and bytes, its config keys and metrics (never array contents); on
+        own tables also ``messages/scaling.jsonl`` or ``messages/alignment.jsonl``,
+        the exchange that prepared the data.
     workers : int or None, default None
         Worker processes that run a round's clients in parallel, each client
         always in the same worker; results are identical to one process.
@@ -307,25 +324,25 @@ class FederationSection(Section):
     """
 
     engine: Literal["inprocess", "flower-simulation", "flower"] = "inprocess"
-    rounds: PositiveInt = 20
+    rounds: Rounds = 20
     fraction: float = Field(default=1.0, gt=0, le=1)
-    clients_per_round: PositiveInt | None = None
-    min_replies: PositiveInt = 1
+    clients_per_round: Clients | None = None
+    min_replies: Clients = 1
     dropout: float = Field(default=0.0, ge=0, lt=1)
     arrivals: list[ClientsAtRound] = Field(default_factory=list)
     departures: list[ClientsAtRound] = Field(default_factory=list)
     failures: list[ClientsAtRound] = Field(default_factory=list)
-    evaluate_every: PositiveInt = 1
-    threads: PositiveInt = 1
+    evaluate_every: Rounds = 1
+    threads: Threads = 1
     target_accuracy: float | None = Field(default=None, gt=0, le=1)
-    max_reply_bytes: PositiveInt = 256 * 2**20
-    max_examples: PositiveInt = 10**9
-    retries: NonNegativeInt = 0
+    max_reply_bytes: int = Field(default=256 * 2**20, ge=1, le=2**36)
+    max_examples: int = Field(default=10**9, ge=1, le=10**12)
+    retries: int = Field(default=0, ge=0, le=100)
     audit: bool = False
-    workers: PositiveInt | None = None
-    client_cache: PositiveInt = 32
-    client_memory_mb: float = Field(default=1024.0, gt=0)
-    reply_timeout_s: float = Field(default=300.0, gt=0)
+    workers: Threads | None = None
+    client_cache: Clients = 32
+    client_memory_mb: float = Field(default=1024.0, gt=0, le=2**20)
+    reply_timeout_s: float = Field(default=300.0, gt=0, le=7 * 86400)
     ray_address: str | None = None
 
 
@@ -347,7 +364,7 @@ class AggregationSection(Section):
 
     rule: Literal["mean", "median", "trimmed-mean"] = "mean"
     trim: float = Field(default=0.2, ge=0, lt=0.5)
-    clip_norm: float | None = Field(default=None, gt=0)
+    clip_norm: float | None = Field(default=None, gt=0, le=MAX_NORM)
 
 
 class PrivacySection(Section):
@@ -357,13 +374,14 @@ class PrivacySection(Section):
     ----------
     noise_multiplier : float, default 0.0
         Gaussian noise on each module's sum of clipped updates, in units of
-        ``clip_norm``; 0 turns client-level DP off. The aggregate is then the
+        ``clip_norm``; 0 turns client-level DP off, otherwise from 0.01 to 1000. The aggregate is then the
         unweighted mean of the clipped updates, and each round records the
         (epsilon, delta) spent so far (``dp_epsilon``), from Opacus's RDP
         accountant.
     target_epsilon : float or None, default None
         Instead of ``noise_multiplier``: the noise that spends this epsilon
-        over ``federation.rounds`` rounds (Opacus's search).
+        over ``federation.rounds`` rounds (Opacus's search), from 0.01 to 100;
+        one the search cannot reach with a noise multiplier up to 1000 is refused.
     clip_norm : float, default 1.0
         Bound on the L2 norm of a client's whole update (split evenly over
         the model's modules).
@@ -371,9 +389,9 @@ class PrivacySection(Section):
         Target delta, in (0, 1).
     """
 
-    noise_multiplier: float = Field(default=0.0, ge=0)
-    target_epsilon: float | None = Field(default=None, gt=0)
-    clip_norm: float = Field(default=1.0, gt=0)
+    noise_multiplier: float = Field(default=0.0, ge=0, le=MAX_NOISE)
+    target_epsilon: float | None = Field(default=None, ge=MIN_EPSILON, le=MAX_EPSILON)
+    clip_norm: float = Field(default=1.0, gt=0, le=MAX_NORM)
     delta: float = Field(default=1e-5, gt=0, lt=1)
 
     @property

@@ -26,6 +26,8 @@ from fedmosaic.federation import Federation, InProcessGrid, Schedule, derive_rng
 from fedmosaic.federation.round import MessageObserver
 from fedmosaic.methods.tables.alignment import AlignmentClient, AlignmentServer
 
+ALIGNMENT = "alignment"
+"""Name of the row alignment's audit log (``messages/alignment.jsonl``)."""
 TEST_SETTING = "aligned"
 """Name of the test split (metric ``accuracy_aligned``): the test rows with the blocks alignment found."""
 

@@ -9,7 +9,8 @@ and its graph belief (``graph-file``).
 Features are scaled by federated statistics: before the runs, one exchange
 collects every site's row count, sums and sums of squares
 (:mod:`fedmosaic.methods.tables.scaling`); the server combines them, and the
-clients receive the mean and standard deviation with every message.
+clients receive the mean and standard deviation with every message. With
+``federation.audit`` the exchange is in the audit (``messages/scaling.jsonl``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
 from fedmosaic.experiments.job import Job, federated_schedule
 from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive_rng
+from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
-from fedmosaic.methods.tables.scaling import Scaling, ScalingClient, ScalingServer
+from fedmosaic.methods.tables.scaling import MIN_SITE_ROWS, Scaling, ScalingClient, ScalingServer
 
 SCALING = "scaling"
 """Label of the job that collects the sites' feature statistics."""
@@ -58,12 +60,16 @@ class TableWorkload:
         The coordinator's raw test table; None on a node.
     scaling : Scaling or None, default None
         The federated feature scaling, once fitted.
+    audit : MessageRecord or None, default None
+        With ``federation.audit``: the audit of the scaling exchange, written
+        to the output folder's ``messages/`` once the run has claimed it.
     """
 
     tables: TablesSection
     sites: Sites[Any]
     test: ConceptSite | ArrayDataset | None
     scaling: Scaling | None = None
+    audit: MessageRecord | None = None
     figures: tuple[tuple[str, str, bytes], ...] = ()
     _clients: dict[int, Sites[Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -204,7 +210,13 @@ def prepare_tables(config: ExperimentConfig) -> TableWorkload:
     in_process = config.federation.engine == "inprocess"
     sites = _sites(tables, None if in_process else frozenset(), {})
     if in_process:
-        list(sites)
+        for k, site in enumerate(sites):
+            if len(site.x) < MIN_SITE_ROWS:
+                raise ConfigError(
+                    f"tables.sites.{k}.file",
+                    f"{len(site.x)} rows; a site needs at least {MIN_SITE_ROWS}, so that the feature statistics"
+                    " it sends never describe a handful of rows",
+                )
     return TableWorkload(tables, sites, test)
 
 
@@ -248,8 +260,10 @@ def fit_scaling(
     server = ScalingServer(len(workload.tables.features))
     schedule = Schedule(num_clients=sites, min_replies=sites)
 
+    audit = MessageRecord(SCALING) if config.federation.audit else None
+
     def federate(grid: Grid) -> list[RoundRecord]:
-        return Federation(server, grid, schedule, seed=config.seed, rounds=1).run()
+        return Federation(server, grid, schedule, seed=config.seed, rounds=1, observer=audit).run()
 
     spec = JobSpec(
         document=document,
@@ -263,7 +277,7 @@ def fit_scaling(
     (engine or InProcessEngine(FederationSection(workers=1))).run_job(spec, federate)
     if server.scaling is None:
         raise FedmosaicError("feature scaling needs the statistics of every site; some did not reply")
-    return replace(workload, scaling=server.scaling)
+    return replace(workload, scaling=server.scaling, audit=audit)
 
 
 def prepare_tables_run(workload: Any, config: ExperimentConfig, engine: Engine | None, document: dict[str, Any]) -> Any:

@@ -20,6 +20,7 @@ from fedmosaic.data.vertical_data import (
 from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
 from fedmosaic.experiments.job import Job
 from fedmosaic.federation import Schedule, derive_rng
+from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.methods.vertical.task import VerticalTask
 
 IMAGE_LABEL_BUDGET = 1000
@@ -36,10 +37,15 @@ class VerticalWorkload:
         Blocks, masks and labels.
     figures : tuple, default ()
         Pictures for the report (none).
+    audit : MessageRecord or None, default None
+        Parties' own tables with ``federation.audit``: the audit of the row
+        alignment, written to the output folder's ``messages/`` once the run
+        has claimed it.
     """
 
     data: VerticalData
     figures: tuple[tuple[str, str, bytes], ...] = ()
+    audit: MessageRecord | None = None
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """One federation: the active party as server, every passive party asked in every exchange.

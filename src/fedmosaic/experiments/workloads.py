@@ -9,7 +9,7 @@ method is built from, and a schedule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +39,11 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.job import Job, federated_schedule
-from fedmosaic.experiments.table_vertical import prepare_vertical_tables
+from fedmosaic.experiments.table_vertical import ALIGNMENT, prepare_vertical_tables
 from fedmosaic.experiments.table_workload import prepare_tables
 from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Schedule, derive_rng
+from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
 from fedmosaic.methods.probes import ColourSwapProbe
 
@@ -111,7 +112,10 @@ def prepare_workload(
 ) -> ClassificationWorkload | ConceptWorkload:
     """Load and lay out the experiment's data (before anything is written)."""
     if config.tables is not None:
-        return prepare_vertical_tables(config) if config.tables.kind == "vertical" else prepare_tables(config)  # type: ignore[return-value]
+        if config.tables.kind != "vertical":
+            return prepare_tables(config)  # type: ignore[return-value]
+        audit = MessageRecord(ALIGNMENT) if config.federation.audit else None
+        return replace(prepare_vertical_tables(config, observer=audit), audit=audit)  # type: ignore[return-value]
     if config.task_kind == "concepts":
         return prepare_concepts(config)
     if config.task_kind == "vertical":

@@ -4,7 +4,10 @@
 * ``GET /api/model`` — :meth:`Explorer.description`.
 * ``POST /api/answer`` — body ``{"features": [...], "set": {concept: category}}``;
   the :class:`~fedmosaic.explore.session.Answer` as JSON, or
-  ``{"error": "..."}`` with status 400 on bad input.
+  ``{"error": "..."}`` with status 400 on bad input (413 for a body over
+  :data:`MAX_BODY_BYTES`).
+
+Requests whose ``Host`` is not 127.0.0.1 or localhost are refused (400).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import json
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
@@ -21,6 +26,11 @@ from starlette.routing import Route
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.explore.page import PAGE
 from fedmosaic.explore.session import Explorer
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+"""The ``Host`` headers the explorer answers (any other: 400)."""
+MAX_BODY_BYTES = 1 << 20
+"""The largest request body the explorer reads (a row of features is a few kilobytes)."""
 
 
 def create_app(explorer: Explorer) -> Starlette:
@@ -41,18 +51,58 @@ def create_app(explorer: Explorer) -> Starlette:
         return JSONResponse(explorer.description())
 
     async def answer(request: Request) -> JSONResponse:
+        body = await _limited_body(request)
+        if body is None:
+            return JSONResponse({"error": f"request body over {MAX_BODY_BYTES} bytes"}, status_code=413)
         try:
-            body = json.loads(await request.body())
-            features = [float(value) for value in body["features"]]
-            settings = {str(k): str(v) for k, v in dict(body.get("set") or {}).items()}
+            features, settings = _question(json.loads(body))
             found = await run_in_threadpool(explorer.answer, features, settings)
-        except (FedmosaicError, ValueError, TypeError, KeyError) as error:
+        except (FedmosaicError, ValueError, TypeError, KeyError, RecursionError) as error:
             return JSONResponse({"error": _one_line(error)}, status_code=400)
         return JSONResponse(dataclasses.asdict(found))
 
     return Starlette(
-        routes=[Route("/", page), Route("/api/model", model), Route("/api/answer", answer, methods=["POST"])]
+        routes=[Route("/", page), Route("/api/model", model), Route("/api/answer", answer, methods=["POST"])],
+        # A page elsewhere may make its own name resolve to 127.0.0.1 (DNS rebinding): answer our names only.
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_NAMES))],
     )
+
+
+async def _limited_body(request: Request) -> bytes | None:
+    """The request's body, or None past :data:`MAX_BODY_BYTES` (read no further)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _question(body: object) -> tuple[list[float], dict[str, str]]:
+    """The features and concept settings of an answer's body, checked for their types.
+
+    Examples
+    --------
+    >>> _question({"features": [1, 0.5], "set": {"smoke": "yes"}})
+    ([1.0, 0.5], {'smoke': 'yes'})
+    >>> _question({"features": "12"})
+    Traceback (most recent call last):
+    ...
+    ValueError: features: expected an array of numbers
+    """
+    if not isinstance(body, dict):
+        raise ValueError("expected a JSON object with features and set")
+    features, settings = body["features"], body.get("set") or {}
+    if not isinstance(features, list) or not all(_is_number(value) for value in features):
+        raise ValueError("features: expected an array of numbers")
+    if not isinstance(settings, dict) or not all(isinstance(value, str) for value in settings.values()):
+        raise ValueError("set: expected an object of concept names to category names")
+    return [float(value) for value in features], {str(k): v for k, v in settings.items()}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _one_line(error: Exception) -> str:

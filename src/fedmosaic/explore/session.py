@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedmosaic.data.csv_rows import read_csv
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.models.files import EXAMPLES
 from fedmosaic.models.loaded import ConceptModelFile
@@ -77,7 +78,11 @@ class Explorer:
         path = Path(model.folder) / EXAMPLES
         if not path.is_file():
             raise FedmosaicError(f"{model.folder}: no {EXAMPLES} beside the model to pick rows from")
-        return cls(model, pd.read_csv(path), network)
+        try:
+            examples = read_csv(path)
+        except (OSError, ValueError) as error:
+            raise FedmosaicError(f"{path}: cannot read the example rows ({error})") from None
+        return cls(model, examples, network)
 
     def description(self) -> dict[str, Any]:
         """What the page draws once: the graph laid out, categories, classes, example rows, the card's essentials."""

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fedmosaic.atomic import atomic_write_bytes
 from fedmosaic.federation.message import Message
 
 
@@ -66,6 +67,41 @@ class MessageLog:
             return
         kept = [line for line in self.path.read_text().splitlines() if json.loads(line)["round"] <= last]
         self.path.write_text("".join(f"{line}\n" for line in kept))
+
+
+class MessageRecord:
+    """Keeps the audit entries of an exchange in memory, to write them once the output folder is claimed.
+
+    The exchanges that prepare a run's data (feature scaling, row alignment)
+    run before the run may write into its output folder.
+
+    Parameters
+    ----------
+    name : str
+        The log's name: :meth:`write` writes ``<name>.jsonl``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> record = MessageRecord("scaling")
+    >>> record(1, 0, "down", Message(kind="query.moments"))
+    >>> [entry["kind"] for entry in read_log(record.write(Path(tempfile.mkdtemp())))]
+    ['query.moments']
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.entries: list[dict[str, Any]] = []
+
+    def __call__(self, rnd: int, client: int, direction: str, message: Message) -> None:
+        """Keep the entry of one message."""
+        self.entries.append(describe(rnd, client, direction, message))
+
+    def write(self, folder: Path) -> Path:
+        """Write the entries to ``<folder>/<name>.jsonl`` (replacing an earlier log) and return its path."""
+        path = folder / f"{self.name}.jsonl"
+        atomic_write_bytes(path, "".join(json.dumps(entry) + "\n" for entry in self.entries).encode())
+        return path
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

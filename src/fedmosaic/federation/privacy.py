@@ -22,6 +22,7 @@ available clients selected.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from typing_extensions import override
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.federation.aggregate import weighted_average
 from fedmosaic.federation.robust import Aggregator, Contribution, clip_update, module_of
 
@@ -159,11 +161,26 @@ def client_level_epsilon(noise_multiplier: float, sample_rates: Sequence[float],
 
 
 def noise_for_epsilon(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
-    """The noise multiplier that spends ``epsilon`` in ``steps`` rounds (Opacus's search, RDP)."""
+    """The noise multiplier that spends ``epsilon`` in ``steps`` rounds (Opacus's search, RDP).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``privacy.target_epsilon``, when no noise multiplier up to
+        Opacus's largest spends so little.
+    """
     from opacus.accountants.utils import get_noise_multiplier
 
-    return float(
-        get_noise_multiplier(
-            target_epsilon=epsilon, target_delta=delta, sample_rate=sample_rate, steps=steps, accountant="rdp"
-        )
-    )
+    try:
+        with warnings.catch_warnings():  # the accountant's advice on its orders of alpha, not the user's business
+            warnings.simplefilter("ignore", UserWarning)
+            noise = get_noise_multiplier(
+                target_epsilon=epsilon, target_delta=delta, sample_rate=sample_rate, steps=steps, accountant="rdp"
+            )
+    except ValueError as error:
+        raise ConfigError(
+            "privacy.target_epsilon",
+            f"no noise spends only {epsilon:g} over {steps} rounds at sample rate {sample_rate:g} ({error});"
+            " raise it or run fewer rounds",
+        ) from None
+    return float(noise)

@@ -16,9 +16,9 @@ TaskKind = Literal["classification", "concepts", "vertical"]
 
 
 class MethodParams(BaseModel):
-    """Base of every method's parameters: unknown keys and loose types are rejected."""
+    """Base of every method's parameters: unknown keys, loose types and non-finite floats are rejected."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)

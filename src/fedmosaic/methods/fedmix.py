@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
-from pydantic import Field, PositiveInt
+from pydantic import Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 from typing_extensions import override
@@ -57,6 +57,7 @@ from fedmosaic.federation import (
 )
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.federation.robust import Contribution
+from fedmosaic.limits import BatchSize
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory
 from fedmosaic.methods.probes import Probe
@@ -97,7 +98,7 @@ class FedMixParams(MethodParams):
 
     variant: Variant = "fedmix"
     lam: float = Field(default=0.05, gt=0, lt=1)
-    mean_batch: PositiveInt | None = None
+    mean_batch: BatchSize | None = None
 
 
 class NaiveMixParams(FedMixParams):

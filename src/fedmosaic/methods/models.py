@@ -6,8 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
+
+from fedmosaic.limits import MAX_LAYERS, Width
 
 
 class ModelParams(BaseModel):
@@ -25,11 +27,11 @@ class ModelParams(BaseModel):
         Output channels of each convolution block of the CNN.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     kind: Literal["mlp", "cnn"] = "mlp"
-    hidden: list[PositiveInt] = Field(default_factory=lambda: [200, 200])
-    channels: list[PositiveInt] = Field(default_factory=lambda: [32, 64], min_length=1)
+    hidden: list[Width] = Field(default_factory=lambda: [200, 200], max_length=MAX_LAYERS)
+    channels: list[Width] = Field(default_factory=lambda: [32, 64], min_length=1, max_length=MAX_LAYERS)
 
 
 def build_model(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> nn.Sequential:

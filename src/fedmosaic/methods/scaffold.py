@@ -42,6 +42,7 @@ from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ArraySpec, ClientContext, ClientState, Message, ReplySpec, RoundContext
+from fedmosaic.limits import MAX_LR
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, training_metrics
 from fedmosaic.methods.gradients import GradientMap, gradient_hooks
@@ -70,7 +71,7 @@ class ScaffoldParams(MethodParams):
         average of the replies (> 0).
     """
 
-    server_lr: float = Field(default=1.0, gt=0)
+    server_lr: float = Field(default=1.0, gt=0, le=MAX_LR)
 
 
 def _prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

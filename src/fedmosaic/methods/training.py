@@ -7,9 +7,11 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 from torch.nn import functional as F
+
+from fedmosaic.limits import MAX_EPOCHS, MAX_LR, MAX_NOISE, MAX_NORM, BatchSize, Epochs
 
 LossFn = Callable[[nn.Module, Tensor, Tensor], Tensor]
 
@@ -37,7 +39,8 @@ class TrainParams(BaseModel):
     dp_noise_multiplier : float, default 0.0
         Local DP-SGD through Opacus: each example's gradient is clipped to
         ``dp_max_grad_norm`` and Gaussian noise of this many times that
-        bound is added to each batch's sum; 0 trains without it. The loss
+        bound is added to each batch's sum; 0 trains without it, otherwise
+        from 0.01 to 1000. The loss
         must be a mean over examples of per-example terms (FedProx's
         proximal term is not; it is rejected with DP-SGD).
     dp_max_grad_norm : float, default 1.0
@@ -46,17 +49,17 @@ class TrainParams(BaseModel):
         The delta of the (epsilon, delta) each DP-SGD client reports.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    epochs: PositiveInt = 1
-    batch_size: PositiveInt = 32
+    epochs: Epochs = 1
+    batch_size: BatchSize = 32
     optimizer: Literal["sgd", "adam"] = "sgd"
-    lr: float = Field(default=0.05, gt=0)
+    lr: float = Field(default=0.05, gt=0, le=MAX_LR)
     momentum: float = Field(default=0.0, ge=0, lt=1)
-    weight_decay: float = Field(default=0.0, ge=0)
-    pretrain_epochs: NonNegativeInt = 0
-    dp_noise_multiplier: float = Field(default=0.0, ge=0)
-    dp_max_grad_norm: float = Field(default=1.0, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0, le=MAX_LR)
+    pretrain_epochs: int = Field(default=0, ge=0, le=MAX_EPOCHS)
+    dp_noise_multiplier: float = Field(default=0.0, ge=0, le=MAX_NOISE)
+    dp_max_grad_norm: float = Field(default=1.0, gt=0, le=MAX_NORM)
     dp_delta: float = Field(default=1e-5, gt=0, lt=1)
 
 

@@ -10,6 +10,7 @@ written by a newer fedmosaic or in a newer card format.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,8 @@ def read_card(folder: Path) -> dict[str, Any]:
     if missing:
         raise ModelFileError(f"{path}: model card lacks {', '.join(missing)}")
     written = str(card["fedmosaic_version"])
+    if not re.fullmatch(r"\d+(\.\d+){0,3}[0-9A-Za-z.+-]*", written):
+        raise ModelFileError(f"{path}: fedmosaic_version {written!r} is not a version (such as {__version__!r})")
     if version_tuple(written) > version_tuple(__version__):
         raise ModelFileError(
             f"{path}: written by fedmosaic {written}, newer than this {__version__}; upgrade fedmosaic to load it"
@@ -72,4 +75,48 @@ def read_card(folder: Path) -> dict[str, Any]:
         raise ModelFileError(
             f"{path}: card format {card['format']!r} is not one this fedmosaic reads (<= {CARD_FORMAT})"
         )
+    try:
+        _check_agreement(card)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise ModelFileError(f"{path}: the card's fields disagree: {error}") from None
     return card
+
+
+def _check_agreement(card: dict[str, Any]) -> None:
+    """Refuse a card whose input width, classes and concepts disagree with its architecture.
+
+    Examples
+    --------
+    >>> card = {"architecture": {"input_shape": [2, 2], "num_classes": 2}, "classes": ["a", "b"],
+    ...         "inputs": {"columns": ["w", "x", "y", "z"], "shape": [2, 2]}}
+    >>> _check_agreement(card)
+    >>> _check_agreement({**card, "classes": ["a", "b", "c"]})
+    Traceback (most recent call last):
+    ...
+    ValueError: classes lists 3 names, the architecture 2 classes
+    """
+    architecture, inputs = card["architecture"], card["inputs"]
+    columns = len(inputs["columns"])
+    if "shape" in inputs and math.prod(int(n) for n in inputs["shape"]) != columns:
+        raise ValueError(f"inputs.columns lists {columns} names, inputs.shape {inputs['shape']} holds other values")
+    width = (
+        int(architecture["input_dim"])
+        if "input_dim" in architecture
+        else math.prod(int(n) for n in architecture["input_shape"])
+        if "input_shape" in architecture
+        else sum(int(n) for n in architecture["widths"])
+        if "widths" in architecture
+        else columns
+    )
+    if width != columns:
+        raise ValueError(f"inputs.columns lists {columns} names, the architecture reads {width} inputs")
+    graph = architecture.get("graph")
+    cardinalities = {} if graph is None else {str(k): int(v) for k, v in graph["cardinalities"].items()}
+    classes = cardinalities[graph["task"]] if graph is not None else int(architecture["num_classes"])
+    if len(card["classes"]) != classes:
+        raise ValueError(f"classes lists {len(card['classes'])} names, the architecture {classes} classes")
+    for concept, categories in card.get("concepts", {}).items():
+        if len(categories) != cardinalities.get(concept):
+            raise ValueError(
+                f"concepts.{concept} lists {len(categories)} categories, the architecture {cardinalities.get(concept)}"
+            )

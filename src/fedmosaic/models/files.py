@@ -44,22 +44,31 @@ def write_model(
     write_json(folder / CARD_FILE, card)
 
 
-def read_part(folder: Path, card: dict[str, Any], name: str) -> dict[str, np.ndarray]:
-    """The arrays of part ``name`` of the model in ``folder``.
+def read_part(folder: Path, card: dict[str, Any], name: str) -> tuple[dict[str, np.ndarray], Path]:
+    """The arrays of part ``name`` of the model in ``folder``, and the file they were read from.
 
     Raises
     ------
     ModelFileError
-        If the card has no such part, or its file is missing or unreadable.
+        If the card has no such part, names a file outside ``folder``, or the
+        file is missing, unreadable or holds a value that is not finite.
     """
     entry = card["parts"].get(name)
     if not isinstance(entry, dict) or "file" not in entry:
         raise ModelFileError(f"{folder / CARD_FILE}: parts.{name}: missing from the card")
     path = folder / str(entry["file"])
+    if path.resolve().parent != folder.resolve():
+        raise ModelFileError(
+            f"{folder / CARD_FILE}: parts.{name}.file: must name a file of the model folder, got {entry['file']!r}"
+        )
     if not path.is_file():
         holder = entry.get("holder", "its holder")
         raise ModelFileError(f"{path}: part {name!r} is not here; {holder} keeps it: copy its file into {folder}")
     try:
-        return load_file(path)
+        arrays = load_file(path)
     except (SafetensorError, OSError, ValueError) as error:
         raise ModelFileError(f"{path}: not a readable safetensors file ({error})") from None
+    for key, array in arrays.items():
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise ModelFileError(f"{path}: tensor {key!r} holds values that are not finite (NaN or infinity)")
+    return arrays, path

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedmosaic.data.csv_rows import read_csv
 from fedmosaic.models.card import ModelFileError
 
 READERS = (".npy", ".csv", ".parquet")
@@ -164,9 +165,12 @@ def read_inputs(path: Path) -> np.ndarray | pd.DataFrame:
         raise ModelFileError(f"{path}: no such input file")
     try:
         if suffix == ".npy":
-            return np.load(path, allow_pickle=False)
+            array = np.load(path, allow_pickle=False)
+            if array.ndim == 0:
+                raise ValueError("it holds a single value, not rows of examples")
+            return array
         if suffix == ".csv":
-            return pd.read_csv(path)
+            return read_csv(path)
         return pd.read_parquet(path)
     except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise ModelFileError(

@@ -21,12 +21,12 @@ import pandas as pd
 import torch
 from typing_extensions import override
 
-from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModelParams, build_concept_model
 from fedmosaic.methods.models import Classifier
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.files import read_part
 from fedmosaic.models.inputs import checked_inputs
+from fedmosaic.models.weights import loaded_network
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,8 +120,7 @@ class ClassifierModel(LoadedModel):
 
     def __init__(self, folder: Path, card: dict[str, Any]) -> None:
         super().__init__(folder, card)
-        self.network = Classifier.from_json(card["architecture"])()
-        load_arrays(self.network, read_part(folder, card, "model"))
+        self.network = loaded_network(Classifier.from_json(card["architecture"]), *read_part(folder, card, "model"))
         self.network.eval()
 
     @override
@@ -149,8 +148,10 @@ class ConceptModelFile(LoadedModel):
             {n: tuple(p) for n, p in spec["parents"].items()},
         )
         params = ConceptModelParams.model_validate_json(json.dumps(architecture["model"]))
-        self.network = build_concept_model(int(architecture["input_dim"]), self.concept_graph, params, seed=0)
-        load_arrays(self.network, read_part(folder, card, "model"))
+        self.network = loaded_network(
+            lambda: build_concept_model(int(architecture["input_dim"]), self.concept_graph, params, seed=0),
+            *read_part(folder, card, "model"),
+        )
         self.network.eval()
 
     @property

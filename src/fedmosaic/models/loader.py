@@ -48,7 +48,18 @@ def load_model(path: str | Path) -> LoadedModel:
         raise ModelFileError(
             f"{folder / CARD_FILE}: kind {kind!r} is not one this fedmosaic loads ({', '.join(KINDS)})"
         )
-    return KINDS[kind](folder, card)
+    try:
+        return KINDS[kind](folder, card)
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+    ) as error:  # a card edited by hand (pydantic's errors are ValueErrors)
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ModelFileError(
+            f"{folder / CARD_FILE}: the card's architecture does not describe these weights ({reason})"
+        ) from None
 
 
 def model_folder(path: Path) -> Path:

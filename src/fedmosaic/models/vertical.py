@@ -28,6 +28,7 @@ averaged).
 from __future__ import annotations
 
 import json
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,6 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.vertical.baselines import Votes, baseline_from_spec, probabilities
 from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
@@ -47,6 +47,7 @@ from fedmosaic.methods.vertical.tensors import heard, spread
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.files import read_part
 from fedmosaic.models.loaded import LoadedModel, Prediction
+from fedmosaic.models.weights import loaded_network
 
 
 class VerticalModel(LoadedModel):
@@ -85,13 +86,17 @@ class FalseVFLModel(VerticalModel):
         self.params = FalseVFLParams.model_validate_json(json.dumps(architecture["params"]))
         widths, likelihood = self.widths, architecture["likelihood"]
         params = self.params
-        self.active = ActiveModel(widths[0], int(architecture["num_classes"]), params, likelihood)
-        load_arrays(self.active, read_part(folder, card, "party-0"))
+        self.active = loaded_network(
+            lambda: ActiveModel(widths[0], int(architecture["num_classes"]), params, likelihood),
+            *read_part(folder, card, "party-0"),
+        )
         self.passive = [
-            PartyModel(width, params.hidden, params.latent, likelihood, params.variant == "II") for width in widths[1:]
+            loaded_network(
+                partial(PartyModel, width, params.hidden, params.latent, likelihood, params.variant == "II"),
+                *read_part(folder, card, f"party-{k}"),
+            )
+            for k, width in enumerate(widths[1:], start=1)
         ]
-        for k, party in enumerate(self.passive, start=1):
-            load_arrays(party, read_part(folder, card, f"party-{k}"))
         for network in (self.active, *self.passive):
             network.eval()
 
@@ -161,14 +166,18 @@ class SplitVFLModel(VerticalModel):
         params = SplitVFLParams.model_validate({key: architecture[key] for key in ("hidden", "embedding", "layers")})
         self.baseline = baseline_from_spec(architecture["baseline"])
         self.fallback = int(architecture["fallback"])
-        self.active = active_model(
-            self.widths[0], len(self.widths), int(architecture["num_classes"]), params, self.baseline
+        self.active = loaded_network(
+            lambda: active_model(
+                self.widths[0], len(self.widths), int(architecture["num_classes"]), params, self.baseline
+            ),
+            *read_part(folder, card, "party-0"),
         )
-        load_arrays(self.active, read_part(folder, card, "party-0"))
         takes_part = len(card["parts"]) > 1  # Local: the active party alone
-        self.passive = [encoder(width, params) for width in self.widths[1:]] if takes_part else []
-        for k, network in enumerate(self.passive, start=1):
-            load_arrays(network, read_part(folder, card, f"party-{k}"))
+        self.passive = [
+            loaded_network(partial(encoder, width, params), *read_part(folder, card, f"party-{k}"))
+            for k, width in enumerate(self.widths[1:], start=1)
+            if takes_part
+        ]
         for part in (self.active, *self.passive):
             part.eval()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fedmosaic.data.csv_rows import read_csv
 from fedmosaic.errors import ConfigError
 
 SUFFIXES = (".csv", ".parquet", ".pq")
@@ -131,7 +132,7 @@ def read_table(path: str, field: str) -> Table:
         raise ConfigError(field, f"no such file: {file}")
     try:
         if file.suffix.lower() == ".csv":
-            cells = pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False)
+            cells = read_csv(file, dtype=str, keep_default_na=False, na_filter=False)
         else:
             frame = pd.read_parquet(file)
             cells = pd.DataFrame({str(c): [("" if pd.isna(v) else str(v)) for v in frame[c]] for c in frame.columns})

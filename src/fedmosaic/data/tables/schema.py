@@ -14,13 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from fedmosaic.errors import ConfigError
+from fedmosaic.limits import Samples
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class SiteTable(_Strict):
@@ -88,7 +89,8 @@ class TablesSection(_Strict):
         Horizontal and concept tasks: the coordinator's test table, labeled
         for the label or every concept.
     val_fraction : float, default 0.2
-        Concept tasks: share of each site's rows it keeps for validation.
+        Concept tasks: share of each site's rows it keeps for validation (at
+        most half: training keeps the rest).
     id : str or None, default None
         Vertical tasks: the ID column; its values are never sent (rows are
         aligned by private set intersection).
@@ -109,11 +111,11 @@ class TablesSection(_Strict):
     concepts: dict[str, list[str]] = Field(default_factory=dict)
     sites: list[SiteTable] = Field(default_factory=list)
     test: str | None = None
-    val_fraction: float = Field(default=0.2, ge=0, lt=1)
+    val_fraction: float = Field(default=0.2, ge=0, le=0.5)
     id: str | None = None
     parties: list[PartyTable] = Field(default_factory=list)
     test_fraction: float = Field(default=0.25, gt=0, lt=1)
-    label_budget: PositiveInt | None = None
+    label_budget: Samples | None = None
 
     @property
     def task_kind(self) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import BaseModel, ConfigDict
+
+from fedmosaic.limits import Width
 
 
 class ConceptModelParams(BaseModel):
@@ -38,11 +40,11 @@ class ConceptModelParams(BaseModel):
     'mlp'
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     family: Literal["cbm", "cem", "cgm", "c2bm"] = "cbm"
     decoder: Literal["linear", "mlp"] = "mlp"
-    encoder_hidden: PositiveInt = 64
-    embedding_size: PositiveInt = 8
-    decoder_hidden: PositiveInt = 32
+    encoder_hidden: Width = 64
+    embedding_size: Width = 8
+    decoder_hidden: Width = 32
     init: Literal["zero", "orthogonal"] = "zero"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeInt
+from pydantic import Field
 
+from fedmosaic.limits import MAX_ROUNDS
 from fedmosaic.methods.base import MethodParams
 from fedmosaic.methods.concepts.models import ConceptModelParams
 
@@ -55,6 +56,6 @@ class FCMParams(MethodParams):
     aggregation: Literal["module", "full"] = "module"
     gamma: float = Field(default=0.8, ge=0, le=1)
     intervention_prob: float = Field(default=0.8, ge=0, le=1)
-    patience: NonNegativeInt = 10
+    patience: int = Field(default=10, ge=0, le=MAX_ROUNDS)
     intervention_noise: float = Field(default=0.8, ge=0)
     graph_epsilon: float | None = Field(default=None, gt=0)

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
+from fedmosaic.limits import BatchSize, Samples
 from fedmosaic.methods.base import MethodParams
 from fedmosaic.methods.fedcfa.counterfactual import clip_k
 
@@ -78,8 +79,8 @@ class FedCFAParams(MethodParams):
     k: PositiveInt | None = None
     split: PositiveInt | None = None
     scoring: Literal["signed", "magnitude"] = "signed"
-    chunk_size: PositiveInt = 128
-    num_chunks: PositiveInt | None = None
+    chunk_size: BatchSize = 128
+    num_chunks: Samples | None = None
     average_dataset: Literal["cached", "previous", "fixed"] = "cached"
     fdc_weight: float = Field(default=0.1, ge=0)
     fdc_variance_floor: float = Field(default=1e-4, gt=0)

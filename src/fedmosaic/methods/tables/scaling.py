@@ -13,11 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 from typing_extensions import override
 
+from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, RoundContext, ServerLogic
 from fedmosaic.federation.validation import ArraySpec, ReplySpec
 
 MOMENTS = "moments"
 """Message kind of the exchange."""
+MIN_SITE_ROWS = 10
+"""Fewest rows a site sends statistics of: with two rows, a feature's sum and sum of squares give both values."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def combine(replies: list[dict[str, np.ndarray]]) -> Scaling:
 
 
 class ScalingClient(ClientLogic):
-    """A site: replies with the moments of its own features.
+    """A site: replies with the moments of its own features, when it has at least :data:`MIN_SITE_ROWS` rows.
 
     Parameters
     ----------
@@ -97,6 +100,10 @@ class ScalingClient(ClientLogic):
 
     @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        if len(self._x) < MIN_SITE_ROWS:  # the coordinator checks it first; a site never sends them anyway
+            raise FedmosaicError(
+                f"a site of {len(self._x)} rows sends no statistics (at least {MIN_SITE_ROWS} rows per site)"
+            )
         return Message(arrays=moments(self._x), metrics={"num_examples": float(len(self._x))}, kind=message.kind)
 
 

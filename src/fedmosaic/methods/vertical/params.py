@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field
 
+from fedmosaic.limits import MAX_LAYERS, MAX_LR, BatchSize, Epochs, Rounds, Width
 from fedmosaic.methods.base import MethodParams
 
 
@@ -26,10 +27,10 @@ class VerticalParams(MethodParams):
         either way); None trains every round.
     """
 
-    hidden: PositiveInt = 64
-    batch_size: PositiveInt = 128
-    lr: float = Field(default=1e-3, gt=0)
-    patience: PositiveInt | None = None
+    hidden: Width = 64
+    batch_size: BatchSize = 128
+    lr: float = Field(default=1e-3, gt=0, le=MAX_LR)
+    patience: Rounds | None = None
 
 
 class FalseVFLParams(VerticalParams):
@@ -68,13 +69,13 @@ class FalseVFLParams(VerticalParams):
         With ``party_subsets``: probability that a labeled row is trained on a random subset of its parties.
     """
 
-    latent: PositiveInt = 16
-    top_latent: PositiveInt = 8
-    kappa: PositiveInt = 5
-    predict_samples: PositiveInt = 20
-    stage1_rounds: PositiveInt = 20
-    stage1_passes: PositiveInt = 1
-    classifier_passes: PositiveInt = 10
+    latent: Width = 16
+    top_latent: Width = 8
+    kappa: int = Field(default=5, ge=1, le=1000)
+    predict_samples: int = Field(default=20, ge=1, le=10_000)
+    stage1_rounds: Rounds = 20
+    stage1_passes: Epochs = 1
+    classifier_passes: Epochs = 10
     fusion: Literal["mean", "poe"] = "mean"
     variant: Literal["I", "II"] = "I"
     party_subsets: bool = False
@@ -95,9 +96,9 @@ class SplitVFLParams(VerticalParams):
         Epochs over the training rows per round (FedHSSL: per fine-tuning round).
     """
 
-    embedding: PositiveInt = 32
-    layers: PositiveInt = 1
-    passes: PositiveInt = 1
+    embedding: Width = 32
+    layers: int = Field(default=1, ge=1, le=MAX_LAYERS)
+    passes: Epochs = 1
 
 
 class PlugVFLParams(SplitVFLParams):
@@ -147,8 +148,8 @@ class FedHSSLParams(SplitVFLParams):
         Weight of the local step's pull toward the cross-party representations (0: none).
     """
 
-    pretrain_rounds: PositiveInt = 20
-    passes: PositiveInt = 2
+    pretrain_rounds: Rounds = 20
+    passes: Epochs = 2
     noise_std: float = Field(default=0.1, ge=0)
     mask_rate: float = Field(default=0.2, ge=0, lt=1)
     pull: float = Field(default=1.0, ge=0)
