@@ -158,7 +158,9 @@ class SplitVFLModel(VerticalModel):
     def __init__(self, folder: Path, card: dict[str, Any]) -> None:
         super().__init__(folder, card)
         architecture = card["architecture"]
-        params = SplitVFLParams.model_validate({key: architecture[key] for key in ("hidden", "embedding", "layers")})
+        params = SplitVFLParams.model_validate(
+            {key: architecture[key] for key in ("hidden", "embedding", "layers", "head_layers") if key in architecture}
+        )
         self.baseline = baseline_from_spec(architecture["baseline"])
         self.fallback = int(architecture["fallback"])
         self.active = active_model(

@@ -22,6 +22,7 @@ from fedmosaic.methods.vertical.baselines import (
 )
 from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.networks import mlp
+from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 from fedmosaic.methods.vertical.params import FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.task import VerticalTask
@@ -130,7 +131,7 @@ def test_plug_dropout_zeroes_passive_embeddings_only() -> None:
 
 def test_vanilla_zero_fills_the_blocks_a_party_does_not_hold(tiny_data: VerticalData) -> None:
     # Prepare
-    client = SplitClient(1, tiny_data.splits, lambda: mlp(2, 8, 4), 1e-3)
+    client = SplitClient(1, tiny_data.splits, lambda: mlp(2, 8, 4), OptimizerSpec("adam", 1e-3))
     rows = np.arange(len(tiny_data.tests["MCAR 3"]))
     absent = ~tiny_data.tests["MCAR 3"].present[:, 1]
     message = Message(arrays={"rows": rows}, config={"action": "embed", "split": "MCAR 3", "zero_fill": True})

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveInt
 
 from fedmosaic.methods.base import MethodParams
+from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 
 
 class VerticalParams(MethodParams):
@@ -30,6 +31,10 @@ class VerticalParams(MethodParams):
     batch_size: PositiveInt = 128
     lr: float = Field(default=1e-3, gt=0)
     patience: PositiveInt | None = None
+
+    def optimizer_spec(self) -> OptimizerSpec:
+        """Every party's optimizer: Adam with ``lr``."""
+        return OptimizerSpec("adam", self.lr)
 
 
 class FalseVFLParams(VerticalParams):
@@ -89,15 +94,49 @@ class SplitVFLParams(VerticalParams):
     embedding : int, default 32
         Width of each party's embedding.
     layers : int, default 1
-        Hidden layers of every encoder and head (LASER-VFL's reference: 2
-        hidden layers of 128 units and embeddings of 128).
+        Hidden layers of every encoder, and of the heads unless
+        ``head_layers`` is set (LASER-VFL's reference: 2 hidden layers of 128
+        units, embeddings of 128 and linear heads).
+    head_layers : int or None, default None
+        Hidden layers of the active party's heads (0: linear, as LASER-VFL's
+        reference); None: ``layers``.
     passes : int, default 1
-        Epochs over the training rows per round (FedHSSL: per fine-tuning round).
+        Epochs over the training rows per round (FedHSSL: per fine-tuning
+        round) under the tuned protocol; the paper protocol
+        (``vertical.protocol = "paper"``) makes one per round.
+    epochs : int or None, default None
+        A fixed budget under both protocols: this many epochs in all, spread
+        evenly over the rounds the baseline trains (replaces ``passes``).
+    test_round : {"best", "last"}, default "best"
+        Test the round of the best validation accuracy (when there is a
+        validation split), or the last round (a reference configuration's
+        fixed budget; no validation).
+    optimizer : {"adam", "sgd"}, default "adam"
+        Every party's optimizer of the split networks (FedHSSL: of pre-training and fine-tuning).
+    momentum : float, default 0.0
+        SGD's momentum (``optimizer = "sgd"`` only).
+    weight_decay : float, default 0.0
+        L2 weight decay of the optimizer.
     """
 
     embedding: PositiveInt = 32
     layers: PositiveInt = 1
+    head_layers: NonNegativeInt | None = None
     passes: PositiveInt = 1
+    epochs: PositiveInt | None = None
+    test_round: Literal["best", "last"] = "best"
+    optimizer: Literal["adam", "sgd"] = "adam"
+    momentum: float = Field(default=0.0, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0)
+
+    @property
+    def head_depth(self) -> int:
+        """Hidden layers of the heads: ``head_layers``, else ``layers``."""
+        return self.layers if self.head_layers is None else self.head_layers
+
+    def optimizer_spec(self) -> OptimizerSpec:
+        """Every party's optimizer of the split networks."""
+        return OptimizerSpec(self.optimizer, self.lr, self.momentum, self.weight_decay)
 
 
 class PlugVFLParams(SplitVFLParams):
@@ -106,7 +145,9 @@ class PlugVFLParams(SplitVFLParams):
     Parameters
     ----------
     dropout : float, default 0.5
-        Probability that a passive party's embedding is replaced by zeros in a training row.
+        Probability that a passive party's embedding is replaced by zeros in
+        a training row, under the tuned protocol (the paper protocol, as the
+        LASER-VFL reference code, drops none).
     """
 
     dropout: float = Field(default=0.5, ge=0, lt=1)
