@@ -10,7 +10,7 @@ run's protocol step for step, with each party's networks applied where the
 run applied them: posteriors of the present parties fused into
 ``q(h | x_obs)``, ``samples`` draws of ``h``, each party's log-likelihood of
 its block, self-normalised importance weights, ``p(y | x_obs) = sum_l w_l
-p_phi(y | h_l)``. With the seed of a test setting (``card["sampling"]``) it
+p_phi(y | h_l)`` (or the run's other prediction rule, ``FalseVFLParams.prediction``). With the seed of a test setting (``card["sampling"]``) it
 reproduces the run's predictions of that setting exactly.
 
 The split-network methods (:class:`SplitVFLModel`: Local, Vanilla VFL,
@@ -38,7 +38,8 @@ from torch import Tensor, nn
 
 from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.vertical.baselines import Votes, baseline_from_spec, probabilities
-from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities
+from fedmosaic.methods.vertical.bounds import effective_sample_size
+from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities, rule_probabilities
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.params import FalseVFLParams, SplitVFLParams
@@ -134,7 +135,10 @@ class FalseVFLModel(VerticalModel):
             )
             loglik = loglik.index_add(1, rows, party.log_likelihood(blocks[k][rows], present[rows, k], h[:, rows]))
         log_weights = self.active.log_weights(h, mean, logvar, loglik, generator)
-        probabilities = predictive_probabilities(log_weights, torch.softmax(self.active.classifier(h), -1))
+        snis = predictive_probabilities(log_weights, torch.softmax(self.active.classifier(h), -1))
+        at_mean = torch.softmax(self.active.classifier(mean), -1)
+        ess = effective_sample_size(log_weights)
+        probabilities = rule_probabilities(self.params.prediction, snis, at_mean, ess, self.params.ess_floor)
         return Prediction(
             probabilities.numpy(),
             torch.log(probabilities).numpy(),

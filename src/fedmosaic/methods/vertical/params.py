@@ -71,6 +71,20 @@ class FalseVFLParams(VerticalParams):
         probability ``subset_rate`` in each round.
     subset_rate : float, default 0.5
         With ``party_subsets``: probability that a labeled row is trained on a random subset of its parties.
+    prediction : {"snis", "mean", "ess"}, default "snis"
+        How a row's class is predicted (validation and test): the paper's
+        self-normalised importance sampling over ``predict_samples`` samples;
+        the classifier at the fused posterior mean (beyond the paper); or
+        ``ess``, the posterior mean on the rows whose weights are degenerate
+        (effective sample size below ``ess_floor``) and SNIS elsewhere.
+    ess_floor : float, default 2.0
+        With ``prediction = "ess"``: the effective sample size below which a row's weights count as degenerate.
+    report_samples : list of int, default []
+        Extra SNIS sample counts whose test accuracies are reported
+        (``snis<count>_accuracy_<setting>``), beside the rule's accuracy,
+        SNIS with ``predict_samples`` (``snis_accuracy_<setting>``), the
+        posterior mean's (``mean_accuracy_<setting>``) and the mean effective
+        sample size (``snis_ess_<setting>``).
     """
 
     latent: PositiveInt = 16
@@ -84,6 +98,9 @@ class FalseVFLParams(VerticalParams):
     variant: Literal["I", "II"] = "I"
     party_subsets: bool = False
     subset_rate: float = Field(default=0.5, ge=0, le=1)
+    prediction: Literal["snis", "mean", "ess"] = "snis"
+    ess_floor: float = Field(default=2.0, ge=1)
+    report_samples: list[PositiveInt] = Field(default_factory=list)
 
 
 class SplitVFLParams(VerticalParams):
