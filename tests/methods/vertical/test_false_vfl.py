@@ -256,6 +256,17 @@ def test_each_prediction_rule_is_the_accuracy_and_every_rule_is_reported(tiny_da
     assert all(0.0 <= metrics[key] <= 1.0 for key in metrics if "accuracy_" in key)
 
 
+def test_every_validated_round_reports_each_rules_validation_accuracy(validated_data: VerticalData) -> None:
+    # Execute
+    _, records, _ = train(validated_data, build_false_vfl, PARAMS.model_copy(update={"prediction": "mean"}), rounds=3)
+
+    # Assert: stage-2 rounds compare the rules on the validation rows; the selected one is the rule's
+    metrics = records[-1].metrics
+    assert metrics["validation_accuracy"] == metrics["validation_mean_accuracy"]
+    assert {"validation_snis_accuracy", "validation_ess_accuracy"} <= set(metrics)
+    assert "validation_snis_accuracy" not in records[0].metrics
+
+
 def test_the_ess_rule_takes_the_posterior_mean_exactly_where_the_weights_are_degenerate(
     tiny_data: VerticalData,
 ) -> None:

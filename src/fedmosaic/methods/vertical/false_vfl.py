@@ -176,9 +176,10 @@ class FalseVFLServer(ServerLogic):
             self._trained_round = ctx.round
             if validation is not None:
                 generator = torch.Generator().manual_seed(derive_seed(self._seed, "predict", VALIDATION))
-                metrics["validation_accuracy"], _ = self._predict(
+                metrics["validation_accuracy"], rules = self._predict(
                     ctx, VALIDATION, validation, self._model.classifier, generator
                 )
+                metrics |= {f"validation_{key}": rules[key] for key in RULE_ACCURACIES}
                 if self._selection.offer(ctx.round, metrics["validation_accuracy"]):
                     self._best_classifier = model_to_arrays(self._model.classifier)
         if self._task.evaluates(ctx.round):
@@ -388,10 +389,13 @@ class FalseVFLServer(ServerLogic):
     ) -> tuple[float, dict[str, float]]:
         """Accuracy of ``classifier`` on ``split`` by the prediction rule, and the diagnostics.
 
-        The diagnostics (test splits): ``snis_accuracy``, ``mean_accuracy``,
-        ``snis<S>_accuracy`` for each of ``report_samples`` (their samples
-        drawn from a generator of their own) and ``snis_ess``, the mean
-        effective sample size of the ``predict_samples`` weights.
+        The diagnostics: the accuracy of every rule (:data:`RULE_ACCURACIES`),
+        ``snis_ess``, the mean effective sample size of the
+        ``predict_samples`` weights, and on test splits ``snis<S>_accuracy``
+        for each of ``report_samples`` (their samples drawn from a generator
+        of their own). Every validated round reports the rules' validation
+        accuracies (``validation_snis_accuracy``...), so one run compares
+        the rules on validation rows.
         """
         rows = np.arange(len(split))
         y = split.y
@@ -410,7 +414,13 @@ class FalseVFLServer(ServerLogic):
             at_mean = torch.softmax(classifier(fused[0]), -1)
             ess = effective_sample_size(log_weights)
             chosen = rule_probabilities(self._params.prediction, snis, at_mean, ess, self._params.ess_floor)
-            diagnostics = {"snis_accuracy": hits(snis), "mean_accuracy": hits(at_mean), "snis_ess": float(ess.mean())}
+            ess_rule = rule_probabilities("ess", snis, at_mean, ess, self._params.ess_floor)
+            diagnostics = {
+                "snis_accuracy": hits(snis),
+                "mean_accuracy": hits(at_mean),
+                "ess_accuracy": hits(ess_rule),
+                "snis_ess": float(ess.mean()),
+            }
             if name in self._task.data.tests:
                 for count in self._params.report_samples:
                     more = torch.Generator().manual_seed(derive_seed(self._seed, "predict", name, count))
@@ -598,6 +608,10 @@ def random_subsets(present: Tensor, keep: float, generator: torch.Generator) -> 
     keys = torch.rand(present.shape, generator=generator).masked_fill(~present, -1.0)
     one = torch.zeros_like(present).scatter_(1, keys.argmax(1, keepdim=True), True) & present
     return torch.where(kept.any(1, keepdim=True), kept, one)
+
+
+RULE_ACCURACIES = ("snis_accuracy", "mean_accuracy", "ess_accuracy")
+"""The diagnostics that hold each prediction rule's accuracy."""
 
 
 def rule_probabilities(rule: str, snis: Tensor, at_mean: Tensor, ess: Tensor, floor: float) -> Tensor:
