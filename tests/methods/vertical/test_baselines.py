@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedmosaic.data.missingness import Missingness
-from fedmosaic.data.vertical_data import VerticalData
+from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Federation, Message, Schedule
 from fedmosaic.methods.vertical.baselines import (
     Concatenation,
@@ -163,6 +163,20 @@ def test_local_predicts_the_majority_class_where_the_active_party_is_absent() ->
     assert accuracy(votes, torch.tensor([1, 0, 0])) == 1.0
     expected = torch.cat([torch.softmax(torch.tensor([[0.0, 5.0]]), -1), torch.tensor([[1.0, 0.0]] * 2)])
     np.testing.assert_array_equal(probabilities(votes).numpy(), expected.numpy())
+
+
+def test_local_trains_only_on_the_labeled_rows_the_active_party_holds() -> None:
+    # Prepare: labels among all rows (vertical.label_rows = "all"): rows 1 and 3 lack the active party
+    blocks = [np.array([[0.0], [np.nan], [1.0], [np.nan]], np.float32), np.ones((4, 1), np.float32)]
+    present = np.array([[True, True], [False, True], [True, True], [False, True]])
+    split = VerticalSplit(blocks, present, np.array([0, 1, 1, -1]))
+
+    # Execute
+    rows = Local().train_rows(split)
+
+    # Assert
+    assert rows.tolist() == [0, 2]
+    assert Concatenation(aligned_only=False).train_rows(split).tolist() == [0, 1, 2]
 
 
 def test_laser_accuracy_averages_over_the_present_heads() -> None:
