@@ -22,7 +22,10 @@ code: zero-filled blocks for Vanilla VFL and FedHSSL, zero embeddings for
 PlugVFL, the mean over the present parties for LASER-VFL, the majority
 training class where Local lacks the active party), and the probabilities
 are the head's softmax (LASER-VFL: the present parties' heads' softmax,
-averaged).
+averaged). The paper protocol's aligned-only scoring (a random or the
+majority class on test rows not every party holds) belongs to the run's
+evaluation, not to the model: a loaded model predicts every row with its
+networks.
 """
 
 from __future__ import annotations
