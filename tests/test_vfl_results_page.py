@@ -47,3 +47,25 @@ def test_the_tally_counts_a_cell_won_only_when_the_contender_beats_every_baselin
     assert [(test, round(margin, 6)) for _, test, margin in cells] == [("mcar0", 10.0), ("mcar5", -10.0)]
     assert "best in **1 of 2** cells" in tables.tally(loaded, "isolet", "tuned")
     assert "NOT MET" in tables.tally(loaded, "isolet", "tuned")
+
+
+def test_the_paper_protocol_is_tallied_without_and_with_the_reference_configuration(tables, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: FALSE-VFL (paper) beats the paper-protocol baselines, not LASER-VFL (reference configuration)
+    runs = [
+        {"name": "FALSE-VFL (paper)", "accuracy_mcar0": 0.8},
+        {"name": "LASER-VFL", "accuracy_mcar0": 0.6},
+        {"name": "LASER-VFL (reference configuration)", "accuracy_mcar0": 0.85},
+    ]
+    config = {"data": {"dataset": "isolet"}, "vertical": {"protocol": "paper", "train_missing": "mcar:0.5"}}
+    (tmp_path / "vfl-part-test.json").write_text(
+        json.dumps({"config": config, "points": [{"values": {}, "runs": runs}]})
+    )
+
+    # Execute
+    text = tables.tally(tables.load_runs(tmp_path), "isolet", "paper")
+
+    # Assert
+    without, with_reference = text.split("**With LASER-VFL (reference configuration) among the baselines:**")
+    assert "best in **1 of 1**" in without
+    assert "+20.0" in without
+    assert "best in **0 of 1**" in with_reference
