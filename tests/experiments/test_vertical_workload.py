@@ -176,3 +176,35 @@ def test_training_and_test_rows_are_masked_by_one_mar_mechanism() -> None:
         for split in (data.train, data.tests["MAR 2"]):
             probability = model.probabilities([split.blocks[0]] * parties)[:, party]
             assert np.corrcoef(probability, ~split.present[:, party])[0, 1] > 0.3
+
+
+def test_the_paper_protocol_holds_out_no_validation_and_refuses_a_validation_fraction() -> None:
+    # Prepare
+    config = load_config(vertical(label_budget=50, protocol="paper", unaligned_prediction="majority"))
+
+    # Execute
+    data = prepare_workload(config).data
+    (job,) = prepare_workload(config).jobs("federated", config)
+
+    # Assert: every label trains, the task carries the protocol
+    assert data.validation is None
+    assert len(data.train.labeled) == 50
+    assert isinstance(job.task, VerticalTask)
+    assert (job.task.protocol, job.task.fallback) == ("paper", "majority")
+    assert load_config(vertical()).vertical.validation_share == 0.2  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match=r"vertical\.validation_fraction: the paper protocol tests the last round"):
+        load_config(vertical(protocol="paper", validation_fraction=0.2))
+    with pytest.raises(ConfigError, match=r"vertical\.protocol"):
+        load_config(vertical(protocol="reference"))
+
+
+def test_labels_drawn_among_all_rows_include_rows_the_active_party_does_not_hold() -> None:
+    # Prepare
+    active = prepare_workload(load_config(vertical(label_budget=200, validation_fraction=0.0))).data
+    anywhere = prepare_workload(load_config(vertical(label_budget=200, validation_fraction=0.0, label_rows="all"))).data
+
+    # Assert: the same masks; the budget is kept either way
+    np.testing.assert_array_equal(active.train.present, anywhere.train.present)
+    assert len(active.train.labeled) == len(anywhere.train.labeled) == 200
+    assert active.train.present[active.train.labeled, 0].all()
+    assert not anywhere.train.present[anywhere.train.labeled, 0].all()

@@ -66,7 +66,7 @@ class VerticalData:
     Parameters
     ----------
     train : VerticalSplit
-        Labels only where the active party (0) is present, within the budget.
+        Labels on a budget of rows (among those the active party holds, by default).
     tests : dict of str to VerticalSplit
         The test rows under each test-time missingness, by its label
         (``MCAR 0``, ``MNAR 9``); every row labeled. The first is the headline.
@@ -121,6 +121,7 @@ def vertical_split(
     rng: np.random.Generator,
     label_budget: int | None = None,
     mechanism: MaskModel | None = None,
+    label_rows: Literal["active", "all"] = "active",
 ) -> VerticalSplit:
     """Cut ``x`` into party blocks, draw who holds which row, and keep a budget of labels.
 
@@ -137,12 +138,14 @@ def vertical_split(
     rng : numpy.random.Generator
         Source of the mask and of the labeled rows.
     label_budget : int or None, default None
-        Keep labels for this many rows, drawn uniformly among the rows the
-        active party holds (all of them when fewer); ``None`` keeps every
-        label (test splits).
+        Keep labels for this many rows, drawn uniformly among the
+        ``label_rows`` (all of them when fewer); ``None`` keeps every label
+        (test splits).
     mechanism : MaskModel or None, default None
         The fitted MCAR, MAR or MNAR mechanism to draw the mask from (the one
         shared by training and test rows); None fits it on ``x`` itself.
+    label_rows : {"active", "all"}, default "active"
+        Draw the labeled rows among those the active party holds, or among all rows.
 
     Returns
     -------
@@ -153,7 +156,7 @@ def vertical_split(
     blocks = [np.where(present[:, [k]], block, np.float32(np.nan)) for k, block in enumerate(complete)]
     labels = y.astype(np.int64).copy()
     if label_budget is not None:
-        candidates = np.flatnonzero(present[:, 0])
+        candidates = np.flatnonzero(present[:, 0]) if label_rows == "active" else np.arange(len(y))
         keep = rng.choice(candidates, size=min(label_budget, len(candidates)), replace=False)
         labels = np.full(len(y), UNLABELED, dtype=np.int64)
         labels[keep] = y[keep]

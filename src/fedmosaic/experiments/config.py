@@ -333,6 +333,11 @@ def _check_vertical(config: ExperimentConfig) -> None:
     for (field, text), missingness in zip(settings, parsed, strict=True):
         if missingness.mechanism == "keep" and missingness.value > parties:
             raise ConfigError(field, f"keep:<k> needs k <= the {parties} parties (got {text!r})")
+    if vertical.protocol == "paper" and vertical.validation_share > 0:
+        raise ConfigError(
+            "vertical.validation_fraction",
+            f"the paper protocol tests the last round without validation: set 0 or leave it unset, got {vertical.validation_fraction}",
+        )
     labels = [missingness.label for missingness in parsed[1:]]
     if not labels or len(set(labels)) < len(labels):
         raise ConfigError(

@@ -203,15 +203,31 @@ class VerticalSection(Section):
         trained models are evaluated under each (metrics ``accuracy_mcar0``,
         ``accuracy_mnar9``...; ``accuracy`` is the first).
     label_budget : int or None, default None
-        Labeled training rows, drawn among those the active party holds
-        (default 500 for tabular data, 1000 for images).
+        Labeled training rows (default 500 for tabular data, 1000 for images).
+    label_rows : {"active", "all"}, default "active"
+        Where the labeled rows are drawn: among the rows the active party
+        holds, or among all training rows (the active party knows the label
+        of a row whose features it lacks).
     train_rows : int or None, default None
         Use a seeded random subset of this many training rows (default: all).
     test_rows : int or None, default None
         Use a seeded random subset of this many test rows (default: all).
-    validation_fraction : float, default 0.2
+    validation_fraction : float or None, default None
         Share of the labeled rows held out (the same rows for every run) to
-        select each method's round and stop it early; 0 selects the last round.
+        select each method's round and stop it early; 0 selects the last
+        round. None: 0.2 under the tuned protocol, 0 under the paper protocol
+        (which refuses any other value).
+    protocol : {"tuned", "paper"}, default "tuned"
+        How the baselines run (docs/methods/vertical.md, "Protocols"):
+        ``tuned``, at full strength (``passes`` epochs per round, validation
+        selection, PlugVFL with party dropout); ``paper``, as the paper and
+        the LASER-VFL reference code (Vanilla VFL, PlugVFL and FedHSSL
+        predict only the test rows every party holds, PlugVFL without
+        dropout, one epoch per round, every method tested at the last round).
+    unaligned_prediction : {"random", "majority"}, default "random"
+        Under the paper protocol, what the aligned-only baselines predict on
+        the other test rows: a random class (the reference) or the majority
+        training class.
     """
 
     num_parties: int | None = Field(default=None, ge=2, le=1000)
@@ -220,9 +236,19 @@ class VerticalSection(Section):
     train_missing: str = "mcar:0.5"
     test_missing: str | list[str] = "mcar:0.0"
     label_budget: Samples | None = None
+    label_rows: Literal["active", "all"] = "active"
     train_rows: Samples | None = None
     test_rows: Samples | None = None
-    validation_fraction: float = Field(default=0.2, ge=0, lt=1)
+    validation_fraction: float | None = Field(default=None, ge=0, lt=1)
+    protocol: Literal["tuned", "paper"] = "tuned"
+    unaligned_prediction: Literal["random", "majority"] = "random"
+
+    @property
+    def validation_share(self) -> float:
+        """``validation_fraction``, else 0.2 under the tuned protocol and 0 under the paper one."""
+        if self.validation_fraction is not None:
+            return self.validation_fraction
+        return 0.0 if self.protocol == "paper" else 0.2
 
     def parties(self, dataset: str) -> int:
         """K for ``dataset``: ``num_parties``, else 4 for images and 8 for tabular data."""

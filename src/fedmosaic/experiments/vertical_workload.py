@@ -54,7 +54,15 @@ class VerticalWorkload:
         party whose reply is rejected counts as absent from that exchange's rows.
         """
         passive = self.data.num_parties - 1
-        task = VerticalTask(self.data, config.federation.rounds, config.federation.evaluate_every)
+        section = config.vertical
+        assert section is not None
+        task = VerticalTask(
+            self.data,
+            config.federation.rounds,
+            config.federation.evaluate_every,
+            protocol=section.protocol,
+            unaligned_prediction=section.unaligned_prediction,
+        )
         return [Job("federated", task, Schedule(num_clients=passive, min_replies=config.federation.min_replies))]
 
 
@@ -87,9 +95,10 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
         derive_rng(config.seed, "vertical", "train"),
         section.label_budget or (IMAGE_LABEL_BUDGET if image else TABULAR_LABEL_BUDGET),
         shared_mechanism(reference, missingness, config.seed),
+        label_rows=section.label_rows,
     )
     train, validation = hold_out_validation(
-        train, section.validation_fraction, derive_rng(config.seed, "vertical", "validation")
+        train, section.validation_share, derive_rng(config.seed, "vertical", "validation")
     )
     tests = {}
     for text in section.test_settings():

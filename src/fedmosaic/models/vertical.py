@@ -10,7 +10,7 @@ run's protocol step for step, with each party's networks applied where the
 run applied them: posteriors of the present parties fused into
 ``q(h | x_obs)``, ``samples`` draws of ``h``, each party's log-likelihood of
 its block, self-normalised importance weights, ``p(y | x_obs) = sum_l w_l
-p_phi(y | h_l)``. With the seed of a test setting (``card["sampling"]``) it
+p_phi(y | h_l)`` (or the run's other prediction rule, ``FalseVFLParams.prediction``). With the seed of a test setting (``card["sampling"]``) it
 reproduces the run's predictions of that setting exactly.
 
 The split-network methods (:class:`SplitVFLModel`: Local, Vanilla VFL,
@@ -22,7 +22,10 @@ code: zero-filled blocks for Vanilla VFL and FedHSSL, zero embeddings for
 PlugVFL, the mean over the present parties for LASER-VFL, the majority
 training class where Local lacks the active party), and the probabilities
 are the head's softmax (LASER-VFL: the present parties' heads' softmax,
-averaged).
+averaged). The paper protocol's aligned-only scoring (a random or the
+majority class on test rows not every party holds) belongs to the run's
+evaluation, not to the model: a loaded model predicts every row with its
+networks.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ import torch
 from torch import Tensor, nn
 
 from fedmosaic.methods.vertical.baselines import Votes, baseline_from_spec, probabilities
-from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities
+from fedmosaic.methods.vertical.bounds import effective_sample_size
+from fedmosaic.methods.vertical.false_vfl import ActiveModel, predictive_probabilities, rule_probabilities
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.params import FalseVFLParams, SplitVFLParams
@@ -139,7 +143,10 @@ class FalseVFLModel(VerticalModel):
             )
             loglik = loglik.index_add(1, rows, party.log_likelihood(blocks[k][rows], present[rows, k], h[:, rows]))
         log_weights = self.active.log_weights(h, mean, logvar, loglik, generator)
-        probabilities = predictive_probabilities(log_weights, torch.softmax(self.active.classifier(h), -1))
+        snis = predictive_probabilities(log_weights, torch.softmax(self.active.classifier(h), -1))
+        at_mean = torch.softmax(self.active.classifier(mean), -1)
+        ess = effective_sample_size(log_weights)
+        probabilities = rule_probabilities(self.params.prediction, snis, at_mean, ess, self.params.ess_floor)
         return Prediction(
             probabilities.numpy(),
             torch.log(probabilities).numpy(),
@@ -163,7 +170,9 @@ class SplitVFLModel(VerticalModel):
     def __init__(self, folder: Path, card: dict[str, Any]) -> None:
         super().__init__(folder, card)
         architecture = card["architecture"]
-        params = SplitVFLParams.model_validate({key: architecture[key] for key in ("hidden", "embedding", "layers")})
+        params = SplitVFLParams.model_validate(
+            {key: architecture[key] for key in ("hidden", "embedding", "layers", "head_layers") if key in architecture}
+        )
         self.baseline = baseline_from_spec(architecture["baseline"])
         self.fallback = int(architecture["fallback"])
         self.active = loaded_network(

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedmosaic.data.missingness import Missingness
-from fedmosaic.data.vertical_data import VerticalData
+from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Federation, Message, Schedule
 from fedmosaic.methods.vertical.baselines import (
     Concatenation,
@@ -22,6 +22,7 @@ from fedmosaic.methods.vertical.baselines import (
 )
 from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.networks import mlp
+from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 from fedmosaic.methods.vertical.params import FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.split_client import SplitClient
 from fedmosaic.methods.vertical.task import VerticalTask
@@ -130,7 +131,7 @@ def test_plug_dropout_zeroes_passive_embeddings_only() -> None:
 
 def test_vanilla_zero_fills_the_blocks_a_party_does_not_hold(tiny_data: VerticalData) -> None:
     # Prepare
-    client = SplitClient(1, tiny_data.splits, lambda: mlp(2, 8, 4), 1e-3)
+    client = SplitClient(1, tiny_data.splits, lambda: mlp(2, 8, 4), OptimizerSpec("adam", 1e-3))
     rows = np.arange(len(tiny_data.tests["MCAR 3"]))
     absent = ~tiny_data.tests["MCAR 3"].present[:, 1]
     message = Message(arrays={"rows": rows}, config={"action": "embed", "split": "MCAR 3", "zero_fill": True})
@@ -162,6 +163,20 @@ def test_local_predicts_the_majority_class_where_the_active_party_is_absent() ->
     assert accuracy(votes, torch.tensor([1, 0, 0])) == 1.0
     expected = torch.cat([torch.softmax(torch.tensor([[0.0, 5.0]]), -1), torch.tensor([[1.0, 0.0]] * 2)])
     np.testing.assert_array_equal(probabilities(votes).numpy(), expected.numpy())
+
+
+def test_local_trains_only_on_the_labeled_rows_the_active_party_holds() -> None:
+    # Prepare: labels among all rows (vertical.label_rows = "all"): rows 1 and 3 lack the active party
+    blocks = [np.array([[0.0], [np.nan], [1.0], [np.nan]], np.float32), np.ones((4, 1), np.float32)]
+    present = np.array([[True, True], [False, True], [True, True], [False, True]])
+    split = VerticalSplit(blocks, present, np.array([0, 1, 1, -1]))
+
+    # Execute
+    rows = Local().train_rows(split)
+
+    # Assert
+    assert rows.tolist() == [0, 2]
+    assert Concatenation(aligned_only=False).train_rows(split).tolist() == [0, 1, 2]
 
 
 def test_laser_accuracy_averages_over_the_present_heads() -> None:

@@ -241,6 +241,48 @@ def test_the_effective_sample_size_of_the_prediction_weights_is_reported_per_tes
     assert "snis_ess_mcar3" not in records[0].metrics
 
 
+@pytest.mark.parametrize("rule", ["snis", "mean"])
+def test_each_prediction_rule_is_the_accuracy_and_every_rule_is_reported(tiny_data: VerticalData, rule: str) -> None:
+    # Prepare
+    params = PARAMS.model_copy(update={"prediction": rule, "report_samples": [3, 7]})
+
+    # Execute
+    _, records, _ = train(tiny_data, build_false_vfl, params, rounds=3)
+
+    # Assert: the headline is the rule's; SNIS, the posterior mean and SNIS with 3 and 7 samples are all there
+    metrics = records[-1].metrics
+    assert metrics["accuracy_mcar3"] == metrics[f"{rule}_accuracy_mcar3"]
+    assert {"snis3_accuracy_mcar3", "snis7_accuracy_mcar3", "mean_accuracy_mcar3"} <= set(metrics)
+    assert all(0.0 <= metrics[key] <= 1.0 for key in metrics if "accuracy_" in key)
+
+
+def test_every_validated_round_reports_each_rules_validation_accuracy(validated_data: VerticalData) -> None:
+    # Execute
+    _, records, _ = train(validated_data, build_false_vfl, PARAMS.model_copy(update={"prediction": "mean"}), rounds=3)
+
+    # Assert: stage-2 rounds compare the rules on the validation rows; the selected one is the rule's
+    metrics = records[-1].metrics
+    assert metrics["validation_accuracy"] == metrics["validation_mean_accuracy"]
+    assert {"validation_snis_accuracy", "validation_ess_accuracy"} <= set(metrics)
+    assert "validation_snis_accuracy" not in records[0].metrics
+
+
+def test_the_ess_rule_takes_the_posterior_mean_exactly_where_the_weights_are_degenerate(
+    tiny_data: VerticalData,
+) -> None:
+    # Execute: a floor above every possible ESS is the posterior mean; a floor of 1 is SNIS
+    _, above, _ = train(
+        tiny_data, build_false_vfl, PARAMS.model_copy(update={"prediction": "ess", "ess_floor": 1e9}), rounds=3
+    )
+    _, at_one, _ = train(
+        tiny_data, build_false_vfl, PARAMS.model_copy(update={"prediction": "ess", "ess_floor": 1.0}), rounds=3
+    )
+
+    # Assert
+    assert above[-1].metrics["accuracy_mcar3"] == above[-1].metrics["mean_accuracy_mcar3"]
+    assert at_one[-1].metrics["accuracy_mcar3"] == at_one[-1].metrics["snis_accuracy_mcar3"]
+
+
 def test_random_subsets_stay_within_the_present_parties_and_keep_at_least_one() -> None:
     # Prepare
     present = torch.rand(5000, 4, generator=torch.Generator().manual_seed(1)) < 0.7

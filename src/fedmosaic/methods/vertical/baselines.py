@@ -22,6 +22,7 @@ from typing_extensions import override
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.params import SplitVFLParams
+from fedmosaic.methods.vertical.task import Fallback
 
 
 class Votes(NamedTuple):
@@ -38,11 +39,49 @@ def single_vote(logits: Tensor) -> Votes:
     return Votes(logits[:, None], torch.ones(len(logits), 1, dtype=torch.bool))
 
 
-def fallback_logits(rows: int, num_classes: int, fallback: int) -> Tensor:
-    """``(rows, C)`` logits whose softmax is one-hot on ``fallback`` (the majority training class)."""
+def fallback_logits(rows: int, num_classes: int, fallback: int | Tensor) -> Tensor:
+    """``(rows, C)`` logits whose softmax is one-hot on ``fallback`` (a class, or one per row).
+
+    Examples
+    --------
+    >>> torch.softmax(fallback_logits(2, 3, torch.tensor([2, 0])), -1).tolist()
+    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
     logits = torch.full((rows, num_classes), -math.inf)
-    logits[:, fallback] = 0.0
+    logits[torch.arange(rows), fallback] = 0.0
     return logits
+
+
+def aligned_only(
+    votes: Votes, present: Tensor, unaligned: Fallback, majority: int, generator: torch.Generator
+) -> Votes:
+    """``votes`` where the rows not every party holds get the fallback prediction instead.
+
+    The paper protocol's Vanilla VFL, PlugVFL and FedHSSL predict only the
+    fully aligned rows; elsewhere every voting head predicts a uniformly
+    random class (``random``, as the LASER-VFL reference's decoupled Vanilla
+    VFL) or the ``majority`` training class. ``model`` leaves ``votes`` as
+    they are.
+
+    Examples
+    --------
+    >>> votes = single_vote(torch.tensor([[0.0, 1.0], [0.0, 1.0]]))
+    >>> present = torch.tensor([[True, True], [True, False]])
+    >>> restricted = aligned_only(votes, present, "majority", 0, torch.Generator())
+    >>> restricted.logits.argmax(-1).flatten().tolist()
+    [1, 0]
+    """
+    if unaligned == "model":
+        return votes
+    partial = ~present.all(1)
+    _, heads, classes = votes.logits.shape
+    if unaligned == "random":
+        chosen: int | Tensor = torch.randint(classes, (int(partial.sum()),), generator=generator)
+    else:
+        chosen = majority
+    logits = votes.logits.clone()
+    logits[partial] = fallback_logits(int(partial.sum()), classes, chosen)[:, None].expand(-1, heads, -1)
+    return Votes(logits, votes.voting)
 
 
 def accuracy(votes: Votes, y: Tensor) -> float:
@@ -71,6 +110,8 @@ class Baseline(Protocol):
     """Whether passive parties take part (Local: no)."""
     zero_fill_at_test: bool
     """Whether absent blocks are zero-filled and embedded at test time (Vanilla VFL)."""
+    unaligned: Fallback
+    """What it predicts on test rows not every party holds (``model``: its network's prediction, :func:`aligned_only`)."""
 
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
         """Rows (labeled) the baseline trains on."""
@@ -92,18 +133,23 @@ class Local(Baseline):
     """The active party alone, trained on its labeled rows.
 
     Test rows without the active party get the majority training class.
+    With labels among all rows (``vertical.label_rows = "all"``) it trains on
+    the labeled rows it holds.
     """
 
+    unaligned: Fallback = "model"
     uses_passive_parties = False
     zero_fill_at_test = False
 
     @override
     def train_rows(self, split: VerticalSplit) -> np.ndarray:
-        return split.labeled
+        labeled = split.labeled
+        held: np.ndarray = labeled[split.present[labeled, 0]]
+        return held
 
     @override
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
-        return mlp(params.embedding, params.hidden, num_classes, params.layers)
+        return mlp(params.embedding, params.hidden, num_classes, params.head_depth)
 
     @override
     def loss(
@@ -137,11 +183,15 @@ class Concatenation(Baseline):
     aligned_only : bool, default True
         Vanilla VFL: train on the fully aligned labeled rows only; PlugVFL
         (False): on every labeled row.
+    unaligned : {"model", "random", "majority"}, default "model"
+        Test rows not every party holds: the network predicts them, or (the
+        paper protocol) they get a random or the majority class (:func:`aligned_only`).
     """
 
     dropout: float = 0.0
     zero_fill_at_test: bool = True
     aligned_only: bool = True
+    unaligned: Fallback = "model"
     uses_passive_parties = True
 
     @override
@@ -150,7 +200,7 @@ class Concatenation(Baseline):
 
     @override
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
-        return mlp(num_parties * params.embedding, params.hidden, num_classes, params.layers)
+        return mlp(num_parties * params.embedding, params.hidden, num_classes, params.head_depth)
 
     @override
     def loss(
@@ -189,6 +239,7 @@ class LaserVFL(Baseline):
     """
 
     shared_masks: bool = True
+    unaligned: Fallback = "model"
     uses_passive_parties = True
     zero_fill_at_test = False
 
@@ -199,7 +250,7 @@ class LaserVFL(Baseline):
     @override
     def head(self, num_parties: int, params: SplitVFLParams, num_classes: int) -> nn.Module:
         return nn.ModuleList(
-            [mlp(params.embedding, params.hidden, num_classes, params.layers) for _ in range(num_parties)]
+            [mlp(params.embedding, params.hidden, num_classes, params.head_depth) for _ in range(num_parties)]
         )
 
     @override

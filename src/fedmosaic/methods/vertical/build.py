@@ -32,7 +32,7 @@ def build_false_vfl(task: VerticalTask, params: FalseVFLParams) -> Built:
     def party(client: int) -> FalseVFLClient:
         width = data.widths[client + 1]
         build = partial(PartyModel, width, params.hidden, params.latent, data.likelihood, params.variant == "II")
-        return FalseVFLClient(client + 1, data.splits, build, params.lr)
+        return FalseVFLClient(client + 1, data.splits, build, params.optimizer_spec())
 
     return FalseVFLServer(task, params), party
 
@@ -45,34 +45,35 @@ def build_fedhssl(task: VerticalTask, params: FedHSSLParams) -> Built:
 P = TypeVar("P", bound=SplitVFLParams)
 
 
-def split_builder(baseline: Callable[[P], Baseline]) -> Callable[[VerticalTask, P], Built]:
-    """The builder of a split-network baseline whose parameters are of ``baseline``'s type."""
+def split_builder(baseline: Callable[[P, VerticalTask], Baseline]) -> Callable[[VerticalTask, P], Built]:
+    """The builder of a split-network baseline whose parameters are of ``baseline``'s type (the task gives the protocol)."""
 
     def build(task: VerticalTask, params: P) -> Built:
         data = task.data
 
         def party(client: int) -> SplitClient:
             width = data.widths[client + 1]
-            return SplitClient(client + 1, data.splits, lambda: encoder(width, params), params.lr)
+            return SplitClient(client + 1, data.splits, lambda: encoder(width, params), params.optimizer_spec())
 
-        return SplitServer(task, params, baseline(params)), party
+        return SplitServer(task, params, baseline(params, task)), party
 
     return build
 
 
-def _local(params: SplitVFLParams) -> Baseline:
+def _local(params: SplitVFLParams, task: VerticalTask) -> Baseline:
     return Local()
 
 
-def _vanilla(params: SplitVFLParams) -> Baseline:
-    return Concatenation()
+def _vanilla(params: SplitVFLParams, task: VerticalTask) -> Baseline:
+    return Concatenation(unaligned=task.fallback)
 
 
-def _plug(params: PlugVFLParams) -> Baseline:
-    return Concatenation(dropout=params.dropout, zero_fill_at_test=False, aligned_only=False)
+def _plug(params: PlugVFLParams, task: VerticalTask) -> Baseline:
+    dropout = 0.0 if task.paper else params.dropout
+    return Concatenation(dropout=dropout, zero_fill_at_test=False, aligned_only=False, unaligned=task.fallback)
 
 
-def _laser(params: LaserVFLParams) -> Baseline:
+def _laser(params: LaserVFLParams, task: VerticalTask) -> Baseline:
     return LaserVFL(shared_masks=params.masks == "batch")
 
 

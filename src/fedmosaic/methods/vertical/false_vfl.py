@@ -28,8 +28,13 @@ Each round is one epoch (stage 1: ``stage1_passes`` epochs):
   only ones the passive parties hold, are frozen in stage 2).
 - **Prediction** (in evaluation rounds of stage 2): posteriors and
   log-likelihoods of the test rows, then
-  ``p(y | x_obs) = sum_l w_l p_phi(y | h_l)`` with self-normalised weights;
-  the mean effective sample size of the weights is reported per test setting.
+  ``p(y | x_obs) = sum_l w_l p_phi(y | h_l)`` with self-normalised weights
+  (``prediction = "snis"``, the paper), or beyond the paper
+  ``p_phi(y | mu)`` at the fused posterior mean (``mean``), or the mean on
+  rows whose weights are degenerate and SNIS elsewhere (``ess``,
+  :func:`rule_probabilities`). Every test setting reports the rule's
+  accuracy, SNIS's, the posterior mean's, SNIS's with each of
+  ``report_samples`` and the mean effective sample size of the weights.
 - **Party subsets** (``party_subsets``, beyond the paper): each stage-1 step
   also maximises the bound of ``log p(x_S)`` for a random subset ``S`` of
   each row's present parties (the model defines every subset's marginal, so
@@ -171,9 +176,10 @@ class FalseVFLServer(ServerLogic):
             self._trained_round = ctx.round
             if validation is not None:
                 generator = torch.Generator().manual_seed(derive_seed(self._seed, "predict", VALIDATION))
-                metrics["validation_accuracy"], _ = self._predict(
+                metrics["validation_accuracy"], rules = self._predict(
                     ctx, VALIDATION, validation, self._model.classifier, generator
                 )
+                metrics |= {f"validation_{key}": rules[key] for key in RULE_ACCURACIES}
                 if self._selection.offer(ctx.round, metrics["validation_accuracy"]):
                     self._best_classifier = model_to_arrays(self._model.classifier)
         if self._task.evaluates(ctx.round):
@@ -206,14 +212,15 @@ class FalseVFLServer(ServerLogic):
         if self._best_classifier:
             classifier = mlp(self._params.latent, self._params.hidden, self._task.data.num_classes)
             load_arrays(classifier, self._best_classifier)
-        ess: dict[str, float] = {}
+        diagnostics: dict[str, float] = {}
 
         def accuracy(name: str, split: VerticalSplit) -> float:
             generator = torch.Generator().manual_seed(derive_seed(self._seed, "predict", name))
-            value, ess[test_metric(name, "snis_ess")] = self._predict(ctx, name, split, classifier, generator)
+            value, extra = self._predict(ctx, name, split, classifier, generator)
+            diagnostics.update({test_metric(name, key): v for key, v in extra.items()})
             return value
 
-        return self._task.test_accuracies(accuracy) | ess
+        return self._task.test_accuracies(accuracy) | diagnostics
 
     def exported_model(self) -> ModelExport:
         """The model the run tests: the active party's networks here, each passive party's in its own part.
@@ -238,7 +245,14 @@ class FalseVFLServer(ServerLogic):
             arrays,
             part="party-0",
             client_parts=tuple(f"party-{k}" for k in range(1, data.num_parties)),
-            details={"sampling": {"samples": self._params.predict_samples, "seeds": seeds}},
+            details={
+                "sampling": {
+                    "samples": self._params.predict_samples,
+                    "seeds": seeds,
+                    "prediction": self._params.prediction,
+                    "ess_floor": self._params.ess_floor,
+                }
+            },
         )
 
     # ----------------------------------------------------------------- stage 1
@@ -372,18 +386,48 @@ class FalseVFLServer(ServerLogic):
     # ---------------------------------------------------------------- predict
     def _predict(
         self, ctx: RoundContext, name: str, split: VerticalSplit, classifier: nn.Module, generator: torch.Generator
-    ) -> tuple[float, float]:
-        """Accuracy of ``classifier`` on ``split`` and the mean effective sample size of the weights."""
+    ) -> tuple[float, dict[str, float]]:
+        """Accuracy of ``classifier`` on ``split`` by the prediction rule, and the diagnostics.
+
+        The diagnostics: the accuracy of every rule (:data:`RULE_ACCURACIES`),
+        ``snis_ess``, the mean effective sample size of the
+        ``predict_samples`` weights, and on test splits ``snis<S>_accuracy``
+        for each of ``report_samples`` (their samples drawn from a generator
+        of their own). Every validated round reports the rules' validation
+        accuracies (``validation_snis_accuracy``...), so one run compares
+        the rules on validation rows.
+        """
         rows = np.arange(len(split))
+        y = split.y
+
+        def hits(probabilities: Tensor) -> float:
+            return float((probabilities.argmax(-1).numpy() == y).mean())
+
         with torch.no_grad():
             local = self._posterior(ctx, name, split, rows)
             scope = self._scope(torch.from_numpy(split.present))
+            fused = self._fuse(local, local.heard)
             h, log_weights = self._weighted_samples(
-                ctx, name, split, rows, self._fuse(local, local.heard), generator, self._params.predict_samples, scope
+                ctx, name, split, rows, fused, generator, self._params.predict_samples, scope
             )
-            probabilities = predictive_probabilities(log_weights, torch.softmax(classifier(h), -1))
-            ess = float(effective_sample_size(log_weights).mean())
-        return float((probabilities.argmax(-1).numpy() == split.y).mean()), ess
+            snis = predictive_probabilities(log_weights, torch.softmax(classifier(h), -1))
+            at_mean = torch.softmax(classifier(fused[0]), -1)
+            ess = effective_sample_size(log_weights)
+            chosen = rule_probabilities(self._params.prediction, snis, at_mean, ess, self._params.ess_floor)
+            ess_rule = rule_probabilities("ess", snis, at_mean, ess, self._params.ess_floor)
+            diagnostics = {
+                "snis_accuracy": hits(snis),
+                "mean_accuracy": hits(at_mean),
+                "ess_accuracy": hits(ess_rule),
+                "snis_ess": float(ess.mean()),
+            }
+            if name in self._task.data.tests:
+                for count in self._params.report_samples:
+                    more = torch.Generator().manual_seed(derive_seed(self._seed, "predict", name, count))
+                    h, log_weights = self._weighted_samples(ctx, name, split, rows, fused, more, count, scope)
+                    probabilities = predictive_probabilities(log_weights, torch.softmax(classifier(h), -1))
+                    diagnostics[f"snis{count}_accuracy"] = hits(probabilities)
+        return hits(chosen), diagnostics
 
     # ---------------------------------------------------------------- helpers
     def _posterior(self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray) -> Posteriors:
@@ -564,6 +608,37 @@ def random_subsets(present: Tensor, keep: float, generator: torch.Generator) -> 
     keys = torch.rand(present.shape, generator=generator).masked_fill(~present, -1.0)
     one = torch.zeros_like(present).scatter_(1, keys.argmax(1, keepdim=True), True) & present
     return torch.where(kept.any(1, keepdim=True), kept, one)
+
+
+RULE_ACCURACIES = ("snis_accuracy", "mean_accuracy", "ess_accuracy")
+"""The diagnostics that hold each prediction rule's accuracy."""
+
+
+def rule_probabilities(rule: str, snis: Tensor, at_mean: Tensor, ess: Tensor, floor: float) -> Tensor:
+    """The class probabilities of a prediction rule: ``snis``, ``mean``, or ``ess`` (the mean where ``ess < floor``).
+
+    Parameters
+    ----------
+    rule : {"snis", "mean", "ess"}
+        The rule (``FalseVFLParams.prediction``).
+    snis, at_mean : Tensor
+        ``(n, classes)``: SNIS's probabilities and the classifier's at the fused posterior mean.
+    ess : Tensor
+        ``(n,)``: the effective sample size of each row's weights.
+    floor : float
+        The effective sample size below which ``ess`` takes the mean.
+
+    Examples
+    --------
+    >>> snis, at_mean = torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([[0.0, 1.0], [0.0, 1.0]])
+    >>> rule_probabilities("ess", snis, at_mean, torch.tensor([1.2, 5.0]), 2.0).argmax(-1).tolist()
+    [1, 0]
+    """
+    if rule == "snis":
+        return snis
+    if rule == "mean":
+        return at_mean
+    return torch.where((ess < floor)[:, None], at_mean, snis)
 
 
 def predictive_probabilities(log_weights: Tensor, class_probabilities: Tensor) -> Tensor:

@@ -84,8 +84,10 @@ class FedHSSLServer(ServerLogic):
         self._task, self._params = task, params
         self._build = partial(SimSiamParty, task.data.widths[0], params.hidden, params.embedding, params.layers)
         self._model = self._build()
-        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
-        self._finetune = SplitServer(task, params, Concatenation())
+        self._optimizer = params.optimizer_spec().build(self._model.parameters())
+        self._finetune = SplitServer(
+            task, params, Concatenation(unaligned=task.fallback), first_round=params.pretrain_rounds + 1
+        )
         self._aligned = np.flatnonzero(task.data.train.present.all(axis=1))
         self._seed = 0
 
@@ -93,7 +95,7 @@ class FedHSSLServer(ServerLogic):
     def initialize(self, seed: int) -> None:
         self._seed = seed
         self._model = seeded(derive_seed(seed, "active-party", "ssl"), self._build)
-        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+        self._optimizer = self._params.optimizer_spec().build(self._model.parameters())
         self._finetune.initialize(seed)
 
     @override
@@ -216,7 +218,7 @@ class FedHSSLServer(ServerLogic):
     def load_state_dict(self, state: ClientState) -> None:
         model = f"{SSL}model."
         load_arrays(self._model, {k[len(model) :]: v for k, v in state.arrays.items() if k.startswith(model)})
-        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+        self._optimizer = self._params.optimizer_spec().build(self._model.parameters())
         load_optimizer_arrays(self._optimizer, state.arrays, f"{SSL}opt.")
         STATE.load(self, state.config)
         self._finetune.load_state_dict(

@@ -56,7 +56,10 @@ class FedHSSLClient(SplitClient):
     def __init__(self, party: int, splits: Mapping[str, VerticalSplit], params: FedHSSLParams) -> None:
         width = splits["train"].blocks[party].shape[1]
         super().__init__(
-            party, splits, lambda: SimSiamParty(width, params.hidden, params.embedding, params.layers), params.lr
+            party,
+            splits,
+            lambda: SimSiamParty(width, params.hidden, params.embedding, params.layers),
+            params.optimizer_spec(),
         )
         self._params = params
 

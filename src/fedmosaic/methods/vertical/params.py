@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
+from annotated_types import Ge, Le
 from pydantic import Field
 
 from fedmosaic.limits import MAX_LAYERS, MAX_LR, BatchSize, Epochs, Rounds, Width
 from fedmosaic.methods.base import MethodParams
+from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 
 
 class VerticalParams(MethodParams):
@@ -31,6 +33,10 @@ class VerticalParams(MethodParams):
     batch_size: BatchSize = 128
     lr: float = Field(default=1e-3, gt=0, le=MAX_LR)
     patience: Rounds | None = None
+
+    def optimizer_spec(self) -> OptimizerSpec:
+        """Every party's optimizer: Adam with ``lr``."""
+        return OptimizerSpec("adam", self.lr)
 
 
 class FalseVFLParams(VerticalParams):
@@ -67,6 +73,20 @@ class FalseVFLParams(VerticalParams):
         probability ``subset_rate`` in each round.
     subset_rate : float, default 0.5
         With ``party_subsets``: probability that a labeled row is trained on a random subset of its parties.
+    prediction : {"snis", "mean", "ess"}, default "snis"
+        How a row's class is predicted (validation and test): the paper's
+        self-normalised importance sampling over ``predict_samples`` samples;
+        the classifier at the fused posterior mean (beyond the paper); or
+        ``ess``, the posterior mean on the rows whose weights are degenerate
+        (effective sample size below ``ess_floor``) and SNIS elsewhere.
+    ess_floor : float, default 2.0
+        With ``prediction = "ess"``: the effective sample size below which a row's weights count as degenerate.
+    report_samples : list of int, default []
+        Extra SNIS sample counts whose test accuracies are reported
+        (``snis<count>_accuracy_<setting>``), beside the rule's accuracy,
+        SNIS with ``predict_samples`` (``snis_accuracy_<setting>``), the
+        posterior mean's (``mean_accuracy_<setting>``) and the mean effective
+        sample size (``snis_ess_<setting>``).
     """
 
     latent: Width = 16
@@ -80,6 +100,9 @@ class FalseVFLParams(VerticalParams):
     variant: Literal["I", "II"] = "I"
     party_subsets: bool = False
     subset_rate: float = Field(default=0.5, ge=0, le=1)
+    prediction: Literal["snis", "mean", "ess"] = "snis"
+    ess_floor: float = Field(default=2.0, ge=1, le=100_000)
+    report_samples: list[Annotated[int, Ge(1), Le(100_000)]] = Field(default_factory=list, max_length=16)
 
 
 class SplitVFLParams(VerticalParams):
@@ -90,15 +113,49 @@ class SplitVFLParams(VerticalParams):
     embedding : int, default 32
         Width of each party's embedding.
     layers : int, default 1
-        Hidden layers of every encoder and head (LASER-VFL's reference: 2
-        hidden layers of 128 units and embeddings of 128).
+        Hidden layers of every encoder, and of the heads unless
+        ``head_layers`` is set (LASER-VFL's reference: 2 hidden layers of 128
+        units, embeddings of 128 and linear heads).
+    head_layers : int or None, default None
+        Hidden layers of the active party's heads (0: linear, as LASER-VFL's
+        reference); None: ``layers``.
     passes : int, default 1
-        Epochs over the training rows per round (FedHSSL: per fine-tuning round).
+        Epochs over the training rows per round (FedHSSL: per fine-tuning
+        round) under the tuned protocol; the paper protocol
+        (``vertical.protocol = "paper"``) makes one per round.
+    epochs : int or None, default None
+        A fixed budget under both protocols: this many epochs in all, spread
+        evenly over the rounds the baseline trains (replaces ``passes``).
+    test_round : {"best", "last"}, default "best"
+        Test the round of the best validation accuracy (when there is a
+        validation split), or the last round (a reference configuration's
+        fixed budget; no validation).
+    optimizer : {"adam", "sgd"}, default "adam"
+        Every party's optimizer of the split networks (FedHSSL: of pre-training and fine-tuning).
+    momentum : float, default 0.0
+        SGD's momentum (``optimizer = "sgd"`` only).
+    weight_decay : float, default 0.0
+        L2 weight decay of the optimizer.
     """
 
     embedding: Width = 32
     layers: int = Field(default=1, ge=1, le=MAX_LAYERS)
+    head_layers: int | None = Field(default=None, ge=0, le=MAX_LAYERS)
     passes: Epochs = 1
+    epochs: Epochs | None = None
+    test_round: Literal["best", "last"] = "best"
+    optimizer: Literal["adam", "sgd"] = "adam"
+    momentum: float = Field(default=0.0, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0, le=1)
+
+    @property
+    def head_depth(self) -> int:
+        """Hidden layers of the heads: ``head_layers``, else ``layers``."""
+        return self.layers if self.head_layers is None else self.head_layers
+
+    def optimizer_spec(self) -> OptimizerSpec:
+        """Every party's optimizer of the split networks."""
+        return OptimizerSpec(self.optimizer, self.lr, self.momentum, self.weight_decay)
 
 
 class PlugVFLParams(SplitVFLParams):
@@ -107,7 +164,9 @@ class PlugVFLParams(SplitVFLParams):
     Parameters
     ----------
     dropout : float, default 0.5
-        Probability that a passive party's embedding is replaced by zeros in a training row.
+        Probability that a passive party's embedding is replaced by zeros in
+        a training row, under the tuned protocol (the paper protocol, as the
+        LASER-VFL reference code, drops none).
     """
 
     dropout: float = Field(default=0.5, ge=0, lt=1)

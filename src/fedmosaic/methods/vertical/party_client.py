@@ -1,7 +1,7 @@
 """What every passive party does: keep its block private, its model and optimizer in its state.
 
 A passive party holds its column block of the train and test rows (NaN where
-it does not hold a row), a model and an Adam optimizer. Both live in the
+it does not hold a row), a model and its optimizer (Adam, or SGD for a split baseline that asks for it). Both live in the
 :class:`~fedmosaic.federation.ClientState` as named arrays (``model.*``,
 ``opt.*``), so a party survives being rebuilt between messages; the model of
 the round selected on validation is kept beside it (``best.*``). Rows travel as
@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientLogic, ClientState
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
-from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
+from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec, load_optimizer_arrays, optimizer_to_arrays
 
 MODEL, PENDING, BEST = "model.", "pending.", "best."
 
@@ -36,12 +36,12 @@ class PartyClient(ClientLogic):
         block ``party`` and its presence are read.
     build : callable () -> torch.nn.Module
         Builds the party's model.
-    lr : float
-        Adam learning rate.
+    optimizer : OptimizerSpec
+        The party's optimizer.
     """
 
     def __init__(
-        self, party: int, splits: Mapping[str, VerticalSplit], build: Callable[[], nn.Module], lr: float
+        self, party: int, splits: Mapping[str, VerticalSplit], build: Callable[[], nn.Module], optimizer: OptimizerSpec
     ) -> None:
         self.party = party
         self._splits = {
@@ -49,7 +49,7 @@ class PartyClient(ClientLogic):
             for name, split in splits.items()
         }
         self._build = build
-        self._lr = lr
+        self._optimizer = optimizer
         self._model: nn.Module | None = None
 
     def features(self, split: str, rows: np.ndarray) -> tuple[Tensor, Tensor]:
@@ -75,7 +75,7 @@ class PartyClient(ClientLogic):
         model = self._model
         if saved:
             load_arrays(model, saved)
-        optimizer = torch.optim.Adam(model.parameters(), lr=self._lr)
+        optimizer = self._optimizer.build(model.parameters())
         load_optimizer_arrays(optimizer, state.arrays)
         if not saved:
             self.save(state, model, optimizer)

@@ -9,8 +9,11 @@ every round then embeds the validation rows (one exchange); when their
 accuracy is the best so far, every party keeps its model (one ``keep``
 exchange), and training stops after ``patience`` rounds without a better one.
 Evaluation rounds embed the test rows with the kept models (the round
-selected on validation; the current ones without a validation split); those
-are the models the run exports, each party's encoder in its own part.
+selected on validation; the current ones without a validation split or with
+``test_round = "last"``); those are the models the run exports, each party's
+encoder in its own part. Under the paper protocol the aligned-only baselines
+predict the test rows not every party holds by their fallback
+(:func:`~fedmosaic.methods.vertical.baselines.aligned_only`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.declared_state import INT, DeclaredState
-from fedmosaic.methods.vertical.baselines import Baseline, accuracy, baseline_spec
+from fedmosaic.methods.vertical.baselines import Baseline, accuracy, aligned_only, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import SplitVFLParams
@@ -63,17 +66,20 @@ class SplitServer(ServerLogic):
         Hyper-parameters.
     baseline : Baseline
         What differs between the baselines.
+    first_round : int, default 1
+        The first round it trains (FedHSSL's fine-tuning: after pre-training).
 
-    ``params.passes`` epochs run per round (each draws its batches from the
+    Each round makes :meth:`epochs` epochs (each draws its batches from the
     round's generator, so one pass is the plain epoch).
     """
 
-    def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline) -> None:
+    def __init__(self, task: VerticalTask, params: SplitVFLParams, baseline: Baseline, first_round: int = 1) -> None:
         self._task, self._params, self._baseline = task, params, baseline
+        self._first_round = first_round
         data = task.data
         self._build = partial(active_model, data.widths[0], data.num_parties, data.num_classes, params, baseline)
         self._model = self._build()
-        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=params.lr)
+        self._optimizer = params.optimizer_spec().build(self._model.parameters())
         self._seed = 0
         self._last_evaluation: dict[str, float] = {}
         self._selection = Selection(params.patience)
@@ -86,7 +92,7 @@ class SplitServer(ServerLogic):
     def initialize(self, seed: int) -> None:
         self._seed = seed
         self._model = seeded(derive_seed(seed, "active-party"), self._build)
-        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+        self._optimizer = self._params.optimizer_spec().build(self._model.parameters())
         self._last_evaluation = {}
         self._selection = Selection(self._params.patience)
         self._best = {}
@@ -95,15 +101,40 @@ class SplitServer(ServerLogic):
     def load_encoder(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Start the active party's encoder from ``arrays`` (a pre-trained one); the optimizer starts afresh."""
         load_arrays(self._model["encoder"], arrays)
-        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+        self._optimizer = self._params.optimizer_spec().build(self._model.parameters())
+
+    def epochs(self, rnd: int) -> int:
+        """Epochs of round ``rnd``: ``epochs`` spread evenly over the rounds it trains, else ``passes`` (tuned protocol) or one (paper).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
+        >>> from fedmosaic.methods.vertical.baselines import Local
+        >>> split = VerticalSplit([np.zeros((2, 1), np.float32)], np.ones((2, 1), bool), np.array([0, 1]))
+        >>> task = VerticalTask(VerticalData(split, {"MCAR 0": split}, 2, "gaussian"), rounds=4)
+        >>> server = SplitServer(task, SplitVFLParams(epochs=10), Local())
+        >>> [server.epochs(r) for r in range(1, 5)]
+        [2, 3, 2, 3]
+        """
+        if self._params.epochs is not None:
+            trained = self._task.rounds - self._first_round + 1
+            done = rnd - self._first_round
+            return (done + 1) * self._params.epochs // trained - done * self._params.epochs // trained
+        return 1 if self._task.paper else self._params.passes
+
+    @property
+    def _validation(self) -> VerticalSplit | None:
+        """The validation split the round is selected on (none with ``test_round = "last"``)."""
+        return self._task.data.validation if self._params.test_round == "best" else None
 
     @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "batches"))
         metrics: dict[str, float] = {}
-        validation = self._task.data.validation
+        validation = self._validation
         if not self._selection.stopped:
-            for _ in range(self._params.passes):
+            for _ in range(self.epochs(ctx.round)):
                 metrics = self._train_epoch(ctx, generator)
             self._trained_round = ctx.round
             if validation is not None:
@@ -123,7 +154,7 @@ class SplitServer(ServerLogic):
 
     @override
     def artifacts(self) -> dict[str, Any]:
-        validation = self._task.data.validation
+        validation = self._validation
         return {
             "training_rows": len(self._baseline.train_rows(self._task.data.train)),
             **self._selection.record(0 if validation is None else len(validation), self._steps, self._trained_round),
@@ -132,13 +163,14 @@ class SplitServer(ServerLogic):
     def exported_model(self) -> ModelExport:
         """The models the run tests (:meth:`_evaluate`): the active party's encoder and head here, each passive party's encoder in its own part."""
         data, params = self._task.data, self._params
-        tested = self._best if data.validation is not None and self._best else model_to_arrays(self._model)
+        tested = self._best if self._validation is not None and self._best else model_to_arrays(self._model)
         architecture = {
             "widths": list(data.widths),
             "num_classes": data.num_classes,
             "hidden": params.hidden,
             "embedding": params.embedding,
             "layers": params.layers,
+            "head_layers": params.head_depth,
             "baseline": baseline_spec(self._baseline),
             "fallback": self._majority,
         }
@@ -198,7 +230,10 @@ class SplitServer(ServerLogic):
             }
             filled = heard(filled_at_test(self._baseline, present), remote)
             embeddings = self._embeddings(model, split, rows, filled, remote)
-            votes = self._baseline.votes(model["head"], embeddings, heard(present, remote), self._majority)
+            heard_present = heard(present, remote)
+            votes = self._baseline.votes(model["head"], embeddings, heard_present, self._majority)
+            generator = torch.Generator().manual_seed(derive_seed(self._seed, name, "unaligned"))
+            votes = aligned_only(votes, heard_present, self._baseline.unaligned, self._majority, generator)
             return accuracy(votes, torch.from_numpy(split.y))
 
     def _embed(
@@ -254,7 +289,7 @@ class SplitServer(ServerLogic):
     @override
     def load_state_dict(self, state: ClientState) -> None:
         load_arrays(self._model, {k[6:]: v for k, v in state.arrays.items() if k.startswith("model.")})
-        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=self._params.lr)
+        self._optimizer = self._params.optimizer_spec().build(self._model.parameters())
         load_optimizer_arrays(self._optimizer, state.arrays)
         self._best = {k[5:]: np.array(v) for k, v in state.arrays.items() if k.startswith("best.")}
         STATE.load(self, state.config)

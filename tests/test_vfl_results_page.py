@@ -1,0 +1,71 @@
+"""The FALSE-VFL results page prints its tables from the committed grid files."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "vfl_tables.py"
+
+
+@pytest.fixture(scope="module")
+def tables():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("vfl_tables", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_page_shows_the_tables_of_its_committed_json(tables) -> None:  # type: ignore[no-untyped-def]
+    page = tables.PAGE.read_text(encoding="utf-8")
+    assert tables.page_block(page) == tables.render(), (
+        "docs/results/vfl.md is stale; run: python scripts/vfl_tables.py --write"
+    )
+
+
+def test_the_tally_counts_a_cell_won_only_when_the_contender_beats_every_baseline(tables, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: one tuned point, two test settings; ours wins MCAR 0 and loses MCAR 5 to PlugVFL
+    runs = [
+        {"name": "FALSE-VFL (fedmosaic)", "accuracy_mcar0": 0.8, "accuracy_mcar5": 0.5},
+        {"name": "FALSE-VFL (paper)", "accuracy_mcar0": 0.9, "accuracy_mcar5": 0.9},
+        {"name": "Local", "accuracy_mcar0": 0.4, "accuracy_mcar5": 0.3},
+        {"name": "PlugVFL", "accuracy_mcar0": 0.7, "accuracy_mcar5": 0.6},
+    ]
+    config = {"data": {"dataset": "isolet"}, "vertical": {"protocol": "tuned", "train_missing": "mcar:0.5"}}
+    (tmp_path / "vfl-part-test.json").write_text(
+        json.dumps({"config": config, "points": [{"values": {}, "runs": runs}]})
+    )
+
+    # Execute
+    loaded = tables.load_runs(tmp_path)
+    cells = tables.margins(loaded, "isolet", "tuned", ["mcar0", "mcar5"])
+
+    # Assert: the paper's FALSE-VFL is no baseline of the tuned protocol
+    assert [(test, round(margin, 6)) for _, test, margin in cells] == [("mcar0", 10.0), ("mcar5", -10.0)]
+    assert "best in **1 of 2** cells" in tables.tally(loaded, "isolet", "tuned")
+    assert "NOT MET" in tables.tally(loaded, "isolet", "tuned")
+
+
+def test_the_paper_protocol_is_tallied_without_and_with_the_reference_configuration(tables, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: FALSE-VFL (paper) beats the paper-protocol baselines, not LASER-VFL (reference configuration)
+    runs = [
+        {"name": "FALSE-VFL (paper)", "accuracy_mcar0": 0.8},
+        {"name": "LASER-VFL", "accuracy_mcar0": 0.6},
+        {"name": "LASER-VFL (reference configuration)", "accuracy_mcar0": 0.85},
+    ]
+    config = {"data": {"dataset": "isolet"}, "vertical": {"protocol": "paper", "train_missing": "mcar:0.5"}}
+    (tmp_path / "vfl-part-test.json").write_text(
+        json.dumps({"config": config, "points": [{"values": {}, "runs": runs}]})
+    )
+
+    # Execute
+    text = tables.tally(tables.load_runs(tmp_path), "isolet", "paper")
+
+    # Assert
+    without, with_reference = text.split("**With LASER-VFL (reference configuration) among the baselines:**")
+    assert "best in **1 of 1**" in without
+    assert "+20.0" in without
+    assert "best in **0 of 1**" in with_reference
