@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, PositiveInt, model_validator
 
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.fedcfa.counterfactual import clip_k
+from fedmosaic.methods.fedcfa.counterfactual import SelectionRule, clip_k
 
 
 class FedCFAParams(MethodParams):
@@ -22,17 +22,20 @@ class FedCFAParams(MethodParams):
         replaces 24 of 64 channels, 0.375).
     k : int or None, default None
         Replace exactly this many factors instead (the reference's absolute
-        ``k = 24``); clipped to half the number of factors, so that the
-        replaced low- and high-score factors never overlap.
+        ``k = 24``); clipped to half the number of factors.
     split : int or None, default None
         Where the model (an ``nn.Sequential``) is cut: the encoder is
         ``model[:split]``, the decoder ``model[split:]``. Unset: just after the
         first hidden layer's activation of an MLP, or just after the first
         convolution block of a CNN (as the reference cuts ResNet-18 after
         ``layer1``).
-    scoring : {"signed", "magnitude"}, default "signed"
-        How a factor's relevance is scored: the signed gradient of the
-        true-class logit (the reference), or its absolute value.
+    positive_rule : {"signed-smallest", "signed-largest", "magnitude-smallest", "magnitude-largest"}, default "signed-smallest"
+        Which factors the positive sample replaces: the ``k`` smallest or
+        largest gradients of the true-class logit, signed or absolute
+        (``signed-smallest`` is the reference's).
+    negative_rule : {"signed-smallest", "signed-largest", "magnitude-smallest", "magnitude-largest"}, default "signed-largest"
+        Which factors the negative sample replaces (``signed-largest`` is the
+        reference's).
     chunk_size : int, default 128
         Samples per chunk whose mean a client uploads; the last partial chunk
         is dropped unless it is the only one. Ignored when ``num_chunks`` is
@@ -77,7 +80,8 @@ class FedCFAParams(MethodParams):
     k_share: float = Field(default=0.25, gt=0, le=0.5)
     k: PositiveInt | None = None
     split: PositiveInt | None = None
-    scoring: Literal["signed", "magnitude"] = "signed"
+    positive_rule: SelectionRule = "signed-smallest"
+    negative_rule: SelectionRule = "signed-largest"
     chunk_size: PositiveInt = 128
     num_chunks: PositiveInt | None = None
     average_dataset: Literal["cached", "previous", "fixed"] = "cached"
