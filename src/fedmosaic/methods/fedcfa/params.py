@@ -37,9 +37,12 @@ class FedCFAParams(MethodParams):
         Which factors the negative sample replaces (``signed-largest`` is the
         reference's).
     chunk_size : int, default 128
-        Samples per chunk whose mean a client uploads; the last partial chunk
-        is dropped unless it is the only one. Ignored when ``num_chunks`` is
-        set.
+        Samples per chunk whose mean a client uploads. Ignored when
+        ``num_chunks`` is set.
+    chunk_remainder : {"dropped", "kept"}, default "dropped"
+        The samples left over after the full chunks of ``chunk_size``:
+        dropped (unless they are the only chunk), or uploaded as one more,
+        smaller chunk's mean, as the reference does.
     num_chunks : int or None, default None
         Cut each client's data into this many chunks (B) of nearly equal size
         instead (at most one per sample). Required by
@@ -67,6 +70,14 @@ class FedCFAParams(MethodParams):
     negative_weight : float, default 5.0
         Weight of the soft-label cross-entropy on the negative counterfactual
         samples.
+    client_optimizer : {"per-round", "carried-sgd"}, default "per-round"
+        ``per-round``: the ``[train]`` section's optimizer, built afresh each
+        round. ``carried-sgd``: the reference's, one SGD per client with
+        ``train.lr``, momentum 0.9 and weight decay 5e-4 (``train``'s
+        optimizer, momentum and weight decay are not used), whose momentum
+        buffers the client keeps in its state from one round it trains to
+        the next (so they survive a checkpoint and travel in Flower's
+        ``context.state``).
 
     Examples
     --------
@@ -83,6 +94,7 @@ class FedCFAParams(MethodParams):
     positive_rule: SelectionRule = "signed-smallest"
     negative_rule: SelectionRule = "signed-largest"
     chunk_size: PositiveInt = 128
+    chunk_remainder: Literal["dropped", "kept"] = "dropped"
     num_chunks: PositiveInt | None = None
     average_dataset: Literal["cached", "previous", "fixed"] = "cached"
     fdc_weight: float = Field(default=0.1, ge=0)
@@ -90,6 +102,7 @@ class FedCFAParams(MethodParams):
     ce_weight: float = Field(default=1.0, ge=0)
     positive_weight: float = Field(default=5.0, ge=0)
     negative_weight: float = Field(default=5.0, ge=0)
+    client_optimizer: Literal["per-round", "carried-sgd"] = "per-round"
 
     @model_validator(mode="after")
     def _fixed_needs_num_chunks(self) -> FedCFAParams:
@@ -101,3 +114,36 @@ class FedCFAParams(MethodParams):
         """Factors replaced per counterfactual sample among ``num_factors``: ``k``, or the share, at most half."""
         wanted = self.k if self.k is not None else max(1, round(self.k_share * num_factors))
         return clip_k(wanted, num_factors)
+
+
+class FedCFAReferenceParams(FedCFAParams):
+    """FedCFA as the public reference runs it (``hua-zi/FedCFA``): its loss and protocol by default.
+
+    The same parameters as :class:`FedCFAParams`, with the reference's
+    defaults: its loss (weights 1:5:5; the positive sample replaces the
+    ``k = 24`` smallest signed gradients, the negative one the 24 largest,
+    ``alg/fedcfa.py`` and ``alg/run.sh``), no factor decorrelation (the
+    reference parses ``--lc`` and never uses it), the global average dataset
+    made of the previous round's chunk means of 128 samples with the
+    remainder kept, and the client's SGD (momentum 0.9, weight decay 5e-4)
+    carried across rounds (``setup_optim`` in
+    ``fedlab/contrib/algorithm/basic_client.py``). Its 1 local epoch at batch
+    128 is a ``[train]`` setting (``fedcfa-reference`` preset).
+
+    Examples
+    --------
+    >>> params = FedCFAReferenceParams()
+    >>> params.replaced(64), params.fdc_weight, params.average_dataset, params.client_optimizer
+    (24, 0.0, 'previous', 'carried-sgd')
+    """
+
+    k: PositiveInt | None = 24
+    positive_rule: SelectionRule = "signed-smallest"
+    negative_rule: SelectionRule = "signed-largest"
+    ce_weight: float = Field(default=1.0, ge=0)
+    positive_weight: float = Field(default=5.0, ge=0)
+    negative_weight: float = Field(default=5.0, ge=0)
+    fdc_weight: float = Field(default=0.0, ge=0)
+    average_dataset: Literal["cached", "previous", "fixed"] = "previous"
+    chunk_remainder: Literal["dropped", "kept"] = "kept"
+    client_optimizer: Literal["per-round", "carried-sgd"] = "carried-sgd"
