@@ -42,3 +42,17 @@ def test_every_point_of_the_fedcfa_table_has_60_clients_sampled_20_percent() -> 
 
     assert len(configs) == 18
     assert {(c.partition.num_clients, c.federation.fraction) for c in configs} == {(60, 0.2)}
+
+
+def test_the_fedcfa_reference_preset_is_fedcfa_simpson_with_the_references_method_and_local_training() -> None:
+    # Prepare
+    simpson = load_config(preset_source("fedcfa-simpson"))
+    # Execute
+    reference = load_config(preset_source("fedcfa-reference"))
+    # Assert: only the local training and the runs differ
+    assert (reference.train.epochs, reference.train.batch_size) == (1, 128)
+    assert [r.method for r in reference.runs] == ["fedcfa-reference", "fedavg"]
+    assert reference.data == simpson.data
+    assert reference.model == simpson.model
+    assert reference.federation == simpson.federation
+    assert reference.train.model_copy(update={"epochs": 5, "batch_size": 64}) == simpson.train
