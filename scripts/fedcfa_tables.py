@@ -2,14 +2,18 @@
 
 ``docs/results/fedcfa-variants.json`` holds every run of ``fedmosaic run
 fedcfa-variants`` (seeds 0, 1, 2): each round's test accuracy and colour
-reliance and the same numbers on the validation set (``validation_*``).
+reliance and the same numbers on the validation set (``validation_*``);
+``fedcfa-reference.json`` the same for ``fedmosaic run fedcfa-reference``
+over seeds 0-2; ``fedcfa-simpson.json``, ``fedcfa-simpson-grid.json``,
+``fedcfa-ablation.json`` and ``fedcfa-table-dir06-seed0.json`` the earlier
+runs.
 The recommended variant is chosen by :data:`RULE` on the validation numbers
 only; the test numbers are reported, never used to choose.
 
 Usage::
 
     python scripts/fedcfa_tables.py                     # print the page's tables
-    python scripts/fedcfa_tables.py --collect RUN_DIR   # write the JSON from a finished run folder
+    python scripts/fedcfa_tables.py --collect RUN_DIR [--experiment fedcfa-reference]   # write a JSON
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import numpy as np
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 VARIANTS = RESULTS / "fedcfa-variants.json"
+METHODS = RESULTS / "fedcfa-simpson.json"
+REFERENCE = RESULTS / "fedcfa-reference.json"
 BASELINES = ("FedAvg", "FedMix")
 """Runs that are not candidates for the recommended FedCFA."""
 KEPT = ("accuracy", "colour_reliance", "validation_accuracy", "validation_colour_reliance", "pretrained_accuracy")
@@ -42,8 +48,8 @@ RULE = (
 Runs = dict[str, list[dict[str, Any]]]
 
 
-def collect(folder: Path) -> dict[str, Any]:
-    """The compact grid file from a finished ``fedmosaic run fedcfa-variants`` output folder."""
+def collect(folder: Path, experiment: str) -> dict[str, Any]:
+    """The compact grid file from a finished ``fedmosaic run <experiment>`` output folder (a grid over seeds)."""
     points = []
     for path in sorted(folder.glob("points/*/results.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
@@ -111,7 +117,9 @@ def recommended(runs: Runs) -> str:
 
 
 def _mean_std(values: list[float]) -> str:
-    return f"{100 * np.mean(values):.1f} ± {100 * np.std(values):.1f}"
+    """Mean ± sample standard deviation, in percent."""
+    spread = np.std(values, ddof=1) if len(values) > 1 else 0.0
+    return f"{100 * np.mean(values):.1f} ± {100 * spread:.1f}"
 
 
 def _per_seed(values: list[float]) -> str:
@@ -133,9 +141,11 @@ def _row(runs: list[dict[str, Any]], prefix: str) -> list[str]:
     ]
 
 
-def table(runs: Runs, prefix: str) -> str:
-    """A Markdown table of every run on the validation (``prefix = "validation_"``) or the test set (``""``)."""
-    chosen = recommended(runs)
+def table(runs: Runs, prefix: str, chosen: str | None = None) -> str:
+    """A Markdown table of every run on the validation (``prefix = "validation_"``) or the test set (``""``).
+
+    The run named ``chosen`` is marked.
+    """
     rounds = len(next(iter(runs.values()))[0]["history"])
     header = (
         f"| run | accuracy, round {rounds} | per seed | lowest, any round | "
@@ -185,29 +195,137 @@ def targets(runs: Runs) -> str:
     return "\n".join(lines)
 
 
-def tables(path: Path = VARIANTS) -> list[str]:
-    """The page's three tables: validation (the choice), test, and the targets."""
-    runs = load_runs(path)
-    return [table(runs, "validation_"), table(runs, ""), targets(runs)]
+def load_methods(path: Path = METHODS) -> Runs:
+    """Each method's runs of ``fedmosaic run fedcfa-simpson`` (seeds 0-2), superseded runs left out."""
+    runs: Runs = defaultdict(list)
+    parts = [p for p in json.loads(path.read_text(encoding="utf-8")) if p["experiment"].startswith("fedcfa-simpson-")]
+    for part in sorted(parts, key=lambda p: p["seed"]):
+        for run in part["runs"]:
+            if not run.get("superseded"):
+                runs[run["name"]].append({**run, "seed": part["seed"]})
+    return dict(runs)
+
+
+def methods_table(runs: Runs) -> str:
+    """Every method of ``fedcfa-simpson`` on the test set: accuracy by round, final, lowest, collapses, reliance."""
+    checkpoints = (1, 5, 10, 25, 50)
+    lines = [
+        "| method | seeds | round " + " / ".join(map(str, checkpoints)) + " | final accuracy | lowest | "
+        f"rounds at or below {100 * CHANCE:.0f}% (after round {SETTLED}) | final colour reliance |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, cell in runs.items():
+        by_round = [float(np.mean([r["history"][c - 1]["accuracy"] for r in cell])) for c in checkpoints]
+        lowest = [min(row["accuracy"] for row in r["history"]) for r in cell]
+        shown = [
+            name,
+            ",".join(str(r["seed"]) for r in cell),
+            " / ".join(f"{100 * a:.1f}" for a in by_round),
+            _mean_std([last(r, "accuracy") for r in cell]),
+            _mean_std(lowest),
+            f"{sum(collapses(r) for r in cell)} ({sum(collapses(r, after=SETTLED) for r in cell)})",
+            _mean_std([last(r, "colour_reliance") for r in cell]),
+        ]
+        lines.append("| " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+def paradox_table(path: Path = RESULTS / "fedcfa-simpson-grid.json") -> str:
+    """FedAvg over local epochs x resolution: start, round 50, lowest, reliance at round 50 and highest."""
+    lines = [
+        "| local epochs | resolution | pre-trained start | last round | lowest | reliance, last round | highest reliance |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for point in json.loads(path.read_text(encoding="utf-8"))["points"]:
+        history = point["runs"][0]["history"]
+        side = point["config"]["data"]["resolution"]
+        numbers = [
+            history[0]["pretrained_accuracy"],
+            history[-1]["accuracy"],
+            min(row["accuracy"] for row in history),
+            history[-1]["colour_reliance"],
+            max(row["colour_reliance"] for row in history),
+        ]
+        cells = [str(point["config"]["train"]["epochs"]), f"{side} x {side}", *(f"{100 * v:.1f}" for v in numbers)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ablation_table(path: Path = RESULTS / "fedcfa-ablation.json") -> str:
+    """FedCFA's earlier one-change variants on the validation set (seed 0): last round, mean of the last 5, lowest."""
+    lines = [
+        "| variant | validation accuracy, last round | mean of the last 5 rounds | lowest | colour reliance, last round |",
+        "|---|---|---|---|---|",
+    ]
+    for part in json.loads(path.read_text(encoding="utf-8")):
+        for run in part["runs"]:
+            history = [row["accuracy"] for row in run["history"]]
+            numbers = [history[-1], float(np.mean(history[-5:])), min(history), last(run, "colour_reliance")]
+            lines.append(f"| {run['name']} | " + " | ".join(f"{100 * v:.1f}" for v in numbers) + " |")
+    return "\n".join(lines)
+
+
+def clients60_table(path: Path = RESULTS / "fedcfa-table-dir06-seed0.json") -> str:
+    """The 60-client table's runs (Dirichlet 0.6, seed 0): test accuracy after rounds 5 / 10 / 15 / 20."""
+    cells: dict[str, dict[str, str]] = defaultdict(dict)
+    for part in json.loads(path.read_text(encoding="utf-8")):
+        for point in part["points"]:
+            for run in point["runs"]:
+                shown = " / ".join(f"{100 * run['history'][r - 1]['accuracy']:.1f}" for r in (5, 10, 15, 20))
+                cells[run["name"]][point["config"]["data"]["dataset"]] = shown
+    lines = ["| run | MNIST, rounds 5 / 10 / 15 / 20 | Fashion-MNIST, rounds 5 / 10 / 15 / 20 |", "|---|---|---|"]
+    lines += [f"| {name} | {row['mnist']} | {row['fashion-mnist']} |" for name, row in cells.items()]
+    return "\n".join(lines)
+
+
+def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path = REFERENCE) -> list[str]:
+    """Every table of the page, in its order."""
+    runs = load_runs(variants)
+    chosen = recommended(runs)
+    protocol = load_runs(reference)
+    return [
+        targets(runs),
+        paradox_table(),
+        methods_table(load_methods(methods)),
+        table(runs, "validation_", chosen),
+        table(runs, "", chosen),
+        table(protocol, "validation_") + "\n\n" + table(protocol, ""),
+        ablation_table(),
+        clients60_table(),
+    ]
 
 
 def main() -> None:
     """Print the tables, or write the JSON with ``--collect``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collect", type=Path, default=None, help="a finished fedcfa-variants output folder")
+    parser.add_argument(
+        "--collect", type=Path, default=None, help="a finished fedcfa-variants or fedcfa-reference output folder"
+    )
+    parser.add_argument("--experiment", choices=("fedcfa-variants", "fedcfa-reference"), default="fedcfa-variants")
     args = parser.parse_args()
     if args.collect is not None:
-        VARIANTS.write_text(json.dumps(collect(args.collect), indent=1) + "\n", encoding="utf-8")
+        path = VARIANTS if args.experiment == "fedcfa-variants" else REFERENCE
+        path.write_text(json.dumps(collect(args.collect, args.experiment), indent=1) + "\n", encoding="utf-8")
         return
     runs = load_runs()
-    validation, test, goals = tables()
-    print(f"Chosen on the validation set ({RULE}): **{recommended(runs)}**.\n")
+    goals, paradox, methods, validation, test, protocol, ablation, clients60 = tables()
+    print("Targets (issue 27), for the chosen variant on the test set:\n")
+    print(goals)
+    print("\nFedAvg over local epochs x resolution (seed 0), test set, percent:\n")
+    print(paradox)
+    print("\nEvery method of fedcfa-simpson on the test set, mean over the seeds (± sample std):\n")
+    print(methods)
+    print(f"\nChosen on the validation set ({RULE}): **{recommended(runs)}**.\n")
     print("Validation set (1,000 training digits no client holds; what the choice reads):\n")
     print(validation)
     print("\nTest set (all 2,163 test 1s and 7s; reported, never used to choose):\n")
     print(test)
-    print("\nTargets (issue 27), for the chosen variant on the test set:\n")
-    print(goals)
+    print("\nThe reference's protocol (fedcfa-reference, seeds 0-2), validation set, then test set:\n")
+    print(protocol)
+    print("\nEarlier one-change FedCFA variants on the validation set (fedcfa-ablation, seed 0, 25 rounds):\n")
+    print(ablation)
+    print("\n60 clients, Dirichlet 0.6, seed 0, 20 rounds, test accuracy:\n")
+    print(clients60)
 
 
 if __name__ == "__main__":
