@@ -4,7 +4,8 @@
 fedcfa-variants`` (seeds 0, 1, 2): each round's test accuracy and colour
 reliance and the same numbers on the validation set (``validation_*``);
 ``fedcfa-reference.json`` the same for ``fedmosaic run fedcfa-reference``
-over seeds 0-2; ``fedcfa-simpson.json``, ``fedcfa-simpson-grid.json``,
+over seeds 0-2, ``fedcfa-variants-28.json`` for three of the variant runs
+at full resolution; ``fedcfa-simpson.json``, ``fedcfa-simpson-grid.json``,
 ``fedcfa-ablation.json`` and ``fedcfa-table-dir06-seed0.json`` the earlier
 runs.
 The recommended variant is chosen by :data:`RULE` on the validation numbers
@@ -13,7 +14,7 @@ only; the test numbers are reported, never used to choose.
 Usage::
 
     python scripts/fedcfa_tables.py                     # print the page's tables
-    python scripts/fedcfa_tables.py --collect RUN_DIR [--experiment fedcfa-reference]   # write a JSON
+    python scripts/fedcfa_tables.py --collect RUN_DIR [--experiment fedcfa-reference] [--out FILE]   # a JSON
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 VARIANTS = RESULTS / "fedcfa-variants.json"
 METHODS = RESULTS / "fedcfa-simpson.json"
 REFERENCE = RESULTS / "fedcfa-reference.json"
+FULL_RESOLUTION = RESULTS / "fedcfa-variants-28.json"
 BASELINES = ("FedAvg", "FedMix")
 """Runs that are not candidates for the recommended FedCFA."""
 KEPT = ("accuracy", "colour_reliance", "validation_accuracy", "validation_colour_reliance", "pretrained_accuracy")
@@ -283,6 +285,7 @@ def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path =
     runs = load_runs(variants)
     chosen = recommended(runs)
     protocol = load_runs(reference)
+    full = load_runs(FULL_RESOLUTION)
     return [
         targets(runs),
         paradox_table(),
@@ -290,6 +293,7 @@ def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path =
         table(runs, "validation_", chosen),
         table(runs, "", chosen),
         table(protocol, "validation_") + "\n\n" + table(protocol, ""),
+        table(full, "validation_") + "\n\n" + table(full, ""),
         ablation_table(),
         clients60_table(),
     ]
@@ -302,13 +306,16 @@ def main() -> None:
         "--collect", type=Path, default=None, help="a finished fedcfa-variants or fedcfa-reference output folder"
     )
     parser.add_argument("--experiment", choices=("fedcfa-variants", "fedcfa-reference"), default="fedcfa-variants")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="where --collect writes (default: the experiment's file)"
+    )
     args = parser.parse_args()
     if args.collect is not None:
-        path = VARIANTS if args.experiment == "fedcfa-variants" else REFERENCE
+        path = args.out or (VARIANTS if args.experiment == "fedcfa-variants" else REFERENCE)
         path.write_text(json.dumps(collect(args.collect, args.experiment), indent=1) + "\n", encoding="utf-8")
         return
     runs = load_runs()
-    goals, paradox, methods, validation, test, protocol, ablation, clients60 = tables()
+    goals, paradox, methods, validation, test, protocol, full, ablation, clients60 = tables()
     print("Targets (issue 27), for the chosen variant on the test set:\n")
     print(goals)
     print("\nFedAvg over local epochs x resolution (seed 0), test set, percent:\n")
@@ -322,6 +329,8 @@ def main() -> None:
     print(test)
     print("\nThe reference's protocol (fedcfa-reference, seeds 0-2), validation set, then test set:\n")
     print(protocol)
+    print("\nFull resolution (fedcfa-variants at data.resolution = 28, seeds 0-2), validation set, then test set:\n")
+    print(full)
     print("\nEarlier one-change FedCFA variants on the validation set (fedcfa-ablation, seed 0, 25 rounds):\n")
     print(ablation)
     print("\n60 clients, Dirichlet 0.6, seed 0, 20 rounds, test accuracy:\n")
