@@ -5,7 +5,8 @@ fedcfa-variants`` (seeds 0, 1, 2): each round's test accuracy and colour
 reliance and the same numbers on the validation set (``validation_*``);
 ``fedcfa-reference.json`` the same for ``fedmosaic run fedcfa-reference``
 over seeds 0-2, ``fedcfa-variants-28.json`` for three of the variant runs
-at full resolution; ``fedcfa-simpson.json``, ``fedcfa-simpson-grid.json``,
+at full resolution, ``fedcfa-simpson-paper.json`` for ``fedmosaic run
+fedcfa-simpson-paper``; ``fedcfa-simpson.json``, ``fedcfa-simpson-grid.json``,
 ``fedcfa-ablation.json`` and ``fedcfa-table-dir06-seed0.json`` the earlier
 runs.
 The recommended variant is chosen by :data:`RULE` on the validation numbers
@@ -32,6 +33,8 @@ VARIANTS = RESULTS / "fedcfa-variants.json"
 METHODS = RESULTS / "fedcfa-simpson.json"
 REFERENCE = RESULTS / "fedcfa-reference.json"
 FULL_RESOLUTION = RESULTS / "fedcfa-variants-28.json"
+PAPER = RESULTS / "fedcfa-simpson-paper.json"
+PAPER_RECOMMENDED = "FedCFA (recommended)"
 BASELINES = ("FedAvg", "FedMix")
 """Runs that are not candidates for the recommended FedCFA."""
 KEPT = ("accuracy", "colour_reliance", "validation_accuracy", "validation_colour_reliance", "pretrained_accuracy")
@@ -160,9 +163,9 @@ def table(runs: Runs, prefix: str, chosen: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def targets(runs: Runs) -> str:
-    """The issue's targets for the chosen variant, seed by seed, MET or NOT MET with the numbers."""
-    chosen = runs[recommended(runs)]
+def targets(runs: Runs, name: str | None = None) -> str:
+    """The issue's targets for run ``name`` (default: the chosen variant), seed by seed, MET or NOT MET."""
+    chosen = runs[name or recommended(runs)]
     margins = {
         base: [last(c, "accuracy") - last(b, "accuracy") for c, b in zip(chosen, runs[base], strict=True)]
         for base in BASELINES
@@ -232,6 +235,22 @@ def methods_table(runs: Runs) -> str:
     return "\n".join(lines)
 
 
+def drift_table(runs: Runs) -> str:
+    """Each run's test accuracy at the pre-trained start and at the last round, and its colour reliance."""
+    lines = [
+        "| run | pre-trained start | last round | change (points) | colour reliance, last round |",
+        "|---|---|---|---|---|",
+    ]
+    for name, cell in runs.items():
+        start = [r["history"][0]["pretrained_accuracy"] for r in cell]
+        final = [last(r, "accuracy") for r in cell]
+        change = [b - a for a, b in zip(start, final, strict=True)]
+        reliance = [last(r, "colour_reliance") for r in cell]
+        cells = [_mean_std(start), _mean_std(final), f"{100 * np.mean(change):+.1f}", _mean_std(reliance)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def paradox_table(path: Path = RESULTS / "fedcfa-simpson-grid.json") -> str:
     """FedAvg over local epochs x resolution: start, round 50, lowest, reliance at round 50 and highest."""
     lines = [
@@ -286,6 +305,7 @@ def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path =
     chosen = recommended(runs)
     protocol = load_runs(reference)
     full = load_runs(FULL_RESOLUTION)
+    paper = load_runs(PAPER)
     return [
         targets(runs),
         paradox_table(),
@@ -294,6 +314,8 @@ def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path =
         table(runs, "", chosen),
         table(protocol, "validation_") + "\n\n" + table(protocol, ""),
         table(full, "validation_") + "\n\n" + table(full, ""),
+        drift_table(paper) + "\n\n" + table(paper, "validation_") + "\n\n" + table(paper, ""),
+        targets(paper, PAPER_RECOMMENDED),
         ablation_table(),
         clients60_table(),
     ]
@@ -305,17 +327,21 @@ def main() -> None:
     parser.add_argument(
         "--collect", type=Path, default=None, help="a finished fedcfa-variants or fedcfa-reference output folder"
     )
-    parser.add_argument("--experiment", choices=("fedcfa-variants", "fedcfa-reference"), default="fedcfa-variants")
+    parser.add_argument(
+        "--experiment",
+        choices=("fedcfa-variants", "fedcfa-reference", "fedcfa-simpson-paper"),
+        default="fedcfa-variants",
+    )
     parser.add_argument(
         "--out", type=Path, default=None, help="where --collect writes (default: the experiment's file)"
     )
     args = parser.parse_args()
     if args.collect is not None:
-        path = args.out or (VARIANTS if args.experiment == "fedcfa-variants" else REFERENCE)
+        path = args.out or RESULTS / f"{args.experiment}.json"
         path.write_text(json.dumps(collect(args.collect, args.experiment), indent=1) + "\n", encoding="utf-8")
         return
     runs = load_runs()
-    goals, paradox, methods, validation, test, protocol, full, ablation, clients60 = tables()
+    goals, paradox, methods, validation, test, protocol, full, paper, paper_goals, ablation, clients60 = tables()
     print("Targets (issue 27), for the chosen variant on the test set:\n")
     print(goals)
     print("\nFedAvg over local epochs x resolution (seed 0), test set, percent:\n")
@@ -331,6 +357,10 @@ def main() -> None:
     print(protocol)
     print("\nFull resolution (fedcfa-variants at data.resolution = 28, seeds 0-2), validation set, then test set:\n")
     print(full)
+    print("\nThe paper-shaped design (fedcfa-simpson-paper, seeds 0-2): drift, validation set, test set:\n")
+    print(paper)
+    print("\nTargets on the paper-shaped design, for the recommended FedCFA:\n")
+    print(paper_goals)
     print("\nEarlier one-change FedCFA variants on the validation set (fedcfa-ablation, seed 0, 25 rounds):\n")
     print(ablation)
     print("\n60 clients, Dirichlet 0.6, seed 0, 20 rounds, test accuracy:\n")
