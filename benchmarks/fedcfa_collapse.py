@@ -41,7 +41,7 @@ from fedmosaic.federation import Grid, Message, RoundContext, Schedule
 from fedmosaic.methods.arrays import load_arrays
 from fedmosaic.methods.fedcfa import FedCFAParams, split_model
 from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, without_means
-from fedmosaic.methods.fedcfa.counterfactual import counterfactuals, extreme_factors, factor_scores
+from fedmosaic.methods.fedcfa.counterfactual import SelectionRule, counterfactuals, factor_scores, select_factors
 from fedmosaic.methods.models import Classifier
 from fedmosaic.methods.registry import HorizontalTask, get_method
 
@@ -83,7 +83,12 @@ RUNS: tuple[tuple[str, str, dict[str, Any], bool], ...] = (
     ("FedCFA", "fedcfa", {}, False),
     ("FedCFA, no FDC", "fedcfa", {"fdc_weight": 0.0}, False),
     ("FedCFA, weights 1:0.2:0.2", "fedcfa", {"positive_weight": 0.2, "negative_weight": 0.2}, False),
-    ("FedCFA, magnitude scoring", "fedcfa", {"scoring": "magnitude"}, False),
+    (
+        "FedCFA, magnitude scoring",
+        "fedcfa",
+        {"positive_rule": "magnitude-smallest", "negative_rule": "magnitude-largest"},
+        False,
+    ),
     ("FedAvg, LayerNorm MLP", "fedavg", {}, True),
     ("FedCFA, LayerNorm MLP", "fedcfa", {}, True),
 )
@@ -155,7 +160,10 @@ def _rounds(task: HorizontalTask, method: str, params: dict[str, Any], seed: int
 def _counterfactual_probe(task: HorizontalTask, seed: int, scoring: str) -> list[dict[str, Any]]:
     """Round 2's counterfactual samples of every client, seen by the round-1 global model."""
     built = get_method("fedcfa")
-    params = FedCFAParams(scoring=scoring)
+    rules: tuple[SelectionRule, SelectionRule] = (
+        ("magnitude-smallest", "magnitude-largest") if scoring == "magnitude" else ("signed-smallest", "signed-largest")
+    )
+    params = FedCFAParams(positive_rule=rules[0], negative_rule=rules[1])
     server, clients = built.build(task, params)
     server.initialize(seed)
     everyone = list(range(len(task.clients)))
@@ -173,12 +181,12 @@ def _counterfactual_probe(task: HorizontalTask, seed: int, scoring: str) -> list
         x, y = torch.from_numpy(data.x), torch.from_numpy(data.y)
         with torch.no_grad():
             z, donors = encoder(x), encoder(average_x)
-        scores = factor_scores(decoder, z, y, scoring)
-        magnitude = factor_scores(decoder, z, y).abs()
+        scores = factor_scores(decoder, z, y)
+        magnitude = scores.abs()
         drawn = torch.randint(len(average_x), (len(y),), generator=generator)
         k = params.replaced(z.shape[1])
-        samples = counterfactuals(z, y, donors[drawn], average_y[drawn], scores, k)
-        low, high = extreme_factors(scores, k)
+        samples = counterfactuals(z, y, donors[drawn], average_y[drawn], scores, k, rules)
+        low, high = (select_factors(scores, k, rule) for rule in rules)
         donor = donors[drawn]
         row: dict[str, Any] = {
             "average_x_shape": list(average_x.shape),

@@ -28,6 +28,7 @@ DIGITS = {
     "runs": [
         {"name": "FedAvg", "method": "fedavg"},
         {"name": "FedCFA", "method": "fedcfa"},
+        {"name": "FedCFA (reference)", "method": "fedcfa-reference", "params": {"chunk_size": 32}},
     ],
 }
 ASIA = {
@@ -166,7 +167,11 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
     ],
 )
 def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address: str, tmp_path: Path) -> None:
-    """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run."""
+    """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run.
+
+    FedCFA's reference protocol carries each client's SGD momentum from round 1 to round 2 in its state
+    (``context.state`` on Flower).
+    """
     # Execute
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")
     simulated = run_experiment(load_config(_simulated_on(source, ray_address)), tmp_path / "simulation")

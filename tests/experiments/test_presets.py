@@ -42,3 +42,30 @@ def test_every_point_of_the_fedcfa_table_has_60_clients_sampled_20_percent() -> 
 
     assert len(configs) == 18
     assert {(c.partition.num_clients, c.federation.fraction) for c in configs} == {(60, 0.2)}
+
+
+def test_the_fedcfa_reference_preset_is_fedcfa_simpson_with_the_references_method_and_local_training() -> None:
+    # Prepare
+    simpson = load_config(preset_source("fedcfa-simpson"))
+    # Execute
+    reference = load_config(preset_source("fedcfa-reference"))
+    # Assert: only the local training and the runs differ
+    assert (reference.train.epochs, reference.train.batch_size) == (1, 128)
+    assert [r.method for r in reference.runs] == ["fedcfa-reference", "fedavg"]
+    assert reference.data.model_copy(update={"evaluate_on": "test"}) == simpson.data
+    assert reference.model == simpson.model
+    assert reference.federation == simpson.federation
+    assert reference.train.model_copy(update={"epochs": 5, "batch_size": 64}) == simpson.train
+
+
+def test_fedcfa_simpson_shows_the_references_loss_and_the_recommended_fedcfa_as_separate_rows() -> None:
+    # Execute
+    runs = {run.name: run for run in load_config(preset_source("fedcfa-simpson")).runs}
+    # Assert
+    reference, recommended = runs["FedCFA (reference loss)"], runs["FedCFA (recommended)"]
+    assert reference.params["positive_weight"] == reference.params["negative_weight"] == 5.0
+    assert (reference.params["positive_rule"], reference.params["negative_rule"]) == (
+        "signed-smallest",
+        "signed-largest",
+    )
+    assert (recommended.params["positive_weight"], recommended.params["negative_weight"]) == (0.0, 2.5)

@@ -65,6 +65,35 @@ def test_simpson_mnist_probes_colour_reliance_on_the_set_it_evaluates_on(evaluat
     assert (probe.own.y == workload.test.y).all()
 
 
+@pytest.mark.skipif(not (SHARED_DATA / "mnist").exists(), reason="MNIST files are not available")
+def test_simpson_mnist_evaluated_on_both_sets_reports_the_validation_numbers_beside_the_tests() -> None:
+    # Prepare
+    config = load_config(
+        {
+            "name": "simpson",
+            "data": {
+                "dataset": "simpson-mnist",
+                "data_dir": str(SHARED_DATA),
+                "samples_per_client": 50,
+                "pretrain_samples": 40,
+                "validation_samples": 60,
+                "evaluate_on": "both",
+            },
+            "partition": {"num_clients": 5},
+            "runs": [{"name": "FedAvg", "method": "fedavg"}],
+        }
+    )
+    # Execute
+    workload = prepare_workload(config)
+    task = workload.jobs("federated", config)[0].task
+    # Assert: the task evaluates on the test set; the second probe holds the validation set and its swap
+    swap, held_out = task.probes
+    assert len(workload.test) == len(swap.own) == 2163
+    assert held_out.prefix == "validation_"
+    assert len(held_out.data) == len(held_out.swap.own) == 60
+    assert (held_out.swap.own.y == held_out.data.y).all()
+
+
 def test_concept_workloads_lay_out_clients_with_their_arrival_rounds() -> None:
     config = load_config(
         {

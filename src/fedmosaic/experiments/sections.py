@@ -94,9 +94,11 @@ class DataSection(Section):
     validation_samples : int, default 1000
         ``simpson-mnist`` only: size of the validation set, training digits
         no client holds, shaded as the test set.
-    evaluate_on : {"test", "validation"}, default "test"
+    evaluate_on : {"test", "validation", "both"}, default "test"
         ``simpson-mnist`` only: evaluate (accuracy and colour reliance) on
-        the test set, or on the validation set to choose hyper-parameters.
+        the test set, or on the validation set to choose hyper-parameters;
+        ``both`` evaluates on the test set and also reports the validation
+        set's numbers, prefixed ``validation_``, to choose on them.
     resolution : int or None, default None
         ``simpson-mnist`` only: side in pixels the digits are averaged down
         to (then scaled back up) before being tinted; coarser digits make the
@@ -117,7 +119,7 @@ class DataSection(Section):
     test_colours: Literal["pooled", "independent"] | None = None
     pretrain_samples: int = Field(default=1000, ge=0, le=MAX_SAMPLES)
     validation_samples: int = Field(default=1000, ge=0, le=MAX_SAMPLES)
-    evaluate_on: Literal["test", "validation"] = "test"
+    evaluate_on: Literal["test", "validation", "both"] = "test"
     resolution: int | None = Field(default=None, ge=1, le=28)
 
 

@@ -45,7 +45,7 @@ from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
-from fedmosaic.methods.probes import ColourSwapProbe
+from fedmosaic.methods.probes import ColourSwapProbe, HeldOutProbe, Probe
 
 FEW_ADDITIONAL_SUBSETS = ("asia", "hailfinder")
 """Networks whose additional concepts appear in 1 extra subgraph; the others use 3."""
@@ -165,10 +165,15 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
         validation_samples=config.data.validation_samples,
         resolution=config.data.resolution,
     )
-    on_validation = config.data.evaluate_on == "validation"
-    if on_validation and not len(splits.validation):
+    evaluate_on = config.data.evaluate_on
+    if evaluate_on != "test" and not len(splits.validation):
         raise ConfigError("data.validation_samples", "must be > 0 to evaluate on the validation set (data.evaluate_on)")
+    on_validation = evaluate_on == "validation"
     test, swap = (splits.validation, splits.validation_swap) if on_validation else (splits.test, splits.colour_swap)
+    probes: tuple[Probe, ...] = (ColourSwapProbe(swap.own, swap.swapped),)
+    if evaluate_on == "both":
+        validation_swap = ColourSwapProbe(splits.validation_swap.own, splits.validation_swap.swapped)
+        probes += (HeldOutProbe("validation_", splits.validation, validation_swap),)
     picture = (
         "simpson_samples",
         "samples of each client (rows), with the digit and its shade",
@@ -179,7 +184,7 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
         test=test,
         pretrain=splits.pretrain if len(splits.pretrain) else None,
         figures=(picture,),
-        probes=(ColourSwapProbe(swap.own, swap.swapped),),
+        probes=probes,
     )
 
 

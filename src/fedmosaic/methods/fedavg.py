@@ -205,6 +205,7 @@ class FedAvgClient(ClientLogic):
             params=self._train,
             generator=generator,
             loss_fn=self._loss_fn(),
+            optimizer=self._optimizer(state),
         )
         metrics = {"num_examples": float(len(self._y)), "train_loss": loss}
         if self._train.dp_noise_multiplier > 0:
@@ -212,6 +213,10 @@ class FedAvgClient(ClientLogic):
             state.config["dp_rounds"] = rounds
             metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._y), rounds)
         return Message(arrays=model_to_arrays(self._model), metrics=metrics)
+
+    def _optimizer(self, state: ClientState) -> torch.optim.Optimizer | None:
+        """The round's optimizer; None: the one the training parameters describe, built afresh."""
+        return None
 
     def _loss_fn(self) -> LossFn:
         if self._mu == 0.0:

@@ -11,7 +11,7 @@ from fedmosaic.methods.concepts.build import build_fcm
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.decoder_matched import DecoderMatchedParams, build_decoder_matched
 from fedmosaic.methods.fedavg import FedAvgParams, FedProxParams, build_fedavg, build_fedprox
-from fedmosaic.methods.fedcfa import FedCFAParams, build_fedcfa
+from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAReferenceParams, build_fedcfa
 from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
 from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
 from fedmosaic.methods.task import HorizontalTask
@@ -79,6 +79,15 @@ METHODS: dict[str, Method] = {
             "FedCFA: counterfactual samples from global chunk means and factor decorrelation",
             "classification",
             FedCFAParams,
+            build_fedcfa,
+            MODEL_AND_MEANS,
+        ),
+        Method(
+            "fedcfa-reference",
+            "FedCFA as the public reference runs it: loss 1:5:5 with signed rules, k 24, no FDC, "
+            "last round's chunk means with the remainder, SGD momentum carried across rounds",
+            "classification",
+            FedCFAReferenceParams,
             build_fedcfa,
             MODEL_AND_MEANS,
         ),

@@ -84,6 +84,7 @@ def train_epochs(
     params: TrainParams,
     generator: torch.Generator,
     loss_fn: LossFn = cross_entropy_loss,
+    optimizer: torch.optim.Optimizer | None = None,
 ) -> float:
     """Train ``model`` in place for ``params.epochs`` epochs of shuffled mini-batches.
 
@@ -99,6 +100,9 @@ def train_epochs(
         Source of the shuffling order (derive it from the client context).
     loss_fn : callable (model, x, y) -> Tensor, default cross-entropy
         The loss of one batch; methods add their terms here.
+    optimizer : torch.optim.Optimizer or None, default None
+        Steps the model's parameters; None builds the one ``params``
+        describes, afresh (:func:`make_optimizer`).
 
     Returns
     -------
@@ -115,7 +119,7 @@ def train_epochs(
     >>> loss > 0
     True
     """
-    optimizer = make_optimizer(model, params)
+    optimizer = make_optimizer(model, params) if optimizer is None else optimizer
     # DP-SGD: Opacus's hooks on the model's layers record per-example gradients; the loss
     # still calls the model itself, so methods that take it apart keep working.
     private = params.dp_noise_multiplier > 0

@@ -2,14 +2,15 @@
 
 import numpy as np
 import pytest
+import torch
 
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng
-from fedmosaic.methods.arrays import model_to_arrays, seeded
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.fedavg import FedAvgClient
 from fedmosaic.methods.fedcfa import FedCFAClient
 from fedmosaic.methods.fedcfa.average_dataset import chunk_indices
 from fedmosaic.methods.models import ModelParams, build_model
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.training import TrainParams, train_epochs
 
 TRAIN = TrainParams(epochs=2, batch_size=8, lr=0.1)
 SPLIT = 3
@@ -90,3 +91,50 @@ def test_chunk_means_are_means_of_the_clients_shuffled_data(blobs, params) -> No
     for row, chunk in enumerate(chunks):
         np.testing.assert_allclose(reply.arrays["chunk_x"][row], data.x[chunk].mean(axis=0), rtol=1e-6)
         np.testing.assert_allclose(reply.arrays["chunk_y"][row], np.bincount(data.y[chunk], minlength=3) / 16)
+
+
+def test_with_the_remainder_kept_the_last_smaller_chunk_is_uploaded_too(blobs, params) -> None:
+    # Prepare: 40 samples in chunks of 16 -> 16, 16 and the remaining 8
+    data = blobs(40, 1)
+    kept = params.model_copy(update={"chunk_remainder": "kept"})
+    chunks = chunk_indices(40, derive_rng(CONTEXT.seed, "chunks"), chunk_size=16, keep_remainder=True)
+    # Execute
+    reply = _reply(data, kept, _global())
+    # Assert
+    assert [len(c) for c in chunks] == [16, 16, 8]
+    assert sorted(np.concatenate(chunks).tolist()) == list(range(40))
+    np.testing.assert_allclose(reply.arrays["chunk_x"][2], data.x[chunks[2]].mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(reply.arrays["chunk_y"][2], np.bincount(data.y[chunks[2]], minlength=3) / 8)
+
+
+def test_the_carried_sgd_keeps_its_momentum_in_the_client_state_from_one_round_to_the_next(blobs, params) -> None:
+    # Prepare: two rounds of plain training from the same start; the reference's one SGD kept across them
+    data = blobs(40, 1)
+    carried = params.model_copy(update={"client_optimizer": "carried-sgd"})
+    client = FedCFAClient(_factory, data, TRAIN, carried, SPLIT)
+    state = ClientState()
+    contexts = [ClientContext(0, 1, seed=5), ClientContext(0, 2, seed=6)]
+    model = _factory()
+    sgd = torch.optim.SGD(model.parameters(), lr=TRAIN.lr, momentum=0.9, weight_decay=5e-4)
+    # Execute
+    replies = [client.handle(Message(arrays=_global()).read_only(), state, context) for context in contexts]
+    for context in contexts:
+        load_arrays(model, _global())
+        train_epochs(
+            model,
+            torch.from_numpy(data.x),
+            torch.from_numpy(data.y),
+            params=TRAIN,
+            generator=torch.Generator().manual_seed(context.seed),
+            optimizer=sgd,
+        )
+    # Assert: round 2 continues round 1's momentum, and the state holds the buffers a new SGD resumes from
+    for name, expected in model_to_arrays(model).items():
+        np.testing.assert_allclose(replies[1].arrays[name], expected, rtol=1e-6, atol=1e-7)
+    assert set(state.arrays) == {f"momentum/{name}" for name, _ in model.named_parameters()}
+    for name, parameter in model.named_parameters():
+        np.testing.assert_allclose(state.arrays[f"momentum/{name}"], sgd.state[parameter]["momentum_buffer"].numpy())
+    fresh = _reply(data, params, _global(), contexts[1])
+    assert any(
+        not np.array_equal(fresh.arrays[k], replies[1].arrays[k]) for k in fresh.arrays if k in model_to_arrays(model)
+    )

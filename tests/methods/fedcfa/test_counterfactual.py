@@ -5,12 +5,13 @@ import torch
 from torch import nn
 
 from fedmosaic.methods.fedcfa.counterfactual import (
+    SelectionRule,
     clip_k,
     counterfactuals,
-    extreme_factors,
     factor_scores,
     negative_target,
     replace_factors,
+    select_factors,
 )
 
 
@@ -55,14 +56,52 @@ def test_scores_are_per_sample_through_a_nonlinear_decoder() -> None:
     torch.testing.assert_close(scores, torch.tensor([[3.0, 0.0], [0.0, 4.0]]))
 
 
-def test_masks_pick_each_samples_k_lowest_and_k_highest_scores() -> None:
-    # Prepare
-    scores = torch.tensor([[0.5, -2.0, 3.0, 1.0, -1.0, 0.0], [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]])
+SCORES = torch.tensor([[0.5, -2.0, 3.0, 1.0, -1.0, 0.0], [6.0, 5.0, 4.0, -3.0, 2.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ("signed-smallest", [[0, 1, 0, 0, 1, 0], [0, 0, 0, 1, 0, 1]]),  # the most negative gradients
+        ("signed-largest", [[0, 0, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0]]),
+        ("magnitude-smallest", [[1, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]),  # closest to zero
+        ("magnitude-largest", [[0, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0]]),
+    ],
+)
+def test_each_rule_picks_each_samples_k_factors_by_signed_or_absolute_score(
+    rule: SelectionRule, expected: list[list[int]]
+) -> None:
     # Execute
-    low, high = extreme_factors(scores, 2)
+    mask = select_factors(SCORES, 2, rule)
     # Assert
-    assert low.int().tolist() == [[0, 1, 0, 0, 1, 0], [0, 0, 0, 0, 1, 1]]
-    assert high.int().tolist() == [[0, 0, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0]]
+    assert mask.int().tolist() == expected
+
+
+def test_the_positive_and_negative_samples_follow_their_own_rules() -> None:
+    # Prepare: 4 factors, k = 1; signed scores (0.1, -5, 7, 0)
+    z = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    donor = torch.tensor([[10.0, 20.0, 30.0, 40.0]])
+    scores = torch.tensor([[0.1, -5.0, 7.0, 0.0]])
+    donor_y = torch.tensor([[0.5, 0.5]])
+    # Execute
+    samples = counterfactuals(
+        z, torch.tensor([0]), donor, donor_y, scores, k=1, rules=("magnitude-smallest", "magnitude-largest")
+    )
+    # Assert: |0| is the smallest magnitude, |7| the largest
+    assert samples.positive.tolist() == [[1.0, 2.0, 3.0, 40.0]]
+    assert samples.negative.tolist() == [[1.0, 2.0, 30.0, 4.0]]
+
+
+def test_both_samples_may_use_the_same_rule() -> None:
+    # Prepare
+    z, donor = torch.zeros(2, 6), torch.ones(2, 6)
+    # Execute
+    samples = counterfactuals(
+        z, torch.tensor([0, 1]), donor, torch.eye(2), SCORES, k=2, rules=("signed-largest", "signed-largest")
+    )
+    # Assert
+    assert torch.equal(samples.positive, samples.negative)
+    assert samples.positive.sum(dim=1).tolist() == [2.0, 2.0]
 
 
 def test_replacement_swaps_whole_feature_maps_of_the_selected_factors() -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fedmosaic.federation import Federation, InProcessGrid, RoundRecord, Schedule
-from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAServer, build_fedcfa
+from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAReferenceParams, FedCFAServer, build_fedcfa
 from fedmosaic.methods.models import ModelParams
 
 
@@ -73,3 +73,22 @@ def test_the_builder_rejects_models_it_cannot_use(make_task) -> None:
         build_fedcfa(one_factor, FedCFAParams())
     with pytest.raises(ValueError, match="split must be"):
         build_fedcfa(task, FedCFAParams(split=9))
+
+
+def test_the_reference_protocol_carries_momentum_keeps_remainders_and_resumes_exactly(make_task, tmp_path) -> None:
+    # Prepare: 40, 37, 21 samples in chunks of 16 with the remainder -> 3 + 3 + 2 means
+    task = make_task()
+    reference = FedCFAReferenceParams(k=2, chunk_size=16)
+    path = tmp_path / "checkpoint.npz"
+    server, clients = build_fedcfa(task, reference)
+    grid = InProcessGrid(clients, 0)
+    # Execute: an uninterrupted run, and one stopped after round 2 and resumed from its checkpoint
+    Federation(server, grid, Schedule(3), seed=0, rounds=3).run()
+    _run(task, reference, seed=0, rounds=2, checkpoint=path)
+    resumed, _ = _run(task, reference, seed=0, rounds=3, checkpoint=path, resume=True)
+    # Assert
+    assert server.average["avg_x"].shape == (3 + 3 + 2, 2)
+    states = grid.client_states()
+    assert sorted(states) == [0, 1, 2]
+    assert all(any(name.startswith("momentum/") for name in state.arrays) for state in states.values())
+    _assert_same_server(resumed, server)

@@ -1,5 +1,7 @@
 """The batch loss: weighted terms, decoder-only counterfactual gradients, frozen scorer."""
 
+from typing import Any
+
 import pytest
 import torch
 from torch import nn
@@ -18,7 +20,7 @@ def _model() -> nn.Sequential:
 
 
 def _objective(
-    model: nn.Module, average_x: torch.Tensor, average_y: torch.Tensor, **weights: float
+    model: nn.Module, average_x: torch.Tensor, average_y: torch.Tensor, **params: Any
 ) -> CounterfactualObjective:
     _, decoder = split_model(model, SPLIT)
     return CounterfactualObjective(
@@ -26,7 +28,7 @@ def _objective(
         reference_decoder=frozen_copy(decoder),
         average_x=average_x,
         average_y=average_y,
-        params=FedCFAParams(k=2, **weights),
+        params=FedCFAParams(k=2, **params),
         generator=torch.Generator().manual_seed(0),
     )
 
@@ -137,3 +139,23 @@ def test_donor_draws_come_from_the_objectives_generator(seed: int) -> None:
     first = a(model, x, y)
     torch.manual_seed(456)
     assert torch.equal(first, b(model, x, y))
+
+
+def test_each_counterfactual_term_depends_on_its_own_rule_only() -> None:
+    # Prepare: the positive term alone, under two negative rules and under another positive rule
+    model = _model()
+    x, y = _batch()
+    average_x, average_y = torch.randn(5, 2), torch.softmax(torch.randn(5, 3), dim=1)
+    positive_only = {**NO_TERMS, "positive_weight": 1.0}
+    # Execute
+    losses = [
+        _objective(model, average_x, average_y, **positive_only, **rules)(model, x, y)
+        for rules in (
+            {"negative_rule": "signed-largest"},
+            {"negative_rule": "magnitude-smallest"},
+            {"positive_rule": "magnitude-smallest"},
+        )
+    ]
+    # Assert
+    assert torch.equal(losses[0], losses[1])
+    assert not torch.equal(losses[0], losses[2])

@@ -3,8 +3,11 @@
 import pytest
 from pydantic import ValidationError
 
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.reference import describe_default, describe_type, parameter_docs
 from fedmosaic.methods.fedcfa import FedCFAParams
+from fedmosaic.methods.fedcfa.counterfactual import SELECTION_RULES
 
 
 def test_defaults_follow_the_reference_except_k_chosen_on_validation_data() -> None:
@@ -20,7 +23,11 @@ def test_defaults_follow_the_reference_except_k_chosen_on_validation_data() -> N
     )
     weights = (params.ce_weight, params.positive_weight, params.negative_weight, params.fdc_weight)
     assert weights == (1.0, 5.0, 5.0, 0.1)
-    assert (params.average_dataset, params.scoring) == ("cached", "signed")
+    assert (params.average_dataset, params.positive_rule, params.negative_rule) == (
+        "cached",
+        "signed-smallest",
+        "signed-largest",
+    )
 
 
 def test_k_is_a_share_of_the_factors_unless_an_absolute_k_is_given() -> None:
@@ -56,7 +63,9 @@ def test_fixed_average_dataset_needs_num_chunks() -> None:
         {"k": 0},
         {"k_share": 0.6},
         {"k_share": 0.0},
-        {"scoring": "abs"},
+        {"scoring": "signed"},
+        {"positive_rule": "smallest"},
+        {"negative_rule": "magnitude"},
         {"chunk_size": 0},
         {"fdc_weight": -0.1},
         {"average_dataset": "all"},
@@ -67,3 +76,21 @@ def test_invalid_values_are_rejected(bad: dict) -> None:
     # Execute / Assert
     with pytest.raises(ValidationError):
         FedCFAParams(**bad)
+
+
+@pytest.mark.parametrize("field", ["positive_rule", "negative_rule"])
+def test_a_bad_selection_rule_is_refused_on_one_line_naming_the_field_and_the_rules(field: str) -> None:
+    # Prepare
+    source = {
+        "name": "x",
+        "data": {"dataset": "digits"},
+        "runs": [{"name": "FedCFA", "method": "fedcfa", "params": {field: "signed-lowest"}}],
+    }
+    # Execute
+    with pytest.raises(ConfigError) as info:
+        load_config(source)
+    # Assert
+    message = str(info.value)
+    assert info.value.field == f"runs.0.params.{field}"
+    assert "\n" not in message
+    assert all(rule in message for rule in SELECTION_RULES)

@@ -11,13 +11,14 @@ a factor decorrelation penalty; the server averages the models as FedAvg does.
 from fedmosaic.methods.fedcfa.builder import build_fedcfa
 from fedmosaic.methods.fedcfa.client import FedCFAClient
 from fedmosaic.methods.fedcfa.decorrelation import factor_decorrelation
-from fedmosaic.methods.fedcfa.params import FedCFAParams
+from fedmosaic.methods.fedcfa.params import FedCFAParams, FedCFAReferenceParams
 from fedmosaic.methods.fedcfa.server import FedCFAServer
 from fedmosaic.methods.fedcfa.split import split_model
 
 __all__ = [
     "FedCFAClient",
     "FedCFAParams",
+    "FedCFAReferenceParams",
     "FedCFAServer",
     "build_fedcfa",
     "factor_decorrelation",

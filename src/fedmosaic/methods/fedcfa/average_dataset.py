@@ -27,7 +27,12 @@ CACHE_PREFIX = "cache/"
 
 
 def chunk_indices(
-    n: int, rng: np.random.Generator, *, chunk_size: int, num_chunks: int | None = None
+    n: int,
+    rng: np.random.Generator,
+    *,
+    chunk_size: int,
+    num_chunks: int | None = None,
+    keep_remainder: bool = False,
 ) -> list[np.ndarray]:
     """Shuffle ``range(n)`` and cut it into chunks.
 
@@ -43,6 +48,9 @@ def chunk_indices(
     num_chunks : int or None, default None
         Cut into ``min(num_chunks, n)`` chunks of nearly equal size instead
         (nothing dropped).
+    keep_remainder : bool, default False
+        With ``chunk_size``: the samples left after the full chunks make one
+        more, smaller chunk, as the reference's ``torch.split`` does.
 
     Returns
     -------
@@ -58,12 +66,16 @@ def chunk_indices(
     [3]
     >>> [len(c) for c in chunk_indices(10, np.random.default_rng(0), chunk_size=4, num_chunks=3)]
     [4, 3, 3]
+    >>> [len(c) for c in chunk_indices(10, np.random.default_rng(0), chunk_size=4, keep_remainder=True)]
+    [4, 4, 2]
     """
     order = rng.permutation(n)
     if n == 0:
         return []
     if num_chunks is not None:
         return list(np.array_split(order, min(num_chunks, n)))
+    if keep_remainder:
+        return [order[start : start + chunk_size] for start in range(0, n, chunk_size)]
     full = n // chunk_size
     if full == 0:
         return [order]
@@ -78,6 +90,7 @@ def chunk_means(
     *,
     chunk_size: int,
     num_chunks: int | None = None,
+    keep_remainder: bool = False,
 ) -> dict[str, np.ndarray]:
     """What a client uploads: the mean input and mean one-hot label of each chunk.
 
@@ -91,7 +104,7 @@ def chunk_means(
         Length ``C`` of the one-hot labels.
     rng : numpy.random.Generator
         Source of the shuffle (derive it from the client context).
-    chunk_size, num_chunks
+    chunk_size, num_chunks, keep_remainder
         How the data are cut, see :func:`chunk_indices`.
 
     Returns
@@ -108,7 +121,7 @@ def chunk_means(
     >>> means["chunk_x"].tolist(), means["chunk_y"].tolist()
     ([[1.5]], [[0.5, 0.5]])
     """
-    chunks = chunk_indices(len(x), rng, chunk_size=chunk_size, num_chunks=num_chunks)
+    chunks = chunk_indices(len(x), rng, chunk_size=chunk_size, num_chunks=num_chunks, keep_remainder=keep_remainder)
     one_hot = np.eye(num_classes, dtype=np.float64)[y]
     return {
         CHUNK_X: _stacked_means(x, chunks, x.shape[1:]),

@@ -12,6 +12,7 @@ from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng, derive_seed
 from fedmosaic.methods.fedavg import FedAvgClient, ModelFactory
 from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, chunk_means, without_means
+from fedmosaic.methods.fedcfa.carried_sgd import carried_sgd, momentum_arrays
 from fedmosaic.methods.fedcfa.objective import CounterfactualObjective, frozen_copy
 from fedmosaic.methods.fedcfa.params import FedCFAParams
 from fedmosaic.methods.fedcfa.split import split_model
@@ -57,6 +58,7 @@ class FedCFAClient(FedAvgClient):
         self._split = split
         self._average: tuple[torch.Tensor, torch.Tensor] | None = None
         self._draw_seed = 0
+        self._carried: torch.optim.Optimizer | None = None
 
     @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
@@ -72,9 +74,20 @@ class FedCFAClient(FedAvgClient):
                 derive_rng(context.seed, "chunks"),
                 chunk_size=self._params.chunk_size,
                 num_chunks=self._params.num_chunks,
+                keep_remainder=self._params.chunk_remainder == "kept",
             )
         )
+        if self._carried is not None:
+            state.arrays.update(momentum_arrays(self._carried, self._model))
         return reply
+
+    @override
+    def _optimizer(self, state: ClientState) -> torch.optim.Optimizer | None:
+        """The carried SGD with the momentum kept in ``state`` (``client_optimizer = "carried-sgd"``), else None."""
+        if self._params.client_optimizer == "per-round":
+            return None
+        self._carried = carried_sgd(self._model, self._train.lr, state.arrays)
+        return self._carried
 
     def _loss_fn(self) -> LossFn:
         """The round's loss; called by FedAvg's ``handle`` once the global model is loaded."""

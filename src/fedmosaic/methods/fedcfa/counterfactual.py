@@ -1,20 +1,33 @@
 """Counterfactual samples: factors of a sample replaced by those of a global mean.
 
 For a batch of factors ``z`` (``(B, F)`` for an MLP, ``(B, F, H, W)`` for a
-CNN), each factor of each sample is scored by how much it supports the true
-class under the round's global model; the ``k`` least supporting factors are
-replaced by a drawn global mean's factors to make a *positive* sample (same
-label), and the ``k`` most supporting ones to make a *negative* sample (soft
-label moved toward the mean's label).
+CNN), each factor of each sample is scored by the gradient of its true-class
+logit under the round's global model. A selection rule picks ``k`` factors per
+sample from these scores; replaced by a drawn global mean's factors they make
+a *positive* sample (same label) or a *negative* sample (soft label moved
+toward the mean's label). The reference picks the ``k`` smallest signed scores
+for the positive sample and the ``k`` largest for the negative one; here each
+sample has its own rule (:data:`SelectionRule`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+
+SelectionRule = Literal["signed-smallest", "signed-largest", "magnitude-smallest", "magnitude-largest"]
+"""Which ``k`` factors a counterfactual sample replaces: the smallest or largest scores, signed or absolute.
+
+``signed-smallest`` is the reference's positive rule (the factors whose
+gradient argues hardest against the true class), ``signed-largest`` its
+negative rule (those that argue hardest for it); ``magnitude-smallest`` picks
+the factors the true-class logit is least sensitive to, ``magnitude-largest``
+the most sensitive ones.
+"""
+SELECTION_RULES: tuple[str, ...] = get_args(SelectionRule)
 
 
 class Counterfactuals(NamedTuple):
@@ -23,9 +36,9 @@ class Counterfactuals(NamedTuple):
     Parameters
     ----------
     positive : Tensor
-        Factors with the ``k`` lowest-score ones replaced; label ``y``.
+        Factors with those picked by the positive rule replaced; label ``y``.
     negative : Tensor
-        Factors with the ``k`` highest-score ones replaced.
+        Factors with those picked by the negative rule replaced.
     negative_target : Tensor
         Soft labels of ``negative``, shape ``(B, C)``.
     """
@@ -36,7 +49,7 @@ class Counterfactuals(NamedTuple):
 
 
 def clip_k(k: int, num_factors: int) -> int:
-    """``k`` clipped to ``num_factors // 2``, so the low and high sets are disjoint.
+    """``k`` clipped to ``num_factors // 2``, so that the smallest and largest ``k`` of a rule never overlap.
 
     Raises
     ------
@@ -53,8 +66,8 @@ def clip_k(k: int, num_factors: int) -> int:
     return min(k, num_factors // 2)
 
 
-def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor, scoring: str = "signed") -> Tensor:
-    """Score of each factor of each sample: d(sum of true-class logits)/dz, signed or its magnitude.
+def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
+    """Score of each factor of each sample: the signed gradient d(sum of true-class logits)/dz.
 
     Parameters
     ----------
@@ -65,16 +78,14 @@ def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor, scoring: str = "sign
         gradient flows back into it.
     y : Tensor
         Integer labels, ``(B,)``.
-    scoring : {"signed", "magnitude"}, default "signed"
-        The signed gradient (the reference), or its absolute value.
 
     Returns
     -------
     Tensor
         ``(B, F)``: the gradient of ``sum_i decoder(z)[i, y_i]`` with respect
-        to ``z``, averaged over the spatial dimensions of feature maps (then
-        made absolute for ``magnitude``). As sample ``i``'s logits depend only
-        on ``z_i``, row ``i`` is the gradient of its own true-class logit.
+        to ``z``, averaged over the spatial dimensions of feature maps. As
+        sample ``i``'s logits depend only on ``z_i``, row ``i`` is the
+        gradient of its own true-class logit.
 
     Examples
     --------
@@ -84,45 +95,44 @@ def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor, scoring: str = "sign
     ...     _ = decoder.weight.copy_(torch.tensor([[1.0, -2.0], [3.0, 4.0]]))
     >>> factor_scores(decoder, torch.zeros(2, 2), torch.tensor([0, 1])).tolist()
     [[1.0, -2.0], [3.0, 4.0]]
-    >>> factor_scores(decoder, torch.zeros(2, 2), torch.tensor([0, 1]), "magnitude").tolist()
-    [[1.0, 2.0], [3.0, 4.0]]
     """
     probe = z.detach().requires_grad_(True)
     with torch.enable_grad():
         true_logits = decoder(probe).gather(1, y[:, None]).sum()
         (gradient,) = torch.autograd.grad(true_logits, probe)
-    scores = gradient.flatten(2).mean(dim=2) if gradient.dim() > 2 else gradient
-    return scores.abs() if scoring == "magnitude" else scores
+    scores: Tensor = gradient.flatten(2).mean(dim=2) if gradient.dim() > 2 else gradient
+    return scores
 
 
-def extreme_factors(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
-    """Boolean masks of each sample's ``k`` lowest- and ``k`` highest-score factors.
+def select_factors(scores: Tensor, k: int, rule: SelectionRule) -> Tensor:
+    """Boolean mask of the ``k`` factors of each sample that ``rule`` picks.
 
     Parameters
     ----------
     scores : Tensor
-        ``(B, F)`` factor scores.
+        ``(B, F)`` signed factor scores (:func:`factor_scores`).
     k : int
-        Factors per mask (at most ``F // 2`` for disjoint masks).
+        Factors picked per sample, at most ``F``.
+    rule : SelectionRule
+        ``"<signed|magnitude>-<smallest|largest>"``: rank the scores or their
+        absolute values, and take the ``k`` smallest or largest.
 
     Returns
     -------
-    (Tensor, Tensor)
-        ``low`` and ``high``, both ``(B, F)`` booleans with ``k`` true entries
-        per row.
+    Tensor
+        ``(B, F)`` booleans with ``k`` true entries per row.
 
     Examples
     --------
     >>> import torch
-    >>> low, high = extreme_factors(torch.tensor([[0.3, -1.0, 2.0, 0.0]]), 1)
-    >>> low.int().tolist(), high.int().tolist()
-    ([[0, 1, 0, 0]], [[0, 0, 1, 0]])
+    >>> scores = torch.tensor([[0.3, -1.0, 2.0, 0.0]])
+    >>> [select_factors(scores, 1, rule).int().tolist() for rule in SELECTION_RULES]
+    [[[0, 1, 0, 0]], [[0, 0, 1, 0]], [[0, 0, 0, 1]], [[0, 0, 1, 0]]]
     """
-    low = torch.zeros_like(scores, dtype=torch.bool)
-    high = torch.zeros_like(scores, dtype=torch.bool)
-    low.scatter_(1, scores.topk(k, dim=1, largest=False, sorted=False).indices, True)
-    high.scatter_(1, scores.topk(k, dim=1, largest=True, sorted=False).indices, True)
-    return low, high
+    scoring, end = rule.split("-")
+    ranked = scores.abs() if scoring == "magnitude" else scores
+    mask = torch.zeros_like(scores, dtype=torch.bool)
+    return mask.scatter_(1, ranked.topk(k, dim=1, largest=end == "largest", sorted=False).indices, True)
 
 
 def replace_factors(z: Tensor, donor: Tensor, mask: Tensor) -> Tensor:
@@ -162,7 +172,15 @@ def negative_target(y_one_hot: Tensor, donor_y: Tensor, replaced_share: float) -
     return (1.0 - replaced_share) * y_one_hot + replaced_share * donor_y
 
 
-def counterfactuals(z: Tensor, y: Tensor, donor_z: Tensor, donor_y: Tensor, scores: Tensor, k: int) -> Counterfactuals:
+def counterfactuals(
+    z: Tensor,
+    y: Tensor,
+    donor_z: Tensor,
+    donor_y: Tensor,
+    scores: Tensor,
+    k: int,
+    rules: tuple[SelectionRule, SelectionRule] = ("signed-smallest", "signed-largest"),
+) -> Counterfactuals:
     """The positive and negative counterfactual samples of a batch.
 
     Parameters
@@ -180,6 +198,9 @@ def counterfactuals(z: Tensor, y: Tensor, donor_z: Tensor, donor_y: Tensor, scor
         ``(B, F)`` factor scores (:func:`factor_scores`).
     k : int
         Factors to replace, clipped by :func:`clip_k`.
+    rules : (SelectionRule, SelectionRule), default ("signed-smallest", "signed-largest")
+        Which factors the positive and the negative sample replace
+        (:func:`select_factors`); the default is the reference's.
 
     Returns
     -------
@@ -189,10 +210,10 @@ def counterfactuals(z: Tensor, y: Tensor, donor_z: Tensor, donor_y: Tensor, scor
     """
     num_factors = z.shape[1]
     k = clip_k(k, num_factors)
-    low, high = extreme_factors(scores, k)
+    positive_rule, negative_rule = rules
     y_one_hot = F.one_hot(y, donor_y.shape[1]).to(donor_y.dtype)
     return Counterfactuals(
-        positive=replace_factors(z, donor_z, low),
-        negative=replace_factors(z, donor_z, high),
+        positive=replace_factors(z, donor_z, select_factors(scores, k, positive_rule)),
+        negative=replace_factors(z, donor_z, select_factors(scores, k, negative_rule)),
         negative_target=negative_target(y_one_hot, donor_y, k / num_factors),
     )

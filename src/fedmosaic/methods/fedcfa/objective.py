@@ -52,7 +52,8 @@ class CounterfactualObjective:
     average_y : Tensor
         Their mean one-hot labels, ``(M, C)``.
     params : FedCFAParams
-        How many factors to replace, how to score them, and the loss weights.
+        How many factors to replace, which ones (the positive and negative
+        rules), and the loss weights.
     generator : torch.Generator
         Draws the global mean of each sample (derive it from the client context).
     """
@@ -76,10 +77,11 @@ class CounterfactualObjective:
     def counterfactual_loss(self, encoder: nn.Module, decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
         """``w_pos CE(positive) + w_neg softCE(negative)`` for detached factors ``z``."""
         drawn = torch.randint(len(self.average_x), (len(y),), generator=self.generator)
-        scores = factor_scores(self.reference_decoder, z, y, self.params.scoring)
+        scores = factor_scores(self.reference_decoder, z, y)
         donor_z = self.encode_means(encoder, drawn)
         k = self.params.replaced(z.shape[1])
-        samples = counterfactuals(z, y, donor_z, self.average_y[drawn], scores, k)
+        rules = (self.params.positive_rule, self.params.negative_rule)
+        samples = counterfactuals(z, y, donor_z, self.average_y[drawn], scores, k, rules)
         logits = decoder(torch.cat([samples.positive, samples.negative]))
         positive_logits, negative_logits = logits.split(len(y))
         positive = F.cross_entropy(positive_logits, y)

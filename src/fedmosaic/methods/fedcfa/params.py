@@ -8,7 +8,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from fedmosaic.limits import BatchSize, Samples
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.fedcfa.counterfactual import clip_k
+from fedmosaic.methods.fedcfa.counterfactual import SelectionRule, clip_k
 
 
 class FedCFAParams(MethodParams):
@@ -23,21 +23,27 @@ class FedCFAParams(MethodParams):
         replaces 24 of 64 channels, 0.375).
     k : int or None, default None
         Replace exactly this many factors instead (the reference's absolute
-        ``k = 24``); clipped to half the number of factors, so that the
-        replaced low- and high-score factors never overlap.
+        ``k = 24``); clipped to half the number of factors.
     split : int or None, default None
         Where the model (an ``nn.Sequential``) is cut: the encoder is
         ``model[:split]``, the decoder ``model[split:]``. Unset: just after the
         first hidden layer's activation of an MLP, or just after the first
         convolution block of a CNN (as the reference cuts ResNet-18 after
         ``layer1``).
-    scoring : {"signed", "magnitude"}, default "signed"
-        How a factor's relevance is scored: the signed gradient of the
-        true-class logit (the reference), or its absolute value.
+    positive_rule : {"signed-smallest", "signed-largest", "magnitude-smallest", "magnitude-largest"}, default "signed-smallest"
+        Which factors the positive sample replaces: the ``k`` smallest or
+        largest gradients of the true-class logit, signed or absolute
+        (``signed-smallest`` is the reference's).
+    negative_rule : {"signed-smallest", "signed-largest", "magnitude-smallest", "magnitude-largest"}, default "signed-largest"
+        Which factors the negative sample replaces (``signed-largest`` is the
+        reference's).
     chunk_size : int, default 128
-        Samples per chunk whose mean a client uploads; the last partial chunk
-        is dropped unless it is the only one. Ignored when ``num_chunks`` is
-        set.
+        Samples per chunk whose mean a client uploads. Ignored when
+        ``num_chunks`` is set.
+    chunk_remainder : {"dropped", "kept"}, default "dropped"
+        The samples left over after the full chunks of ``chunk_size``:
+        dropped (unless they are the only chunk), or uploaded as one more,
+        smaller chunk's mean, as the reference does.
     num_chunks : int or None, default None
         Cut each client's data into this many chunks (B) of nearly equal size
         instead (at most one per sample). Required by
@@ -65,6 +71,14 @@ class FedCFAParams(MethodParams):
     negative_weight : float, default 5.0
         Weight of the soft-label cross-entropy on the negative counterfactual
         samples.
+    client_optimizer : {"per-round", "carried-sgd"}, default "per-round"
+        ``per-round``: the ``[train]`` section's optimizer, built afresh each
+        round. ``carried-sgd``: the reference's, one SGD per client with
+        ``train.lr``, momentum 0.9 and weight decay 5e-4 (``train``'s
+        optimizer, momentum and weight decay are not used), whose momentum
+        buffers the client keeps in its state from one round it trains to
+        the next (so they survive a checkpoint and travel in Flower's
+        ``context.state``).
 
     Examples
     --------
@@ -78,8 +92,10 @@ class FedCFAParams(MethodParams):
     k_share: float = Field(default=0.25, gt=0, le=0.5)
     k: PositiveInt | None = None
     split: PositiveInt | None = None
-    scoring: Literal["signed", "magnitude"] = "signed"
+    positive_rule: SelectionRule = "signed-smallest"
+    negative_rule: SelectionRule = "signed-largest"
     chunk_size: BatchSize = 128
+    chunk_remainder: Literal["dropped", "kept"] = "dropped"
     num_chunks: Samples | None = None
     average_dataset: Literal["cached", "previous", "fixed"] = "cached"
     fdc_weight: float = Field(default=0.1, ge=0)
@@ -87,6 +103,7 @@ class FedCFAParams(MethodParams):
     ce_weight: float = Field(default=1.0, ge=0)
     positive_weight: float = Field(default=5.0, ge=0)
     negative_weight: float = Field(default=5.0, ge=0)
+    client_optimizer: Literal["per-round", "carried-sgd"] = "per-round"
 
     @model_validator(mode="after")
     def _fixed_needs_num_chunks(self) -> FedCFAParams:
@@ -98,3 +115,36 @@ class FedCFAParams(MethodParams):
         """Factors replaced per counterfactual sample among ``num_factors``: ``k``, or the share, at most half."""
         wanted = self.k if self.k is not None else max(1, round(self.k_share * num_factors))
         return clip_k(wanted, num_factors)
+
+
+class FedCFAReferenceParams(FedCFAParams):
+    """FedCFA as the public reference runs it (``hua-zi/FedCFA``): its loss and protocol by default.
+
+    The same parameters as :class:`FedCFAParams`, with the reference's
+    defaults: its loss (weights 1:5:5; the positive sample replaces the
+    ``k = 24`` smallest signed gradients, the negative one the 24 largest,
+    ``alg/fedcfa.py`` and ``alg/run.sh``), no factor decorrelation (the
+    reference parses ``--lc`` and never uses it), the global average dataset
+    made of the previous round's chunk means of 128 samples with the
+    remainder kept, and the client's SGD (momentum 0.9, weight decay 5e-4)
+    carried across rounds (``setup_optim`` in
+    ``fedlab/contrib/algorithm/basic_client.py``). Its 1 local epoch at batch
+    128 is a ``[train]`` setting (``fedcfa-reference`` preset).
+
+    Examples
+    --------
+    >>> params = FedCFAReferenceParams()
+    >>> params.replaced(64), params.fdc_weight, params.average_dataset, params.client_optimizer
+    (24, 0.0, 'previous', 'carried-sgd')
+    """
+
+    k: PositiveInt | None = 24
+    positive_rule: SelectionRule = "signed-smallest"
+    negative_rule: SelectionRule = "signed-largest"
+    ce_weight: float = Field(default=1.0, ge=0)
+    positive_weight: float = Field(default=5.0, ge=0)
+    negative_weight: float = Field(default=5.0, ge=0)
+    fdc_weight: float = Field(default=0.0, ge=0)
+    average_dataset: Literal["cached", "previous", "fixed"] = "previous"
+    chunk_remainder: Literal["dropped", "kept"] = "kept"
+    client_optimizer: Literal["per-round", "carried-sgd"] = "carried-sgd"

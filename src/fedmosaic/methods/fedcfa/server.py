@@ -120,6 +120,8 @@ class FedCFAServer(FedAvgServer):
     def _max_chunks(self, examples: float) -> int:
         if self._params.num_chunks is not None:
             return int(min(self._params.num_chunks, examples))
+        if self._params.chunk_remainder == "kept":
+            return max(1, -(-int(examples) // self._params.chunk_size))
         return max(1, int(examples) // self._params.chunk_size)
 
     @override
