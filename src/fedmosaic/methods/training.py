@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from torch import Tensor, nn
 from torch.nn import functional as F
+
+from fedmosaic.methods.kept_optimizer import keep_optimizer, restore_optimizer
 
 LossFn = Callable[[nn.Module, Tensor, Tensor], Tensor]
 
@@ -25,6 +28,12 @@ class TrainParams(BaseModel):
         Mini-batch size.
     optimizer : {"sgd", "adam"}, default "sgd"
         Optimizer, created afresh at the start of each round.
+    optimizer_state : {"fresh", "kept"}, default "fresh"
+        ``fresh`` starts every round's optimizer from nothing; ``kept``:
+        each client keeps its optimizer's state (Adam's moments, SGD's
+        momentum) from one round to the next in its client state, by
+        parameter name, so it survives a checkpoint, ``--resume`` and a
+        Flower deployment. Only methods that declare it take ``kept``.
     lr : float, default 0.05
         Learning rate (> 0).
     momentum : float, default 0.0
@@ -51,6 +60,7 @@ class TrainParams(BaseModel):
     epochs: PositiveInt = 1
     batch_size: PositiveInt = 32
     optimizer: Literal["sgd", "adam"] = "sgd"
+    optimizer_state: Literal["fresh", "kept"] = "fresh"
     lr: float = Field(default=0.05, gt=0)
     momentum: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
@@ -81,6 +91,7 @@ def train_epochs(
     params: TrainParams,
     generator: torch.Generator,
     loss_fn: LossFn = cross_entropy_loss,
+    kept: MutableMapping[str, np.ndarray] | None = None,
 ) -> float:
     """Train ``model`` in place for ``params.epochs`` epochs of shuffled mini-batches.
 
@@ -96,6 +107,10 @@ def train_epochs(
         Source of the shuffling order (derive it from the client context).
     loss_fn : callable (model, x, y) -> Tensor, default cross-entropy
         The loss of one batch; methods add their terms here.
+    kept : mutable mapping of str to numpy.ndarray, optional
+        The optimizer state kept between calls (a client's state arrays, for
+        ``optimizer_state = "kept"``): read before training, written after
+        it (:mod:`fedmosaic.methods.kept_optimizer`). None starts afresh.
 
     Returns
     -------
@@ -113,6 +128,9 @@ def train_epochs(
     True
     """
     optimizer = make_optimizer(model, params)
+    base = optimizer
+    if kept is not None:
+        restore_optimizer(base, model, kept)
     # DP-SGD: Opacus's hooks on the model's layers record per-example gradients; the loss
     # still calls the model itself, so methods that take it apart keep working.
     private = params.dp_noise_multiplier > 0
@@ -139,6 +157,8 @@ def train_epochs(
     finally:
         if hooks is not None:
             hooks._close()  # removes Opacus's hooks and per-example gradients from the model
+    if kept is not None:
+        keep_optimizer(base, model, kept)
     return float(total) / max(seen, 1)
 
 

@@ -70,6 +70,8 @@ LABELS: dict[str, MetricLabel] = {
     "val_task_loss": MetricLabel("Validation task loss", ""),
     "dp_sgd_epsilon": MetricLabel("DP-SGD epsilon", ""),
     "best_round": MetricLabel("Best round", ""),
+    "selection_loss": MetricLabel("Validation loss of the tested model", ""),
+    "alternating_rounds": MetricLabel("Rounds of period-2 oscillation", ""),
     "uploaded_tensors": MetricLabel("Tensors uploaded", ""),
     "param_change_ratio": MetricLabel("Parameter change ratio", ""),
     "param_growth_ratio": MetricLabel("Parameter growth ratio", ""),

@@ -97,6 +97,7 @@ class FCMClient(ClientLogic):
             params=self._train,
             generator=generator,
             loss_fn=lambda m, xb, vb: objective.loss(m, xb, vb, generator),
+            kept=state.arrays if self._train.optimizer_state == "kept" else None,
         )
         uploaded = {
             name: tensor.detach().numpy().copy()
