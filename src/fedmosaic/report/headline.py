@@ -59,6 +59,8 @@ LABELS: dict[str, MetricLabel] = {
     "noisy_full_intervention_accuracy": MetricLabel("Accuracy, noisy, all concepts set", "%"),
     "unlabeled_intervention_accuracy": MetricLabel("Accuracy, unlabeled concepts set", "%"),
     "bayes_optimal_accuracy": MetricLabel("Bayes ceiling", "%"),
+    "probe_accuracy": MetricLabel("Linear probe of the task from x", "%"),
+    "input_latent_std": MetricLabel("Latent scale before the noise", ""),
     "pretrained_accuracy": MetricLabel("Pre-trained accuracy", "%"),
     "colour_reliance": MetricLabel("Colour reliance", "points"),
     "own_shade_accuracy": MetricLabel("Accuracy, own shades", "%"),

@@ -16,7 +16,9 @@ class Objective:
     """The loss a client minimises.
 
     ``gamma * sum of the cross-entropies of the concepts it labels
-    + (1 - gamma) * the task's cross-entropy`` (when it has task labels);
+    + (1 - gamma) * the task's cross-entropy`` (when it has task labels),
+    or with ``concept_mean`` the mean over those concepts instead of the sum
+    (the reference code's);
     each cross-entropy is over the rows labeled for its node (a value of -1
     is unlabeled).
     During training each labeled concept of each sample is intervened on
@@ -32,12 +34,15 @@ class Objective:
         Weight of the concept losses.
     intervention_prob : float
         Probability of a training-time intervention per (sample, labeled concept).
+    concept_mean : bool, default False
+        Average the concept terms instead of adding them up.
     """
 
     graph: ConceptGraph
     labeled: tuple[str, ...]
     gamma: float
     intervention_prob: float
+    concept_mean: bool = False
 
     def loss(self, model: nn.Module, x: Tensor, values: Tensor, generator: torch.Generator | None = None) -> Tensor:
         """The loss of a batch; with a generator, training-time interventions are drawn."""
@@ -67,8 +72,10 @@ class Objective:
 
     def _weighted(self, terms: dict[str, Tensor]) -> Tensor:
         total = next(iter(terms.values())).new_zeros(()) if terms else torch.zeros(())
+        concepts = sum(node != self.graph.task for node in terms)
+        share = self.gamma / max(concepts, 1) if self.concept_mean else self.gamma
         for node, term in terms.items():
-            weight = (1.0 - self.gamma) if node == self.graph.task else self.gamma
+            weight = (1.0 - self.gamma) if node == self.graph.task else share
             if weight > 0:
                 total = total + weight * term
         return total
