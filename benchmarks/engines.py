@@ -17,7 +17,7 @@ first round and the mean of the later ones (as the round loop measures them),
 trips and bytes per round, the total wall time including start-up, whether
 every engine gave the same final metrics, and the deployment's overhead per
 trip: over the later rounds, (deployment seconds - in-process seconds) /
-trips. ``--markdown`` writes the table docs/deploy.md shows.
+trips. ``--markdown`` writes the table docs/flower-internals.md shows.
 
 Usage: python benchmarks/engines.py [--workload NAME ...] [--without-simulation] [--data-dir DIR] [--out FILE]
 [--markdown FILE]
@@ -129,7 +129,7 @@ def bench(name: str, data_dir: Path, folder: Path, engines_run: tuple[str, ...] 
 
 
 def markdown(workloads: dict[str, dict[str, Any]]) -> str:
-    """The table of docs/deploy.md: one row per workload, run and engine."""
+    """The table of docs/flower-internals.md: one row per workload, run and engine."""
     lines = [
         "| workload | engine | first round (s) | later rounds (s, mean) | trips / round | overhead / trip (s) "
         "| total with start-up (s) |",

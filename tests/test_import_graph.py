@@ -12,6 +12,8 @@ The rules:
 - ``data/`` imports nothing of ``federation/`` or ``methods/``;
 - ``methods/`` imports nothing of ``experiments/`` or the command line
   (``fedmosaic.cli``);
+- ``tracking/`` reads finished results only: nothing of ``federation/``,
+  ``data/``, ``methods/`` or ``experiments/``;
 - no module reaches itself through its imports (no circle);
 - no module is longer than :data:`MAX_LINES` lines.
 """
@@ -33,6 +35,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "fedmosaic.federation": ("fedmosaic.data", "fedmosaic.methods", "fedmosaic.experiments"),
     "fedmosaic.data": ("fedmosaic.federation", "fedmosaic.methods"),
     "fedmosaic.methods": ("fedmosaic.experiments", "fedmosaic.cli"),
+    "fedmosaic.tracking": ("fedmosaic.federation", "fedmosaic.data", "fedmosaic.methods", "fedmosaic.experiments"),
 }
 """Layer -> the packages and modules it must not import."""
 

@@ -33,8 +33,17 @@ from fedmosaic.methods.registry import METHODS
 from fedmosaic.report import load_results, write_report
 from fedmosaic.report.content import headline_table
 from fedmosaic.report.headline import headline_metrics, task_kind
+from fedmosaic.tracking import check_backend, track
 
 DEMO_PRESET = "fcm-asia"
+TrackOption = Annotated[
+    list[str] | None,
+    typer.Option(help="Log the finished run to an experiment tracker: mlflow or tensorboard (repeatable)."),
+]
+TrackingUriOption = Annotated[
+    str | None,
+    typer.Option(help="--track mlflow: the tracking URI (default: MLFLOW_TRACKING_URI if set, else OUT/mlflow.db)."),
+]
 
 app = typer.Typer(
     add_completion=False,
@@ -131,8 +140,12 @@ def run(
     root_certificates: Annotated[
         Path | None, typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
     ] = None,
+    track: TrackOption = None,
+    tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
+    for backend in track or []:
+        check_backend(backend)
     overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else [])
     overrides += [f"federation.engine={engine}"] if engine is not None else []
     overrides += ["federation.engine=flower"] if superlink is not None and engine is None else []
@@ -154,6 +167,7 @@ def run(
     out_console.print(
         f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True
     )
+    _track(out_dir, results, track, tracking_uri)
 
 
 @app.command()
@@ -184,8 +198,12 @@ def deploy(
         float,
         typer.Option(help="Longest fixed wait of a SuperNode in seconds, 0.05 to 3 (3: Flower's own 3 s and 0.5 s)."),
     ] = POLL_INTERVAL_S,
+    track: TrackOption = None,
+    tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment on a Flower SuperLink and SuperNodes started on 127.0.0.1, then stop them."""
+    for backend in track or []:
+        check_backend(backend)
     from fedmosaic.deploy.local import deploy_experiment
 
     source = apply_overrides(resolve_experiment(experiment), list(set_ or []))
@@ -209,6 +227,26 @@ def deploy(
     out_console.print(
         f"results: {out_dir / 'results.json'}\nreport:  {out_dir / 'report.html'}", highlight=False, soft_wrap=True
     )
+    _track(out_dir, results, track, tracking_uri)
+
+
+@app.command(name="track")
+def track_command(
+    out: Annotated[Path, typer.Argument(help="A finished run's output folder (with results.json).")],
+    backend: Annotated[str, typer.Option("--to", help="mlflow or tensorboard.")] = "mlflow",
+    tracking_uri: TrackingUriOption = None,
+) -> None:
+    """Log a finished run (or grid) to an experiment tracker."""
+    check_backend(backend)
+    results = load_results(out)
+    if not {"runs", "points"} & set(results):
+        raise FedmosaicError(f"{out / 'results.json'}: holds neither runs nor grid points")
+    _track(out, results, [backend], tracking_uri)
+
+
+def _track(out_dir: Path, results: dict[str, Any], backends: list[str] | None, uri: str | None) -> None:
+    for backend in backends or []:
+        out_console.print(track(out_dir, results, backend, uri), highlight=False, soft_wrap=True)
 
 
 def _run_on_superlink(

@@ -1,7 +1,7 @@
 """A real SuperLink and SuperNodes on 127.0.0.1: same results as in process, secured, and robust to a lost node.
 
 The tests that start Flower processes are marked slow: processes start and
-connect, and each trip still waits on Flower (docs/deploy.md, "What a message
+connect, and each trip still waits on Flower (docs/flower-internals.md, "What a message
 still waits for"). The tests that can
 share a deployment use the module's (``deployment``, tests/deploy/conftest.py).
 A secured deployment (TLS, registered node keys) runs end to end in the own-data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.nn import functional as F
 
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, ConceptModelParams, build_concept_model
@@ -16,20 +16,20 @@ GRAPH = ConceptGraph(NODES, "y", {"a": 2, "b": 3, "c": 2, "y": 2}, {"b": ("a",),
 INPUT_DIM = 5
 
 
-class Recorder(nn.Module):
-    """Wraps a concept model and records each call's ``intervene`` mask and returned logits."""
+class Recorder:
+    """Wraps a concept model and records each loss call's ``intervene`` mask and the model's logits for it."""
 
     def __init__(self, model: ConceptModel) -> None:
-        super().__init__()
         self.model = model
         self.calls: list[tuple[Tensor | None, dict[str, Tensor]]] = []
 
-    def forward(
-        self, x: Tensor, *, true_values: Tensor | None = None, intervene: Tensor | None = None
-    ) -> dict[str, Tensor]:
-        logits = self.model(x, true_values=true_values, intervene=intervene)
+    def cross_entropies(
+        self, x: Tensor, true_values: Tensor, *, intervene: Tensor | None = None
+    ) -> tuple[tuple[str, ...], Tensor, Tensor]:
+        with torch.no_grad():
+            logits = self.model(x, true_values=true_values, intervene=intervene)
         self.calls.append((intervene, logits))
-        return logits
+        return self.model.cross_entropies(x, true_values, intervene=intervene)
 
 
 def _model(family: str) -> ConceptModel:

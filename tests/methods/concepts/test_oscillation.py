@@ -56,12 +56,12 @@ def test_one_spike_is_not_an_oscillation() -> None:
 
 
 def test_a_swing_that_stops_is_counted_only_while_it_lasts() -> None:
-    # Prepare: 8 rounds of alternation, a steady stretch, then 5 more
-    history = SWINGING[:8] + [0.9] * 5 + [0.9 + 0.05 * (-1) ** t for t in range(5)]
+    # Prepare: 7 rounds of alternation, a steady stretch, then 5 more
+    history = SWINGING[:7] + [0.9] * 5 + [0.9 + 0.05 * (-1) ** t for t in range(5)]
 
     # Execute
     rounds = alternating_rounds(history)
 
     # Assert: the two stretches are not added up
-    assert alternating_rounds(SWINGING[:8]) == 6
+    assert alternating_rounds(SWINGING[:7]) == 5
     assert rounds < ROUNDS

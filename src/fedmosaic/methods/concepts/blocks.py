@@ -1,4 +1,9 @@
-"""The module of one node of a concept-based model (:class:`NodeBlock`) and its four kinds."""
+"""The module of one node of a concept-based model (:class:`NodeBlock`) and its four kinds.
+
+Each kind computes one node (:meth:`NodeBlock.forward`) and, for :mod:`~fedmosaic.methods.concepts.levels`,
+a group of nodes of its kind at once (:meth:`NodeBlock.stacked_forward`) from their linear layers
+stacked and zero-padded to the group's widest node (:meth:`NodeBlock.linears`, :meth:`NodeBlock.padded_rows`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from typing_extensions import override
 
@@ -67,6 +73,24 @@ class NodeOutput(NamedTuple):
     values: Tensor | None
 
 
+class StackedLinear(NamedTuple):
+    """The same linear layer of G nodes, zero-padded to the widest: ``weight`` (G, out, in), ``bias`` (G, out, 1)."""
+
+    weight: Tensor
+    bias: Tensor
+
+    def __call__(self, inputs: Tensor) -> Tensor:
+        """``weight @ inputs + bias`` for inputs of shape (G, in, n) or (in, n)."""
+        return torch.matmul(self.weight, inputs) + self.bias
+
+
+class StackedOutput(NamedTuple):
+    """A group's output: ``logits`` (G, cardinality, n), ``values`` (G, cardinality, embedding, n) or None."""
+
+    logits: Tensor
+    values: Tensor | None
+
+
 class NodeBlock(nn.Module, ABC):
     """A node's module: logits (and maybe value embeddings) from the encoding and its slots."""
 
@@ -86,6 +110,40 @@ class NodeBlock(nn.Module, ABC):
     @abstractmethod
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
         """Adapt in place to new slots, keeping the weights of the retained ones."""
+
+    @abstractmethod
+    def linears(self) -> tuple[nn.Linear, ...]:
+        """The module's linear layers, in the order :meth:`stacked_forward` applies them."""
+
+    def padded_rows(self, layer: int, group_width: int, group_cardinality: int) -> tuple[Tensor, int] | None:
+        """Where the output rows of linear ``layer`` go when stacked in a group, and the stacked height.
+
+        ``group_width`` and ``group_cardinality`` are the group's widest input and largest
+        cardinality. None keeps every row in place, padding at the end (the height is the
+        group's largest); a kind whose rows are laid out by its input width says where each goes.
+        """
+        return None
+
+    @staticmethod
+    @abstractmethod
+    def stacked_forward(encoding: Tensor, inputs: Tensor, layers: Sequence[StackedLinear]) -> StackedOutput:
+        """Logits (and maybe value embeddings) of a group of nodes of this kind, features first.
+
+        Parameters
+        ----------
+        encoding : Tensor of shape (encoder width, n)
+            The encoding, transposed.
+        inputs : Tensor of shape (G, widest input, n), or (encoder width, n)
+            Each node's concatenated slots, transposed and zero-padded; or, where every
+            node reads the encoding alone, the encoding, shared.
+        layers : sequence of StackedLinear
+            The nodes' :meth:`linears`, stacked and zero-padded.
+
+        Returns
+        -------
+        StackedOutput
+            Logits padded with unmasked rows beyond a node's cardinality.
+        """
 
 
 class MLPHead(NodeBlock):
@@ -111,6 +169,18 @@ class MLPHead(NodeBlock):
     @override
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
         rewire_inputs(_linear(self.layers, 0), before, after, fill)
+
+    @override
+    def linears(self) -> tuple[nn.Linear, ...]:
+        return tuple(layer for layer in self.layers if isinstance(layer, nn.Linear))
+
+    @override
+    @staticmethod
+    def stacked_forward(encoding: Tensor, inputs: Tensor, layers: Sequence[StackedLinear]) -> StackedOutput:
+        hidden = inputs
+        for layer in layers[:-1]:
+            hidden = F.leaky_relu(layer(hidden))
+        return StackedOutput(layers[-1](hidden), None)
 
 
 class EmbeddingHead(NodeBlock):
@@ -142,6 +212,19 @@ class EmbeddingHead(NodeBlock):
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
         rewire_inputs(_linear(self.values, 0), before, after, fill)
 
+    @override
+    def linears(self) -> tuple[nn.Linear, ...]:
+        return _linear(self.values, 0), self.scorer
+
+    @override
+    @staticmethod
+    def stacked_forward(encoding: Tensor, inputs: Tensor, layers: Sequence[StackedLinear]) -> StackedOutput:
+        values_layer, scorer = layers
+        values = F.leaky_relu(values_layer(inputs))
+        logits = scorer(values)
+        groups, cardinality, n = logits.shape
+        return StackedOutput(logits, values.view(groups, cardinality, -1, n))
+
 
 class ScoredEmbeddingHead(EmbeddingHead):
     """An :class:`EmbeddingHead` whose message is the fed probabilities.
@@ -159,6 +242,11 @@ class ScoredEmbeddingHead(EmbeddingHead):
     @override
     def forward(self, encoding: Tensor, inputs: Tensor) -> NodeOutput:
         return NodeOutput(super().forward(encoding, inputs).logits, None)
+
+    @override
+    @staticmethod
+    def stacked_forward(encoding: Tensor, inputs: Tensor, layers: Sequence[StackedLinear]) -> StackedOutput:
+        return StackedOutput(EmbeddingHead.stacked_forward(encoding, inputs, layers).logits, None)
 
 
 class WeightGenerator(NodeBlock):
@@ -186,6 +274,29 @@ class WeightGenerator(NodeBlock):
     @override
     def rewire(self, before: Sequence[Slot], after: Sequence[Slot], fill: Fill) -> None:
         rewire_grouped_outputs(_linear(self.generator, -1), self.cardinality, before, after, fill)
+
+    @override
+    def linears(self) -> tuple[nn.Linear, ...]:
+        return _linear(self.generator, 0), _linear(self.generator, -1)
+
+    @override
+    def padded_rows(self, layer: int, group_width: int, group_cardinality: int) -> tuple[Tensor, int] | None:
+        """Row ``v * width + j`` of the generator's last layer (``W[v, j]``) goes to ``v * group_width + j``."""
+        if layer == 0:
+            return None
+        width = _linear(self.generator, -1).out_features // self.cardinality
+        value = torch.arange(self.cardinality).repeat_interleave(width)
+        column = torch.arange(width).repeat(self.cardinality)
+        return value * group_width + column, group_cardinality * group_width
+
+    @override
+    @staticmethod
+    def stacked_forward(encoding: Tensor, inputs: Tensor, layers: Sequence[StackedLinear]) -> StackedOutput:
+        first, last = layers
+        weights = last(F.leaky_relu(first(encoding)))
+        groups, width, n = inputs.shape
+        weights = weights.view(groups, -1, width, n)
+        return StackedOutput((weights * inputs.unsqueeze(1)).sum(dim=2), None)
 
 
 def _linear(layers: nn.Sequential, index: int) -> nn.Linear:

@@ -98,7 +98,7 @@ class FCMClient(ClientLogic):
             values,
             params=self._train,
             generator=generator,
-            loss_fn=lambda m, xb, vb: objective.loss(m, xb, vb, generator),
+            loss_fn=lambda _, xb, vb: objective.loss(model, xb, vb, generator),
             kept=state.arrays if self._train.optimizer_state == "kept" else None,
         )
         uploaded = {
@@ -123,6 +123,8 @@ class FCMClient(ClientLogic):
         if self._model is None or graph_text != self._model_graph:
             graph = decode_graph(graph_text)
             self._model = build_concept_model(self._data.train.x.shape[1], graph, self._params.model, seed=context.seed)
+            # Opacus records DP-SGD's per-example gradients on each node's own layers as they are called.
+            self._model.per_node = self._train.dp_noise_multiplier > 0
             self._model_graph = graph_text
         return self._model
 

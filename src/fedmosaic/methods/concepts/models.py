@@ -46,6 +46,7 @@ from fedmosaic.methods.arrays import seeded
 from fedmosaic.methods.concepts.blocks import NodeBlock, NodeSpec
 from fedmosaic.methods.concepts.concept_graph import ConceptGraph
 from fedmosaic.methods.concepts.families import FAMILIES
+from fedmosaic.methods.concepts.levels import Interventions, LevelPlan, Messages
 from fedmosaic.methods.concepts.model_params import ConceptModelParams
 from fedmosaic.methods.concepts.slots import leaky_mlp, new_weights
 from fedmosaic.seeding import derive_seed
@@ -115,6 +116,11 @@ class ConceptModel(nn.Module):
         One module per node, under the key in :meth:`node_prefix`.
     graph : ConceptGraph
         The current graph.
+    per_node : bool
+        Evaluate the nodes one module call at a time instead of a graph level at a time
+        (:mod:`~fedmosaic.methods.concepts.levels`); False by default. The two agree up to
+        float rounding; DP-SGD needs ``True``, since Opacus records per-example gradients
+        on each node's own layers as they are called.
 
     Examples
     --------
@@ -146,7 +152,9 @@ class ConceptModel(nn.Module):
             derive_seed(seed, "encoder"), lambda: leaky_mlp([input_dim, hidden, hidden], activate_output=True)
         )
         self.nodes = nn.ModuleDict()
+        self.per_node = False
         self._specs: dict[str, NodeSpec] = {}
+        self._plans: dict[tuple[str, ...], LevelPlan] = {}
         for node in graph.nodes:
             self._install(node, self._family.spec(node, graph))
         self._set_graph(graph)
@@ -195,9 +203,72 @@ class ConceptModel(nn.Module):
             ``graph.nodes`` order.
         """
         interventions = self._interventions(len(x), true_values, intervene)
-        encoding = self.encoder(x)
-        logits, _ = self._evaluate(self._order, encoding, interventions, {}, {})
+        logits = {}
+        for nodes, stacked in self._stacked_logits(x, interventions):
+            for g, node in enumerate(nodes):
+                logits[node] = stacked[g, : self.graph.cardinalities[node]].t()
         return {node: logits[node] for node in self.graph.nodes}
+
+    def cross_entropies(
+        self, x: Tensor, true_values: Tensor, *, intervene: Tensor | None = None
+    ) -> tuple[tuple[str, ...], Tensor, Tensor]:
+        """Each node's summed cross-entropy over the rows that know its value, and how many rows do.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, input_dim)
+        true_values : integer Tensor of shape (n, len(graph.nodes))
+            The targets, -1 where unknown (such rows do not count); also the values fed
+            where ``intervene`` says, as for :meth:`forward`.
+        intervene : bool Tensor of shape (n, len(graph.nodes)), optional
+
+        Returns
+        -------
+        nodes : tuple of str
+            Every node, in the order of the two tensors.
+        sums : Tensor of shape (len(nodes),)
+        counts : integer Tensor of shape (len(nodes),)
+
+        Examples
+        --------
+        >>> graph = ConceptGraph(("a", "y"), "y", {"a": 2, "y": 3}, {"y": ("a",)})
+        >>> model = ConceptModel(4, graph, ConceptModelParams(family="c2bm"), seed=0)
+        >>> nodes, sums, counts = model.cross_entropies(torch.zeros(3, 4), torch.tensor([[0, 2], [1, -1], [-1, -1]]))
+        >>> nodes, counts.tolist()
+        (('a', 'y'), [2, 1])
+        """
+        interventions = self._interventions(len(x), true_values, intervene)
+        targets = true_values.t().long()
+        names: list[str] = []
+        sums, counts = [], []
+        for nodes, stacked in self._stacked_logits(x, interventions):
+            target = targets.index_select(0, self._columns_of(nodes))
+            losses = F.cross_entropy(stacked.permute(2, 1, 0), target.t(), ignore_index=-1, reduction="none")
+            names += nodes
+            sums.append(losses.sum(dim=0))
+            counts.append((target >= 0).sum(dim=1))
+        return tuple(names), torch.cat(sums), torch.cat(counts)
+
+    def _stacked_logits(self, x: Tensor, interventions: Interventions | None) -> list[tuple[tuple[str, ...], Tensor]]:
+        """Groups of nodes and their logits (G, cardinality, n); one node a group if ``per_node``."""
+        encoding = self.encoder(x)
+        if self.per_node:
+            logits, _ = self._evaluate(self._order, encoding, interventions, {}, {})
+            return [((node,), logits[node].t().unsqueeze(0)) for node in self._order]
+        transposed = None if interventions is None else (interventions[0].t(), interventions[1].t())
+        return self._plan(self._order, encoding.device).run({None: encoding.t()}, transposed)
+
+    def _plan(self, nodes: tuple[str, ...], device: torch.device) -> LevelPlan:
+        """The level plan that computes ``nodes`` (kept until the graph changes)."""
+        plan = self._plans.get(nodes)
+        if plan is None or plan.device != device:
+            blocks = {node: self._block(node) for node in self.graph.nodes}
+            plan = LevelPlan(nodes, self._specs, blocks, self._column, device)
+            self._plans[nodes] = plan
+        return plan
+
+    def _columns_of(self, nodes: Sequence[str]) -> Tensor:
+        return torch.tensor([self._column[node] for node in nodes], dtype=torch.long)
 
     @torch.no_grad()
     def intervention_sweep(self, x: Tensor, true_values: Tensor, order: Sequence[str]) -> list[Tensor]:
@@ -233,18 +304,29 @@ class ConceptModel(nn.Module):
         unknown = [node for node in order if node not in self._column]
         if unknown:
             raise ValueError(f"intervention order: {unknown} are not nodes of the model")
-        intervene = torch.zeros(true_values.shape, dtype=torch.bool)
-        interventions = self._interventions(len(x), true_values, intervene)
-        encoding = self.encoder(x)
-        logits, messages = self._evaluate(self._order, encoding, interventions, {}, {})
-        sweep = [logits[self.graph.task]]
+        self._interventions(len(x), true_values, torch.zeros(true_values.shape, dtype=torch.bool))  # checks
+        truth = true_values.t().long().clamp(min=0)
+        known = true_values.t() >= 0
+        intervened = torch.zeros_like(known)
+        messages: Messages = {None: self.encoder(x).t()}
+        groups = self._plan(self._order, x.device).run(messages, (truth, intervened))
+        sweep = [self._task_logits(groups)]
         for node in order:
-            intervene[:, self._column[node]] = True
-            interventions = self._interventions(len(x), true_values, intervene)
+            column = self._column[node]
+            intervened[column] = known[column]
             changed = {node} | self._computation.descendants(node)
-            self._evaluate([n for n in self._order if n in changed], encoding, interventions, logits, messages)
-            sweep.append(logits[self.graph.task])
+            plan = self._plan(tuple(n for n in self._order if n in changed), x.device)
+            sweep.append(self._task_logits(plan.run(messages, (truth, intervened)), sweep[-1]))
         return sweep
+
+    def _task_logits(self, groups: list[tuple[tuple[str, ...], Tensor]], unchanged: Tensor | None = None) -> Tensor:
+        """The task's logits (n, cardinality) among ``groups``, or ``unchanged`` where none computed it."""
+        for nodes, stacked in groups:
+            if self.graph.task in nodes:
+                return stacked[nodes.index(self.graph.task), : self.graph.cardinalities[self.graph.task]].t()
+        if unchanged is None:
+            raise ValueError("the task is not among the computed nodes")
+        return unchanged
 
     def _evaluate(
         self,
@@ -347,6 +429,7 @@ class ConceptModel(nn.Module):
         sources = {node: self._specs[node].sources for node in graph.nodes}
         self._computation = ConceptGraph(graph.nodes, graph.task, graph.cardinalities, sources)
         self._order = self._computation.topological_order()
+        self._plans = {}
 
     def _check_growth(self, graph: ConceptGraph) -> None:
         """Reject a graph that is not a growth of the current one."""

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
-from torch.nn import functional as F
+from torch import Tensor
 
-from fedmosaic.methods.concepts.models import ConceptGraph
+from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel
 
 
 @dataclass(frozen=True)
@@ -17,8 +16,7 @@ class Objective:
 
     ``gamma * sum of the cross-entropies of the concepts it labels
     + (1 - gamma) * the task's cross-entropy`` (when it has task labels),
-    or with ``concept_mean`` the mean over those concepts instead of the sum
-    (the reference code's);
+    or with ``concept_mean`` the mean over those concepts instead of the sum;
     each cross-entropy is over the rows labeled for its node (a value of -1
     is unlabeled).
     During training each labeled concept of each sample is intervened on
@@ -44,41 +42,41 @@ class Objective:
     intervention_prob: float
     concept_mean: bool = False
 
-    def loss(self, model: nn.Module, x: Tensor, values: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    def loss(self, model: ConceptModel, x: Tensor, values: Tensor, generator: torch.Generator | None = None) -> Tensor:
         """The loss of a batch; with a generator, training-time interventions are drawn."""
         intervene = None if generator is None else self._interventions(values, generator)
-        return self._weighted(self._terms(model(x, true_values=values, intervene=intervene), values))
+        return self._weighted(*self._terms(model, x, values, intervene))
 
     @torch.no_grad()
-    def validation(self, model: nn.Module, x: Tensor, values: Tensor) -> dict[str, float]:
+    def validation(self, model: ConceptModel, x: Tensor, values: Tensor) -> dict[str, float]:
         """The loss without interventions (``val_loss``) and, with task labels, the task's cross-entropy (``val_task_loss``)."""
-        terms = self._terms(model(x), values)
-        scores = {"val_loss": float(self._weighted(terms))}
-        if self.graph.task in terms:
-            scores["val_task_loss"] = float(terms[self.graph.task])
+        nodes, means, counted = self._terms(model, x, values, None)
+        scores = {"val_loss": float(self._weighted(nodes, means, counted))}
+        task = nodes.index(self.graph.task)
+        if self.graph.task in self.labeled and bool(counted[task]):
+            scores["val_task_loss"] = float(means[task])
         return scores
 
-    def _terms(self, logits: dict[str, Tensor], values: Tensor) -> dict[str, Tensor]:
-        """Mean cross-entropy of each labeled node."""
-        terms = {}
-        for node in self.labeled:
-            node_logits, target = logits[node], values[:, self.graph.nodes.index(node)]
-            known = target >= 0
-            if not bool(known.all()):  # rows that do not label this node (-1) do not count
-                node_logits, target = node_logits[known], target[known]
-            if len(target) > 0:
-                terms[node] = F.cross_entropy(node_logits, target)
-        return terms
+    def _terms(
+        self, model: ConceptModel, x: Tensor, values: Tensor, intervene: Tensor | None
+    ) -> tuple[tuple[str, ...], Tensor, Tensor]:
+        """Every node's mean cross-entropy over the rows that label it, and whether any row does."""
+        nodes, sums, counts = model.cross_entropies(x, values, intervene=intervene)
+        return nodes, sums / counts.clamp(min=1), counts > 0
 
-    def _weighted(self, terms: dict[str, Tensor]) -> Tensor:
-        total = next(iter(terms.values())).new_zeros(()) if terms else torch.zeros(())
-        concepts = sum(node != self.graph.task for node in terms)
-        share = self.gamma / max(concepts, 1) if self.concept_mean else self.gamma
-        for node, term in terms.items():
-            weight = (1.0 - self.gamma) if node == self.graph.task else share
-            if weight > 0:
-                total = total + weight * term
-        return total
+    def _weighted(self, nodes: tuple[str, ...], means: Tensor, counted: Tensor) -> Tensor:
+        """``gamma`` times the labeled concepts' terms plus ``1 - gamma`` times the task's, over counted nodes."""
+        weights = torch.tensor([self._weight(node) for node in nodes], dtype=means.dtype, device=means.device)
+        used = counted & (weights > 0)
+        if self.concept_mean:
+            concepts = used & torch.tensor([node != self.graph.task for node in nodes], device=means.device)
+            weights = torch.where(concepts, weights / concepts.sum().clamp(min=1), weights)
+        return torch.where(used, weights * means, means.new_zeros(())).sum()
+
+    def _weight(self, node: str) -> float:
+        if node not in self.labeled:
+            return 0.0
+        return 1.0 - self.gamma if node == self.graph.task else self.gamma
 
     def _interventions(self, values: Tensor, generator: torch.Generator) -> Tensor:
         mask = torch.zeros(values.shape, dtype=torch.bool)

@@ -18,8 +18,8 @@ import numpy as np
 TOLERANCE = 0.01
 """Smallest swing above or below the neighbours' mean that counts (in the series' units; cross-entropy here)."""
 
-ROUNDS = 10
-"""Consecutive alternating rounds that make an oscillation (noisy but steady runs reach 6 to 8)."""
+ROUNDS = 8
+"""Consecutive alternating rounds that make an oscillation (steady but noisy runs of the F-CMs table reach up to 7)."""
 
 
 def alternating_rounds(series: Sequence[float], tolerance: float = TOLERANCE) -> int:
