@@ -11,7 +11,8 @@ accuracy. A cell with fewer seeds than the others says how many it has.
 Then the tables of the training regime (``fcm-regime-insurance-*.json``), of
 the reference inputs (``fcm-reference-inputs.json``), of the reference's loss
 and coverage options (``fcm-options-alarm.json``) and of the client scaling
-on asia (``fcm-scaling-asia-<K>.json``), each beside the paper's numbers where
+on asia (``fcm-scaling-asia-<K>.json``, and ``-<K>-<part>.json`` for
+further seeds), each beside the paper's numbers where
 the paper has them.
 
 Usage::
@@ -234,7 +235,13 @@ def scaling_table(folder: Path = RESULTS) -> str:
     ]
     for family in ("cbm", "cem", "c2bm"):
         for clients in SCALING_CLIENTS:
-            runs = [r for v, r in grid_points(folder / f"fcm-scaling-asia-{clients}.json") if v[FAMILY_KEY] == family]
+            runs = [
+                r
+                for path in sorted(folder.glob(f"fcm-scaling-asia-{clients}.json"))
+                + sorted(folder.glob(f"fcm-scaling-asia-{clients}-*.json"))
+                for v, r in grid_points(path)
+                if v[FAMILY_KEY] == family
+            ]
             task, concept = PAPER_SCALING[(family, clients)]
             if not runs:
                 lines.append(f"| {family.upper()} | {clients} | not run | | | {task:.1f} | {concept:.1f} |")
