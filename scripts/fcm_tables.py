@@ -247,8 +247,9 @@ def scaling_table(folder: Path = RESULTS) -> str:
                 lines.append(f"| {family.upper()} | {clients} | not run | | | {task:.1f} | {concept:.1f} |")
                 continue
             accuracy = [run["accuracy"] for run in runs]
+            spread = f"± {100 * np.std(accuracy):.1f}" if len(runs) > 1 else "[1 seed]"
             lines.append(
-                f"| {family.upper()} | {clients} | {100 * np.mean(accuracy):.1f} ± {100 * np.std(accuracy):.1f} | "
+                f"| {family.upper()} | {clients} | {100 * np.mean(accuracy):.1f} {spread} | "
                 f"{_mean(runs, 'balanced_concept_accuracy')} | {_mean(runs, 'concept_accuracy')} | "
                 f"{task:.1f} | {concept:.1f} |"
             )
