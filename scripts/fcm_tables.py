@@ -8,6 +8,13 @@ accuracy over the task's ancestors (balanced / plain), the intervention gain
 on noisy inputs, and full intervention on clean inputs minus the Bayes-optimal
 accuracy. A cell with fewer seeds than the others says how many it has.
 
+Then the tables of the training regime (``fcm-regime-insurance-*.json``), of
+the reference inputs (``fcm-reference-inputs.json``), of the reference's loss
+and coverage options (``fcm-options-alarm.json``) and of the client scaling
+on asia (``fcm-scaling-asia-<K>.json``, and ``-<K>-<part>.json`` for
+further seeds), each beside the paper's numbers where
+the paper has them.
+
 Usage::
 
     python scripts/fcm_tables.py > tables.md
@@ -120,8 +127,184 @@ def ceilings(runs: Runs) -> str:
     return ", ".join(parts)
 
 
+PAPER_TASK: dict[tuple[str, str, str], float] = {
+    ("alarm", "Centralized", "cbm"): 73.9,
+    ("alarm", "F-CMs", "cbm"): 71.0,
+    ("insurance", "Centralized", "cbm"): 76.3,
+    ("insurance", "F-CMs", "cbm"): 69.5,
+}
+"""The paper's task accuracy (percent) for the cells the reference-input table shows."""
+
+PAPER_SCALING: dict[tuple[str, int], tuple[float, float]] = {
+    ("cbm", 10): (79.91, 91.52),
+    ("cbm", 20): (79.25, 91.09),
+    ("cbm", 50): (79.54, 90.94),
+    ("cbm", 100): (78.32, 90.54),
+    ("cem", 10): (80.58, 91.40),
+    ("cem", 20): (80.58, 88.59),
+    ("cem", 50): (79.92, 87.92),
+    ("cem", 100): (78.80, 86.19),
+    ("c2bm", 10): (80.14, 91.23),
+    ("c2bm", 20): (78.16, 87.81),
+    ("c2bm", 50): (80.35, 86.44),
+    ("c2bm", 100): (75.38, 86.10),
+}
+"""The paper's asia client scaling, F-CMs: (task, concept) accuracy in percent by (family, K)."""
+
+SCALING_CLIENTS = (10, 20, 50, 100)
+REGIMES = (
+    ("fresh", "Adam afresh each round, batch 512 (before)"),
+    ("kept", "Adam kept across rounds, batch 512 (the table's)"),
+    ("batch64", "Adam afresh each round, batch 64"),
+)
+
+
+def grid_points(path: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every (grid values, run) pair of one committed grid file; none if the file is absent."""
+    if not path.exists():
+        return []
+    points = json.loads(path.read_text(encoding="utf-8"))["points"]
+    return [(point["values"], run) for point in points for run in point["runs"]]
+
+
+def _mean(runs: list[dict[str, Any]], key: str, scale: float = 100.0) -> str:
+    values = [run[key] for run in runs if key in run]
+    return f"{scale * np.mean(values):.1f}" if values else "-"
+
+
+def regime_table(folder: Path = RESULTS) -> str:
+    """Insurance CGM under each training regime, per seed: task accuracy, selection loss, alternating rounds."""
+    lines = [
+        "| regime | run | task accuracy, seeds 0 / 1 / 2 | balanced concept accuracy | "
+        "validation task loss of the tested model (mean) | longest alternation (rounds) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, label in REGIMES:
+        pairs = grid_points(folder / f"fcm-regime-insurance-{key}.json")
+        for name in ("Centralized", "F-CMs"):
+            runs = [run for values, run in sorted(pairs, key=lambda p: p[0]["seed"]) if run["name"] == name]
+            if not runs:
+                continue
+            accuracy = " / ".join(f"{100 * run['accuracy']:.1f}" for run in runs)
+            alternation = " / ".join(f"{run['alternating_rounds']:.0f}" for run in runs)
+            loss = f"{np.mean([run['selection_loss'] for run in runs]):.3f}"
+            balanced = _mean(runs, "balanced_concept_accuracy")
+            lines.append(f"| {label} | {name} | {accuracy} | {balanced} | {loss} | {alternation} |")
+    return "\n".join(lines)
+
+
+def reference_table(folder: Path = RESULTS) -> str:
+    """Reference inputs at s = 0.5, without and with the task encoded, beside the paper (seed 0, CBM)."""
+    lines = [
+        "| network | task in x | run | task accuracy | paper | balanced concept accuracy | probe | Bayes ceiling |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    pairs = grid_points(folder / "fcm-reference-inputs.json")
+    for values, run in sorted(pairs, key=lambda p: (p[0]["data.network"], p[0]["data.leak_task"], p[1]["name"])):
+        network, family = values["data.network"], values[FAMILY_KEY]
+        paper = PAPER_TASK.get((network, run["name"], family))
+        lines.append(
+            f"| {network} | {'yes' if values['data.leak_task'] else 'no'} | {run['name']} | "
+            f"{100 * run['accuracy']:.1f} | {'-' if paper is None else f'{paper:.1f}'} | "
+            f"{100 * run['balanced_concept_accuracy']:.1f} | {100 * run['probe_accuracy']:.1f} | "
+            f"{100 * run['bayes_optimal_accuracy']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def options_table(folder: Path = RESULTS) -> str:
+    """Alarm CBM (seed 0) under the concept loss and client coverage options."""
+    lines = [
+        "| concept loss | client subsets cover | run | task accuracy | balanced concept accuracy | concepts |",
+        "|---|---|---|---|---|---|",
+    ]
+    pairs = grid_points(folder / "fcm-options-alarm.json")
+    for values, run in pairs:
+        lines.append(
+            f"| {values['runs.*.params.concept_loss']} | {values['concepts.cover']} | {run['name']} | "
+            f"{100 * run['accuracy']:.1f} | {100 * run['balanced_concept_accuracy']:.1f} | {run['concepts']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def scaling_table(folder: Path = RESULTS) -> str:
+    """F-CMs on asia with K clients (total samples fixed), task / balanced concept / plain concept accuracy."""
+    lines = [
+        "| family | K | ours: task | balanced concept | plain concept | paper: task | concept |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for family in ("cbm", "cem", "c2bm"):
+        for clients in SCALING_CLIENTS:
+            runs = [
+                r
+                for path in sorted(folder.glob(f"fcm-scaling-asia-{clients}.json"))
+                + sorted(folder.glob(f"fcm-scaling-asia-{clients}-*.json"))
+                for v, r in grid_points(path)
+                if v[FAMILY_KEY] == family
+            ]
+            task, concept = PAPER_SCALING[(family, clients)]
+            if not runs:
+                lines.append(f"| {family.upper()} | {clients} | not run | | | {task:.1f} | {concept:.1f} |")
+                continue
+            accuracy = [run["accuracy"] for run in runs]
+            spread = f"± {100 * np.std(accuracy):.1f}" if len(runs) > 1 else "[1 seed]"
+            lines.append(
+                f"| {family.upper()} | {clients} | {100 * np.mean(accuracy):.1f} {spread} | "
+                f"{_mean(runs, 'balanced_concept_accuracy')} | {_mean(runs, 'concept_accuracy')} | "
+                f"{task:.1f} | {concept:.1f} |"
+            )
+    return "\n".join(lines)
+
+
+def concept_gap_table(runs: Runs) -> str:
+    """F-CMs' balanced concept accuracy minus centralized's, per cell of the main table, in points (mean over seeds)."""
+    lines = ["| network | " + " | ".join(f.upper() for f in FAMILIES) + " |", "|---|" + "---|" * 4]
+    for network in NETWORKS:
+        cells = []
+        for family in FAMILIES:
+            federated, central = runs.get((network, "F-CMs", family)), runs.get((network, "Centralized", family))
+            if not federated or not central:
+                cells.append("not run")
+                continue
+            gap = 100 * (
+                np.mean([r["balanced_concept_accuracy"] for r in federated])
+                - np.mean([r["balanced_concept_accuracy"] for r in central])
+            )
+            cells.append(f"{gap:+.1f}" + ("" if gap >= -3 else " (over 3 under)"))
+        lines.append(f"| {network} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def probes(folder: Path = RESULTS) -> str:
+    """The linear probe of the task from the default inputs, per network, in percent."""
+    path = folder / "fcm-noise-equivalence.json"
+    if not path.exists():
+        return "(not measured)"
+    accuracy = json.loads(path.read_text(encoding="utf-8"))["default_probe_accuracy"]
+    return ", ".join(f"{network} {100 * accuracy[network]:.1f}" for network in NETWORKS)
+
+
+def equivalence_table(folder: Path = RESULTS, share: float = 0.5) -> str:
+    """The unit-scale noise share equal to the reference's ``share`` on its raw latent, per network."""
+    path = folder / "fcm-noise-equivalence.json"
+    if not path.exists():
+        return "(not measured)"
+    scales = json.loads(path.read_text(encoding="utf-8"))["latent_std"]
+    lines = [
+        "| network | raw latent std (concepts) | equivalent share | raw latent std (task encoded too) | equivalent share |",
+        "|---|---|---|---|---|",
+    ]
+    for network in NETWORKS:
+        cells = []
+        for inputs in ("concepts", "concepts and task"):
+            std = scales[network][inputs]
+            cells += [f"{std:.2f}", f"{share / (share + (1 - share) * std):.2f}"]
+        lines.append(f"| {network} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
-    """Print the four tables."""
+    """Print every table."""
     runs = load_runs()
     print("Task accuracy in percent, mean ± std over the seeds, with concept coverage in parentheses:\n")
     print(table(runs, _task_cell))
@@ -140,6 +323,21 @@ def main() -> None:
         f"mean over seeds (worst seed). Ceilings: {ceilings(runs)}:\n"
     )
     print(table(runs, _ceiling_cell))
+    print(
+        "\nF-CMs' balanced concept accuracy minus centralized's, points (mean over seeds); "
+        f"a linear probe of the task from the default inputs (seed 0) reaches: {probes()}:\n"
+    )
+    print(concept_gap_table(runs))
+    print("\nThe reference's s = 0.5 on the raw latent as a unit-scale noise share:\n")
+    print(equivalence_table())
+    print("\nTraining regime, insurance CGM:\n")
+    print(regime_table())
+    print("\nReference inputs (s = 0.5 on the raw latent), CBM, seed 0:\n")
+    print(reference_table())
+    print("\nThe reference's loss and coverage options, alarm CBM, seed 0:\n")
+    print(options_table())
+    print("\nClient scaling on asia (F-CMs, total samples fixed), mean ± std over the seeds run:\n")
+    print(scaling_table())
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from fedmosaic.data.bayesnet import (
     one_hot_inputs,
     sample_concept_splits,
 )
+from fedmosaic.data.concept_inputs import probe_accuracy
 from fedmosaic.errors import ConfigError, FedmosaicError
 
 ASIA_SAMPLES = 2000
@@ -302,3 +303,49 @@ def test_concept_dataset_subset_copies_rows_and_rejects_bad_codes() -> None:
     assert part.x.tolist() == [[4, 5], [0, 1]]
     with pytest.raises(FedmosaicError, match="cardinality"):
         ConceptDataset(data.x, data.concepts + 1, data.names, "wet", data.cardinalities, data.states)
+
+
+def _reference(**options: Any) -> ConceptSplits:
+    return sample_concept_splits("asia", seed=0, n_samples=ASIA_SAMPLES, mode="reference", epochs=40, **options)
+
+
+def test_the_reference_mode_mixes_the_noise_on_the_raw_latent() -> None:
+    # Prepare: the same seed without noise gives the (standardised) raw latent
+    clean = _reference(noise_share=0.0)
+
+    # Execute
+    noisy = _reference(noise_share=0.5)
+
+    # Assert: x = (1 - s) z + s e with z of scale std < 1, so the latent weighs less than (1 - s) / sqrt(...)
+    # says for a unit-scale one; the correlation is that of a unit-scale share s / (s + (1 - s) std)
+    std = noisy.latent_std
+    share = 0.5 / (0.5 + 0.5 * std)
+    live = clean.train.x.std(axis=0) > 0.5  # dimensions the LeakyReLU did not leave constant
+    correlations = [np.corrcoef(clean.train.x[:, j], noisy.train.x[:, j])[0, 1] for j in np.flatnonzero(live)]
+    assert 0 < std < 1
+    assert np.mean(correlations) == pytest.approx((1 - share) / np.hypot(1 - share, share), abs=0.1)
+    assert np.mean(correlations) < (1 - 0.5) / np.hypot(0.5, 0.5)
+
+
+def test_leaking_the_task_puts_it_among_the_encoded_variables_and_lifts_the_probe() -> None:
+    # Execute
+    sealed, leaked = _reference(noise_share=0.0), _reference(noise_share=0.0, leak_task=True)
+    probes = [
+        probe_accuracy(s.train.x, s.train.columns(["dysp"])[:, 0], s.test.x, s.test.columns(["dysp"])[:, 0])
+        for s in (sealed, leaked)
+    ]
+
+    # Assert: clean inputs that encode the task give it away to a linear probe
+    assert "dysp" not in sealed.inputs
+    assert "dysp" in leaked.inputs
+    assert probes[1] > probes[0] + 0.05
+    assert probes[1] > 0.95
+
+
+def test_the_reference_mode_is_deterministic_and_an_unknown_mode_is_refused() -> None:
+    # Execute / Assert
+    np.testing.assert_array_equal(_reference(noise_share=0.5).test.x, _reference(noise_share=0.5).test.x)
+    with pytest.raises(ConfigError) as caught:
+        sample_concept_splits("asia", seed=0, n_samples=100, mode="refrence")
+    assert caught.value.field == "data.inputs"
+    assert "reference" in str(caught.value)

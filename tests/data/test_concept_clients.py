@@ -15,6 +15,7 @@ from fedmosaic.data.concept_clients import (
     assign_clients,
     concept_subsets,
     corrupted_clients,
+    cover_every_node,
     learned_confidence,
     oracle_confidence,
 )
@@ -295,3 +296,22 @@ def test_bad_layout_requests_are_one_line_config_errors(
     # Assert
     assert caught.value.field == field
     assert "\n" not in str(caught.value)
+
+
+def test_covering_every_node_adds_each_missing_node_to_one_subset_and_keeps_the_rest() -> None:
+    # Prepare: alarm's task BP is a leaf; the subsets cover only its ancestors
+    model = load_network("alarm")
+    layout = concept_subsets(model.edges(), "BP", np.random.default_rng(0), additional_subsets=3)
+    nodes = sorted(model.nodes())
+
+    # Execute
+    covered = cover_every_node(layout, nodes, np.random.default_rng(1))
+
+    # Assert
+    held = [node for subset in covered.subsets for node in subset]
+    assert sorted(set(held)) == nodes
+    missing = set(nodes) - set().union(*layout.subsets)
+    assert missing
+    assert all(held.count(node) == 1 for node in missing)
+    assert all(new[: len(old)] == old for old, new in zip(layout.subsets, covered.subsets, strict=True))
+    assert covered.additional == layout.additional

@@ -37,7 +37,7 @@ ASIA = {
     "data": {"dataset": "bnlearn", "network": "asia", "samples": 2000},
     "concepts": {"num_clients": 4, "initial_clients": 2, "join_round": 2},
     "federation": {"rounds": 3},
-    "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "lr": 0.01},
+    "train": {"epochs": 1, "batch_size": 256, "optimizer": "adam", "optimizer_state": "kept", "lr": 0.01},
     "runs": [{"name": "F-CMs", "method": "fcm", "params": {"model": {"family": "cbm"}}}],
 }
 VERTICAL = {
@@ -169,8 +169,8 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
 def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address: str, tmp_path: Path) -> None:
     """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run.
 
-    FedCFA's reference protocol carries each client's SGD momentum from round 1 to round 2 in its state
-    (``context.state`` on Flower).
+    FedCFA's reference protocol carries each client's SGD momentum from round 1 to round 2 in its state,
+    and every F-CMs client keeps its optimizer there (``context.state`` on Flower).
     """
     # Execute
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")

@@ -1,6 +1,7 @@
 """Workloads: the data of an experiment laid out over clients."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +134,40 @@ def test_the_centralized_baseline_labels_exactly_the_union_of_the_clients_concep
     assert union < set(workload.splits.train.names)
     assert set(pooled.confidence.names) == union
     assert len(pooled.train) == len(workload.splits.train)
+
+
+def test_every_concept_run_records_what_a_linear_probe_reads_of_the_task_from_x() -> None:
+    # Prepare: the same data with the task kept out of x, and encoded into it
+    source: dict[str, Any] = {
+        "name": "asia",
+        "data": {"dataset": "bnlearn", "network": "asia", "samples": 2000, "noise_share": 0.0},
+        "runs": [{"name": "F-CMs", "method": "fcm"}],
+    }
+    leaked = {**source, "data": {**source["data"], "leak_task": True}}
+
+    # Execute
+    extras = [
+        prepare_workload(load_config(s)).jobs("federated", load_config(s))[0].task.extras for s in (source, leaked)
+    ]
+
+    # Assert: the probe lies under the Bayes ceiling without the task, and reads it once it is encoded
+    assert 0.5 < extras[0]["probe_accuracy"] <= extras[0]["bayes_optimal_accuracy"] + 0.02
+    assert extras[1]["probe_accuracy"] > extras[0]["probe_accuracy"] + 0.05
+    assert extras[0]["input_latent_std"] == 1.0
+
+
+def test_covering_every_node_makes_the_clients_label_the_whole_network() -> None:
+    # Prepare
+    source: dict[str, Any] = {
+        "name": "asia",
+        "data": {"dataset": "bnlearn", "network": "asia", "samples": 2000},
+        "concepts": {"cover": "all"},
+        "runs": [{"name": "F-CMs", "method": "fcm"}],
+    }
+
+    # Execute
+    workload = prepare_workload(load_config(source))
+
+    # Assert
+    union = {name for client in workload.clients for name in client.train.names} | {workload.splits.task}
+    assert union == set(workload.splits.train.names)

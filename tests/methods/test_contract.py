@@ -193,11 +193,13 @@ def _comparable(history: list[RoundRecord]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.to_dict().items() if k != "wall_time_s"} for r in history]
 
 
-def assert_resumes_exactly(method: Method, variant: str, checkpoint: Path, expected: Run) -> None:
-    """Kill ``method`` at the end of round 2, resume it, and compare everything with ``expected``."""
+def assert_resumes_exactly(
+    method: Method, variant: str, checkpoint: Path, expected: Run, train: dict[str, Any] | None = None
+) -> None:
+    """Kill ``method`` at the end of round 2, resume it, and compare everything with ``expected`` (run with ``train``)."""
     with pytest.raises(Interrupted):
-        _run(method, variant, checkpoint=checkpoint, interrupt_at=2)
-    resumed = _run(method, variant, checkpoint=checkpoint, resume=True)
+        _run(method, variant, checkpoint=checkpoint, interrupt_at=2, train=train)
+    resumed = _run(method, variant, checkpoint=checkpoint, resume=True, train=train)
     assert _comparable(resumed.history) == _comparable(expected.history)
     assert_same(resumed.server, expected.server)
     assert_same(resumed.grid.client_states(), expected.grid.client_states(), "client_states")
@@ -359,7 +361,9 @@ def _altered_by(method: Method, variant: str, attack: str) -> int:
 @pytest.mark.parametrize(
     ("name", "variant", "capability"), DECLARED, ids=[f"{_case_id(n, v)}-{c}" for n, v, c in DECLARED]
 )
-def test_the_runtime_features_it_declares_act_on_its_runs(name: str, variant: str, capability: str) -> None:
+def test_the_runtime_features_it_declares_act_on_its_runs(
+    name: str, variant: str, capability: str, tmp_path: Path
+) -> None:
     method = METHODS[name]
     if capability == "dp_sgd":
         history = _run(method, variant, train={"dp_noise_multiplier": 1.0}).history
@@ -371,6 +375,11 @@ def test_the_runtime_features_it_declares_act_on_its_runs(name: str, variant: st
         epsilons = [r.metrics["dp_epsilon"] for r in history]
         assert len(epsilons) == ROUNDS
         assert epsilons == sorted(set(epsilons))
+    elif capability == "kept_optimizer":
+        kept = {"optimizer_state": "kept"}
+        run = _run(method, variant, train=kept)
+        assert any(any(k.startswith("optimizer/") for k in s.arrays) for s in run.grid.client_states().values())
+        assert_resumes_exactly(method, variant, tmp_path / "checkpoint.npz", run, train=kept)
     elif capability == "robust_aggregation":
         rule = CountingMedian()
         _run(method, variant, aggregator=rule)

@@ -40,8 +40,10 @@ from fedmosaic.data.concept_inputs import (
     AUTOENCODER_BATCH,
     AUTOENCODER_EPOCHS,
     AUTOENCODER_MIN_STEPS,
+    REFERENCE_MAX_EPOCHS,
     autoencoded_inputs,
     one_hot_inputs,
+    reference_inputs,
 )
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.seeding import derive_rng
@@ -54,9 +56,11 @@ __all__ = [
     "CLEAN_NOISE_SHARE",
     "DEFAULT_SAMPLES",
     "DEFAULT_SAMPLE_COUNT",
+    "INPUT_MODES",
     "LATENT_DIM",
     "NETWORK_TASKS",
     "NOISE_SHARE",
+    "REFERENCE_NOISE_SHARE",
     "SMALL_LATENT_DIM",
     "SMALL_NETWORKS",
     "SPLIT_FRACTIONS",
@@ -104,8 +108,15 @@ NOISE_SHARE = 0.7
 
 Calibrated on asia so that a centralized CBM predicts its concepts
 imperfectly (balanced concept accuracy about 0.85) and interventions help;
-see ``docs/methods/fcm.md``. ``s = 0.5`` is the reference code's mix.
+see ``docs/methods/fcm.md``. The reference code's ``s = 0.5`` is mixed on its
+*raw* latent, not a unit-scale one, and is not this share: it amounts to a
+unit-scale share of about 0.8 on asia and 0.6 on alarm and insurance (the
+per-network equivalence is in ``docs/methods/fcm.md``).
 """
+REFERENCE_NOISE_SHARE = 0.5
+"""The reference code's noise share, mixed on the raw latent (``inputs = "reference"``)."""
+INPUT_MODES = ("concepts", "reference")
+"""How ``x`` is built: fedmosaic's construction, or the reference code's (:mod:`fedmosaic.data.concept_inputs`)."""
 CLEAN_NOISE_SHARE = 0.0
 """The clean, easy setting: ``x`` is the latent itself and concepts are predicted almost perfectly."""
 
@@ -280,7 +291,12 @@ class ConceptSplits:
     task : str
         The task concept.
     inputs : tuple[str, ...]
-        The concepts the autoencoder behind ``x`` encodes: all but the task.
+        The variables the autoencoder behind ``x`` encodes: all but the task,
+        or all of them when the task is leaked into ``x``.
+    latent_std : float
+        Standard deviation of the autoencoder's latent before the noise
+        (train split, root mean square over its dimensions); 1 where the
+        latent is put on unit scale first.
     """
 
     train: ConceptDataset
@@ -289,6 +305,7 @@ class ConceptSplits:
     graph_edges: tuple[tuple[str, str], ...]
     task: str
     inputs: tuple[str, ...]
+    latent_std: float = 1.0
 
 
 def sample_concept_splits(
@@ -300,6 +317,8 @@ def sample_concept_splits(
     latent_dim: int | None = None,
     epochs: int | None = None,
     noise_share: float = NOISE_SHARE,
+    mode: str = "concepts",
+    leak_task: bool = False,
 ) -> ConceptSplits:
     """Sample a network's train, validation and test splits, with autoencoded inputs.
 
@@ -313,6 +332,12 @@ def sample_concept_splits(
     per-feature mean and standard deviation. Because the latent has unit
     scale, ``noise_share`` states the inputs' difficulty whatever the
     autoencoder's own scale.
+
+    ``mode = "reference"`` builds ``x`` as the F-CMs reference code does
+    instead (:func:`~fedmosaic.data.concept_inputs.reference_inputs`): an MSE
+    autoencoder on the raw integer codes, fitted on every split, the noise
+    mixed on its raw latent. ``leak_task`` encodes the task into ``x`` too
+    (as one version of the reference does), so ``x`` carries the label.
 
     Parameters
     ----------
@@ -336,6 +361,11 @@ def sample_concept_splits(
     noise_share : float, optional
         Share ``s`` of noise in ``x``, in [0, 1); :data:`NOISE_SHARE` by
         default, :data:`CLEAN_NOISE_SHARE` (0) for clean inputs.
+    mode : {"concepts", "reference"}, default "concepts"
+        fedmosaic's construction of ``x`` or the reference code's
+        (``epochs`` then bounds the reference autoencoder's epochs).
+    leak_task : bool, default False
+        Encode the task into ``x`` as well.
 
     Returns
     -------
@@ -366,19 +396,25 @@ def sample_concept_splits(
     latent_dim = _resolve_count("data.latent_dim", latent_dim, default_latent, 1)
     batches = -(-_split_sizes(n_samples)["train"] // AUTOENCODER_BATCH)
     default_epochs = max(AUTOENCODER_EPOCHS, -(-AUTOENCODER_MIN_STEPS // max(batches, 1)))
-    epochs = _resolve_count("data.epochs", epochs, default_epochs, 1)
+    epochs = _resolve_count("data.epochs", epochs, default_epochs if mode == "concepts" else REFERENCE_MAX_EPOCHS, 1)
+    if mode not in INPUT_MODES:
+        raise unknown_choice("data.inputs", "input mode", mode, INPUT_MODES)
     if isinstance(noise_share, bool) or not isinstance(noise_share, (int, float)) or not 0 <= noise_share < 1:
         raise ConfigError("data.noise_share", f"must be a number in [0, 1) (got {noise_share!r})")
 
     names = tuple(model.nodes())
     states = {node: list(model.get_cpds(node).state_names[node]) for node in names}
     cardinalities = {node: len(values) for node, values in states.items()}
-    inputs = tuple(node for node in names if node != task)
+    inputs = tuple(node for node in names if leak_task or node != task)
     codes = {
         split: forward_sample(model, size, derive_rng(seed, "bayesnet", "sample", split))
         for split, size in _split_sizes(n_samples).items()
     }
-    features = autoencoded_inputs(codes, names, cardinalities, inputs, latent_dim, epochs, seed, float(noise_share))
+    latent_std = 1.0
+    if mode == "reference":
+        features, latent_std = reference_inputs(codes, names, inputs, latent_dim, seed, float(noise_share), epochs)
+    else:
+        features = autoencoded_inputs(codes, names, cardinalities, inputs, latent_dim, epochs, seed, float(noise_share))
     datasets = {
         split: ConceptDataset(features[split], codes[split], names, task, cardinalities, states) for split in codes
     }
@@ -389,6 +425,7 @@ def sample_concept_splits(
         graph_edges=tuple(model.edges()),
         task=task,
         inputs=inputs,
+        latent_std=latent_std,
     )
 
 

@@ -21,7 +21,7 @@ Graphs are plain data: a sequence of ``(parent, child)`` name pairs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
@@ -44,6 +44,7 @@ __all__ = [
     "assign_clients",
     "concept_subsets",
     "corrupted_clients",
+    "cover_every_node",
     "learned_confidence",
     "oracle_confidence",
 ]
@@ -263,6 +264,29 @@ def concept_subsets(
         additional=(False,) * len(base) + (True,) * len(added),
         additional_nodes=tuple(sorted(extra, key=order.__getitem__)),
     )
+
+
+def cover_every_node(layout: ConceptSubsets, nodes: Sequence[str], rng: np.random.Generator) -> ConceptSubsets:
+    """``layout`` with each of ``nodes`` that no subset holds added to one subset drawn uniformly.
+
+    The subsets of :func:`concept_subsets` cover the task's ancestral graph;
+    the reference code's clients together label every node of the network,
+    the task's non-ancestors included. Added nodes follow a subset's own
+    concepts, in the order of ``nodes``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layout = ConceptSubsets("y", (("a", "y"), ("a", "b", "y")), (False, True), ("b",))
+    >>> covered = cover_every_node(layout, ["a", "b", "y", "z"], np.random.default_rng(0))
+    >>> sorted(set().union(*covered.subsets))
+    ['a', 'b', 'y', 'z']
+    """
+    subsets = [list(subset) for subset in layout.subsets]
+    for node in nodes:
+        if not any(node in subset for subset in subsets):
+            subsets[int(rng.integers(len(subsets)))].append(node)
+    return replace(layout, subsets=tuple(tuple(subset) for subset in subsets))
 
 
 def _check_subset_parameters(

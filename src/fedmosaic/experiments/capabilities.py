@@ -48,6 +48,7 @@ FEATURES: dict[str, tuple[str, str]] = {
     "robust_aggregation": ("robust aggregation", "it needs every model upload to pass through the rule"),
     "update_attacks": ("sign-flip and scale attacks", "it needs replies that carry the model they were sent"),
     "graph_attacks": ("graph attacks", "it needs clients that upload confidence matrices"),
+    "kept_optimizer": ("a kept optimizer state", "its clients must keep the optimizer in their client state"),
 }
 """What each capability flag stands for, in the words of the error message."""
 
@@ -59,7 +60,7 @@ def requested(config: Experiment, run: RunSection) -> list[tuple[str, str]]:
     """The features ``run`` asks its method for: ``(field, capability)`` pairs, in the order of the sections.
 
     ``[aggregation]``, ``[privacy]`` and ``[attack]`` act on federated runs
-    only; local DP-SGD on every setting.
+    only; local DP-SGD and a kept optimizer state on every setting.
 
     Examples
     --------
@@ -71,6 +72,8 @@ def requested(config: Experiment, run: RunSection) -> list[tuple[str, str]]:
     asked = []
     if config.train.dp_noise_multiplier > 0:
         asked.append(("train.dp_noise_multiplier", "dp_sgd"))
+    if config.train.optimizer_state == "kept":
+        asked.append(("train.optimizer_state", "kept_optimizer"))
     if run.setting != "federated":
         return asked
     privacy, aggregation, attack = config.privacy, config.aggregation, config.attack

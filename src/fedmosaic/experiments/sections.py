@@ -75,6 +75,19 @@ class DataSection(Section):
         in [0, 1). The default (0.7) makes concepts imperfectly predicted, as
         in the F-CMs paper; ``0`` gives clean inputs, the easy setting where
         concepts are predicted almost perfectly and interventions gain little.
+        With ``inputs = "reference"`` the share is mixed on the raw latent
+        (default 0.5, the reference code's).
+    inputs : {"concepts", "reference"}, default "concepts"
+        ``bnlearn`` only: how ``x`` is built. ``concepts`` is fedmosaic's
+        (one-hot concepts, an autoencoder fitted on the train split, its
+        latent on unit scale before the noise); ``reference`` is the F-CMs
+        reference code's (an MSE autoencoder on the raw integer codes fitted
+        on every split, at most 300 epochs, the noise mixed on its raw
+        latent).
+    leak_task : bool, default False
+        ``bnlearn`` only: encode the task into ``x`` with the concepts, as
+        one version of the reference code does; ``x`` then carries the
+        label, and a model can read the task from it without its concepts.
     samples_per_client : int, default 1000
         ``simpson-mnist`` only: training digits per client.
     simpson_design : {"conflicting", "bands"}, default "conflicting"
@@ -114,6 +127,8 @@ class DataSection(Section):
     samples: Samples | None = None
     latent_dim: Width | None = None
     noise_share: float | None = Field(default=None, ge=0, lt=1)
+    inputs: Literal["concepts", "reference"] = "concepts"
+    leak_task: bool = False
     samples_per_client: Samples = 1000
     simpson_design: Literal["conflicting", "bands"] = "conflicting"
     test_colours: Literal["pooled", "independent"] | None = None
@@ -144,6 +159,10 @@ class ConceptsSection(Section):
     corrupt_pairs : float, default 0.1
         Oracle mode: share of a corrupted client's concept pairs inverted,
         removed or added.
+    cover : {"ancestors", "all"}, default "ancestors"
+        What the clients' concept subsets cover together: the task's
+        ancestors, or every node of the network (as the reference code's
+        do: each other node joins one subset drawn at random).
     """
 
     num_clients: Clients = 20
@@ -152,6 +171,7 @@ class ConceptsSection(Section):
     confidence: Literal["oracle", "learned"] = "oracle"
     corrupt_clients: float = Field(default=0.1, ge=0, le=1)
     corrupt_pairs: float = Field(default=0.1, ge=0, le=1)
+    cover: Literal["ancestors", "all"] = "ancestors"
 
 
 class PartitionSection(Section):

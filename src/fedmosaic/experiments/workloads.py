@@ -16,6 +16,7 @@ import numpy as np
 
 from fedmosaic.data.bayesnet import (
     NOISE_SHARE,
+    REFERENCE_NOISE_SHARE,
     ConceptDataset,
     ConceptSplits,
     bayes_optimal_accuracy,
@@ -29,9 +30,11 @@ from fedmosaic.data.concept_clients import (
     assign_clients,
     concept_subsets,
     corrupted_clients,
+    cover_every_node,
     learned_confidence,
     oracle_confidence,
 )
+from fedmosaic.data.concept_inputs import probe_accuracy
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.partition import partition
 from fedmosaic.data.simpson import sample_grid_png, simpson_mnist
@@ -60,6 +63,7 @@ class ConceptWorkload:
     clients: list[ConceptClientData]
     true_ancestors: frozenset[str]
     bayes_optimal: float
+    probe: float
     figures: tuple[tuple[str, str, bytes], ...] = ()
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
@@ -103,7 +107,11 @@ class ConceptWorkload:
             train=config.train,
             last_arrival=last_arrival,
             rounds=config.federation.rounds,
-            extras={"bayes_optimal_accuracy": self.bayes_optimal},
+            extras={
+                "bayes_optimal_accuracy": self.bayes_optimal,
+                "probe_accuracy": self.probe,
+                "input_latent_std": self.splits.latent_std,
+            },
         )
 
 
@@ -197,7 +205,9 @@ def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
         task=data.task,
         n_samples=data.samples,
         latent_dim=data.latent_dim,
-        noise_share=NOISE_SHARE if data.noise_share is None else data.noise_share,
+        noise_share=_noise_share(data.noise_share, data.inputs),
+        mode=data.inputs,
+        leak_task=data.leak_task,
     )
     if layout_config.num_clients > len(splits.train):
         raise ConfigError(
@@ -211,6 +221,8 @@ def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
         rng,
         additional_subsets=1 if data.network in FEW_ADDITIONAL_SUBSETS else 3,
     )
+    if layout_config.cover == "all":
+        subsets = cover_every_node(subsets, splits.train.names, derive_rng(config.seed, "concept-cover"))
     join_round = layout_config.join_round or (10 if data.network == "asia" else 20)
     layout = assign_clients(
         subsets,
@@ -232,13 +244,25 @@ def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
     ]
     ancestors, _ = ancestral_graph(splits.graph_edges, splits.task)
     bayes = bayes_optimal_accuracy(load_network(data.network), splits.task, splits.test.concepts, splits.test.names)
+    task_column = [splits.task]
+    probe = probe_accuracy(
+        splits.train.x, splits.train.columns(task_column)[:, 0], splits.test.x, splits.test.columns(task_column)[:, 0]
+    )
     return ConceptWorkload(
         splits=splits,
         layout=layout,
         clients=clients,
         true_ancestors=frozenset(ancestors) - {splits.task},
         bayes_optimal=bayes,
+        probe=probe,
     )
+
+
+def _noise_share(given: float | None, inputs: str) -> float:
+    """The noise share of ``x``: the one given, else the default of the input mode."""
+    if given is not None:
+        return given
+    return NOISE_SHARE if inputs == "concepts" else REFERENCE_NOISE_SHARE
 
 
 def _labeled(dataset: ConceptDataset, rows: np.ndarray, names: tuple[str, ...]) -> LabeledConcepts:

@@ -56,6 +56,10 @@ class Capabilities:
     graph_attacks : bool, default False
         The ``reversed-graph`` and ``random-graph`` attacks of ``[attack]``:
         clients upload a confidence matrix (array ``confidence``).
+    kept_optimizer : bool, default False
+        ``train.optimizer_state = "kept"``: the clients train with the one
+        training loop and give it their client state to keep the optimizer's
+        state in.
     """
 
     dp_sgd: bool = False
@@ -63,6 +67,7 @@ class Capabilities:
     robust_aggregation: bool = False
     update_attacks: bool = False
     graph_attacks: bool = False
+    kept_optimizer: bool = False
 
     def names(self) -> tuple[str, ...]:
         """The flags that are set, in declaration order.

@@ -113,7 +113,7 @@ METHODS: dict[str, Method] = {
             "concepts",
             FCMParams,
             build_fcm,
-            replace(MODEL_UPDATES, dp_sgd=True, graph_attacks=True),
+            replace(MODEL_UPDATES, dp_sgd=True, graph_attacks=True, kept_optimizer=True),
         ),
         Method(
             "false-vfl",

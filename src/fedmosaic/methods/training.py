@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 
 from fedmosaic.limits import MAX_EPOCHS, MAX_LR, MAX_NOISE, MAX_NORM, BatchSize, Epochs
+from fedmosaic.methods.kept_optimizer import keep_optimizer, restore_optimizer
 
 LossFn = Callable[[nn.Module, Tensor, Tensor], Tensor]
 
@@ -27,6 +29,12 @@ class TrainParams(BaseModel):
         Mini-batch size.
     optimizer : {"sgd", "adam"}, default "sgd"
         Optimizer, created afresh at the start of each round.
+    optimizer_state : {"fresh", "kept"}, default "fresh"
+        ``fresh`` starts every round's optimizer from nothing; ``kept``:
+        each client keeps its optimizer's state (Adam's moments, SGD's
+        momentum) from one round to the next in its client state, by
+        parameter name, so it survives a checkpoint, ``--resume`` and a
+        Flower deployment. Only methods that declare it take ``kept``.
     lr : float, default 0.05
         Learning rate (> 0).
     momentum : float, default 0.0
@@ -54,6 +62,7 @@ class TrainParams(BaseModel):
     epochs: Epochs = 1
     batch_size: BatchSize = 32
     optimizer: Literal["sgd", "adam"] = "sgd"
+    optimizer_state: Literal["fresh", "kept"] = "fresh"
     lr: float = Field(default=0.05, gt=0, le=MAX_LR)
     momentum: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0, le=MAX_LR)
@@ -85,6 +94,7 @@ def train_epochs(
     generator: torch.Generator,
     loss_fn: LossFn = cross_entropy_loss,
     optimizer: torch.optim.Optimizer | None = None,
+    kept: MutableMapping[str, np.ndarray] | None = None,
 ) -> float:
     """Train ``model`` in place for ``params.epochs`` epochs of shuffled mini-batches.
 
@@ -103,6 +113,10 @@ def train_epochs(
     optimizer : torch.optim.Optimizer or None, default None
         Steps the model's parameters; None builds the one ``params``
         describes, afresh (:func:`make_optimizer`).
+    kept : mutable mapping of str to numpy.ndarray, optional
+        The optimizer state kept between calls (a client's state arrays, for
+        ``optimizer_state = "kept"``): read into the optimizer before training,
+        written after it (:mod:`fedmosaic.methods.kept_optimizer`). None starts afresh.
 
     Returns
     -------
@@ -120,6 +134,9 @@ def train_epochs(
     True
     """
     optimizer = make_optimizer(model, params) if optimizer is None else optimizer
+    base = optimizer
+    if kept is not None:
+        restore_optimizer(base, model, kept)
     # DP-SGD: Opacus's hooks on the model's layers record per-example gradients; the loss
     # still calls the model itself, so methods that take it apart keep working.
     private = params.dp_noise_multiplier > 0
@@ -146,6 +163,8 @@ def train_epochs(
     finally:
         if hooks is not None:
             hooks._close()  # removes Opacus's hooks and per-example gradients from the model
+    if kept is not None:
+        keep_optimizer(base, model, kept)
     return float(total) / max(seen, 1)
 
 

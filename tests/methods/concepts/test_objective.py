@@ -77,6 +77,28 @@ def test_loss_is_gamma_times_labeled_concept_ces_plus_one_minus_gamma_times_task
     assert loss.item() == pytest.approx(float(expected), rel=1e-6, abs=1e-7)
 
 
+@pytest.mark.parametrize(
+    "labeled", [("a", "b", "c", "y"), ("b", "c"), ("y",)], ids=["with-task", "no-task", "task-only"]
+)
+def test_with_concept_mean_the_concepts_share_gamma_and_the_task_keeps_one_minus_gamma(
+    labeled: tuple[str, ...],
+) -> None:
+    # Prepare
+    model = Recorder(_model("cbm"))
+    x, values = _batch(32, labeled)
+    objective = Objective(GRAPH, labeled, gamma=0.8, intervention_prob=0.8, concept_mean=True)
+    concepts = sum(node != "y" for node in labeled)
+
+    # Execute
+    loss = objective.loss(model, x, values)
+
+    # Assert: the sum's concept part divided by the number of labeled concepts
+    ((_, logits),) = model.calls
+    task_part = _hand_loss(logits, values, labeled, 0.0) * 0.2
+    concept_part = _hand_loss(logits, values, labeled, 1.0) * 0.8 / max(concepts, 1)
+    assert loss.item() == pytest.approx(task_part + concept_part, rel=1e-6, abs=1e-7)
+
+
 @pytest.mark.parametrize("family", ["cbm", "cgm"])
 def test_loss_with_training_interventions_is_the_same_formula_on_the_intervened_logits(family: str) -> None:
     # Prepare

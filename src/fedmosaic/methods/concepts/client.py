@@ -78,7 +78,9 @@ class FCMClient(ClientLogic):
         model = self._model_for(graph_text, context)
         load_arrays(model, message.arrays, strict=False)
         labeled = tuple(n for n in graph.nodes if n in self._data.train.names)
-        objective = Objective(graph, labeled, self._params.gamma, self._params.intervention_prob)
+        objective = Objective(
+            graph, labeled, self._params.gamma, self._params.intervention_prob, self._params.concept_loss == "mean"
+        )
         masked = self._params.aggregation == "module"
         trained_prefixes = (model.ENCODER_PREFIX, *(model.node_prefix(n) for n in labeled))
         for name, parameter in model.named_parameters():
@@ -97,6 +99,7 @@ class FCMClient(ClientLogic):
             params=self._train,
             generator=generator,
             loss_fn=lambda _, xb, vb: objective.loss(model, xb, vb, generator),
+            kept=state.arrays if self._train.optimizer_state == "kept" else None,
         )
         uploaded = {
             name: tensor.detach().numpy().copy()

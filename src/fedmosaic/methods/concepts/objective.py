@@ -15,7 +15,8 @@ class Objective:
     """The loss a client minimises.
 
     ``gamma * sum of the cross-entropies of the concepts it labels
-    + (1 - gamma) * the task's cross-entropy`` (when it has task labels);
+    + (1 - gamma) * the task's cross-entropy`` (when it has task labels),
+    or with ``concept_mean`` the mean over those concepts instead of the sum;
     each cross-entropy is over the rows labeled for its node (a value of -1
     is unlabeled).
     During training each labeled concept of each sample is intervened on
@@ -31,12 +32,15 @@ class Objective:
         Weight of the concept losses.
     intervention_prob : float
         Probability of a training-time intervention per (sample, labeled concept).
+    concept_mean : bool, default False
+        Average the concept terms instead of adding them up.
     """
 
     graph: ConceptGraph
     labeled: tuple[str, ...]
     gamma: float
     intervention_prob: float
+    concept_mean: bool = False
 
     def loss(self, model: ConceptModel, x: Tensor, values: Tensor, generator: torch.Generator | None = None) -> Tensor:
         """The loss of a batch; with a generator, training-time interventions are drawn."""
@@ -64,6 +68,9 @@ class Objective:
         """``gamma`` times the labeled concepts' terms plus ``1 - gamma`` times the task's, over counted nodes."""
         weights = torch.tensor([self._weight(node) for node in nodes], dtype=means.dtype, device=means.device)
         used = counted & (weights > 0)
+        if self.concept_mean:
+            concepts = used & torch.tensor([node != self.graph.task for node in nodes], device=means.device)
+            weights = torch.where(concepts, weights / concepts.sum().clamp(min=1), weights)
         return torch.where(used, weights * means, means.new_zeros(())).sum()
 
     def _weight(self, node: str) -> float:

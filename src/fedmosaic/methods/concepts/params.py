@@ -30,6 +30,11 @@ class FCMParams(MethodParams):
         no module masking.
     gamma : float, default 0.8
         Weight of the concept losses; the task loss has ``1 - gamma``.
+    concept_loss : {"sum", "mean"}, default "sum"
+        How a client combines the losses of the concepts it labels: their
+        sum (each has weight ``gamma``) or their mean (together they have
+        ``gamma``, as in the reference code; the task then keeps a larger
+        share of the loss on a client with many concepts).
     intervention_prob : float, default 0.8
         Probability that a labeled concept of a training sample is replaced by
         its true value (training-time interventions).
@@ -55,6 +60,7 @@ class FCMParams(MethodParams):
     growth: Literal["grow", "static", "reinit"] = "grow"
     aggregation: Literal["module", "full"] = "module"
     gamma: float = Field(default=0.8, ge=0, le=1)
+    concept_loss: Literal["sum", "mean"] = "sum"
     intervention_prob: float = Field(default=0.8, ge=0, le=1)
     patience: int = Field(default=10, ge=0, le=MAX_ROUNDS)
     intervention_noise: float = Field(default=0.8, ge=0)

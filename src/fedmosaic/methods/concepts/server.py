@@ -27,6 +27,7 @@ from fedmosaic.methods.concepts.client import REGISTER, TRAIN
 from fedmosaic.methods.concepts.graph import aggregate_graph, consensus_record
 from fedmosaic.methods.concepts.metrics import concept_scores, coverage, intervention_curve, random_order, task_accuracy
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModel, build_concept_model
+from fedmosaic.methods.concepts.oscillation import alternating_rounds
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.task import ConceptTask, LabeledConcepts, decode_graph, encode_graph
 from fedmosaic.methods.declared_state import BOOL, BY_CLIENT, FLOATS_OR_NONE, INT, JSON, STR, DeclaredState
@@ -54,6 +55,7 @@ STATE = DeclaredState(
         "changes": JSON,
         "fusions": JSON,
         "curves": JSON,
+        "task_losses": JSON,
     }
 )
 """The server's state besides its arrays (models, confidence matrices) and the graph of its model."""
@@ -101,6 +103,7 @@ class FCMServer(ServerLogic):
         self.changes: list[dict[str, Any]] = []
         self.fusions: list[dict[str, Any]] = []
         self.curves: dict[str, Any] = {}
+        self.task_losses: list[float] = []
 
     # -- the round -----------------------------------------------------------------
 
@@ -295,6 +298,8 @@ class FCMServer(ServerLogic):
         validation rows for the criterion is ignored: it neither becomes the
         best nor counts towards the patience.
         """
+        if task_loss is not None:
+            self.task_losses.append(task_loss)
         key = (task_loss, val_loss) if self._task_labeled() else (val_loss,)
         if key[0] is None:
             return
@@ -369,6 +374,8 @@ class FCMServer(ServerLogic):
             "intervention_gain": topological_curve[-1] - topological_curve[0],
             "unlabeled_intervention_accuracy": float(np.mean(unlabeled)) if unlabeled else 0.0,
             "best_round": float(self.best_round),
+            **({"selection_loss": self.best_key[0]} if self.best_key else {}),
+            "alternating_rounds": float(alternating_rounds(self.task_losses)),
             **({"graph_epsilon_per_pair": self._params.graph_epsilon} if self._params.graph_epsilon else {}),
             **{k: float(v) for k, v in task.extras.items()},
         }

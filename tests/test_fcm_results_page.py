@@ -1,0 +1,53 @@
+"""The F-CMs results page shows exactly the tables ``scripts/fcm_tables.py`` prints from the committed grids."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "results" / "fcm.md"
+METHODS_PAGE = ROOT / "docs" / "methods" / "fcm.md"
+
+
+@pytest.fixture(scope="module")
+def tables() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fcm_tables", ROOT / "scripts" / "fcm_tables.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_table_of_the_results_page_is_printed_from_its_grid_files(tables: ModuleType) -> None:
+    # Prepare
+    page = PAGE.read_text(encoding="utf-8")
+    runs = tables.load_runs()
+
+    # Execute
+    printed = [
+        *(tables.table(runs, cell) for cell in (tables._task_cell, tables._concept_cell, tables._gain_cell)),
+        tables.table(runs, tables._ceiling_cell),
+        tables.concept_gap_table(runs),
+        tables.regime_table(),
+        tables.reference_table(),
+        tables.options_table(),
+        tables.scaling_table(),
+    ]
+
+    # Assert
+    missing = [text.splitlines()[0] for text in printed if text not in page]
+    assert not missing, f"stale tables (regenerate with python scripts/fcm_tables.py): {missing}"
+
+
+def test_the_noise_share_equivalence_of_the_methods_page_is_printed_from_its_file(tables: ModuleType) -> None:
+    # Execute
+    printed = tables.equivalence_table()
+
+    # Assert
+    assert printed.startswith("| network |")
+    assert printed in METHODS_PAGE.read_text(encoding="utf-8")
