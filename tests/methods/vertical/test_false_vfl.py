@@ -10,9 +10,9 @@ from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, Message, RoundContext, Schedule
 from fedmosaic.methods.vertical.bounds import iwae_bound
 from fedmosaic.methods.vertical.build import build_false_vfl
-from fedmosaic.methods.vertical.false_vfl import random_subsets
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.params import FalseVFLParams
+from fedmosaic.methods.vertical.subsets import random_subsets
 from fedmosaic.methods.vertical.task import VerticalTask
 
 from .conftest import train, with_shuffled_test_labels

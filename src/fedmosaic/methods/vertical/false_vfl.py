@@ -32,7 +32,7 @@ Each round is one epoch (stage 1: ``stage1_passes`` epochs):
   (``prediction = "snis"``, the paper), or beyond the paper
   ``p_phi(y | mu)`` at the fused posterior mean (``mean``), or the mean on
   rows whose weights are degenerate and SNIS elsewhere (``ess``,
-  :func:`rule_probabilities`). Every test setting reports the rule's
+  :func:`~fedmosaic.methods.vertical.prediction.rule_probabilities`). Every test setting reports the rule's
   accuracy, SNIS's, the posterior mean's, SNIS's with each of
   ``report_samples`` and the mean effective sample size of the weights.
 - **Party subsets** (``party_subsets``, beyond the paper): each stage-1 step
@@ -64,13 +64,15 @@ from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, 
 from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.declared_state import INT, DeclaredState
-from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound, snis_weights
+from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.params import FalseVFLParams
+from fedmosaic.methods.vertical.prediction import RULE_ACCURACIES, predictive_probabilities, rule_probabilities, sample
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.selection import Selection
+from fedmosaic.methods.vertical.subsets import random_subsets
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.tensors import (
     evaluation_config,
@@ -571,89 +573,3 @@ class FalseVFLServer(ServerLogic):
         self._steps = {k: as_int(state.config[f"steps.{k}"]) for k in self._steps}
         self._last_evaluation = evaluation_from_config(state.config)
         self._selection.load(state.config)
-
-
-def sample(mean: Tensor, logvar: Tensor, samples: int, generator: torch.Generator) -> Tensor:
-    """``samples`` draws of the diagonal Gaussians ``(n, d)``: ``(samples, n, d)``."""
-    return mean + torch.exp(0.5 * logvar) * torch.randn((samples, *mean.shape), generator=generator)
-
-
-def random_subsets(present: Tensor, keep: float, generator: torch.Generator) -> Tensor:
-    """A random subset of each row's present parties: each kept with probability ``keep``, at least one.
-
-    A row that would keep none keeps one of its present parties, drawn uniformly.
-
-    Parameters
-    ----------
-    present : Tensor
-        bool ``(n, K)``.
-    keep : float
-        Probability that a present party is kept.
-    generator : torch.Generator
-        Source of randomness.
-
-    Returns
-    -------
-    Tensor
-        bool ``(n, K)`` within ``present``; non-empty where ``present`` is.
-
-    Examples
-    --------
-    >>> present = torch.tensor([[True, True, False], [False, False, True]])
-    >>> subsets = random_subsets(present, 0.0, torch.Generator().manual_seed(0))
-    >>> subsets.sum(1).tolist(), bool((subsets <= present).all())
-    ([1, 1], True)
-    """
-    kept = present & (torch.rand(present.shape, generator=generator) < keep)
-    keys = torch.rand(present.shape, generator=generator).masked_fill(~present, -1.0)
-    one = torch.zeros_like(present).scatter_(1, keys.argmax(1, keepdim=True), True) & present
-    return torch.where(kept.any(1, keepdim=True), kept, one)
-
-
-RULE_ACCURACIES = ("snis_accuracy", "mean_accuracy", "ess_accuracy")
-"""The diagnostics that hold each prediction rule's accuracy."""
-
-
-def rule_probabilities(rule: str, snis: Tensor, at_mean: Tensor, ess: Tensor, floor: float) -> Tensor:
-    """The class probabilities of a prediction rule: ``snis``, ``mean``, or ``ess`` (the mean where ``ess < floor``).
-
-    Parameters
-    ----------
-    rule : {"snis", "mean", "ess"}
-        The rule (``FalseVFLParams.prediction``).
-    snis, at_mean : Tensor
-        ``(n, classes)``: SNIS's probabilities and the classifier's at the fused posterior mean.
-    ess : Tensor
-        ``(n,)``: the effective sample size of each row's weights.
-    floor : float
-        The effective sample size below which ``ess`` takes the mean.
-
-    Examples
-    --------
-    >>> snis, at_mean = torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([[0.0, 1.0], [0.0, 1.0]])
-    >>> rule_probabilities("ess", snis, at_mean, torch.tensor([1.2, 5.0]), 2.0).argmax(-1).tolist()
-    [1, 0]
-    """
-    if rule == "snis":
-        return snis
-    if rule == "mean":
-        return at_mean
-    return torch.where((ess < floor)[:, None], at_mean, snis)
-
-
-def predictive_probabilities(log_weights: Tensor, class_probabilities: Tensor) -> Tensor:
-    """``sum_l w_l p_phi(y | h_l)`` with self-normalised weights.
-
-    Parameters
-    ----------
-    log_weights : Tensor
-        ``(samples, n)`` log importance weights.
-    class_probabilities : Tensor
-        ``(samples, n, classes)``.
-
-    Returns
-    -------
-    Tensor
-        ``(n, classes)``, rows summing to one.
-    """
-    return (snis_weights(log_weights)[..., None] * class_probabilities).sum(0)
