@@ -13,8 +13,8 @@ processes' usage says. A process that lives less than a quarter of a second
 may be missed; on a busy machine the CPU seconds, unlike the wall time, stay
 close to what an idle one would use.
 
-Usage: python benchmarks/cpu_of.py COMMAND [ARG ...]
-  e.g. python benchmarks/cpu_of.py python -m pytest -n 0 -m slow tests/experiments/test_engines.py
+Usage: python scripts/cpu_of.py COMMAND [ARG ...]
+  e.g. python scripts/cpu_of.py python -m pytest -n 0 -m slow tests/experiments/test_engines.py
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def reap(command_pid: int) -> int | None:
 
 def main(command: list[str]) -> int:
     if not command:
-        print("usage: python benchmarks/cpu_of.py COMMAND [ARG ...]", file=sys.stderr)
+        print("usage: python scripts/cpu_of.py COMMAND [ARG ...]", file=sys.stderr)
         return 2
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print(f"error: prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}", file=sys.stderr)
