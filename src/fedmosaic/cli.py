@@ -239,7 +239,6 @@ def track_command(
     tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Log a finished run (or grid) to an experiment tracker."""
-    check_backend(backend)
     results = load_results(out)
     if not {"runs", "points"} & set(results):
         raise FedmosaicError(f"{out / 'results.json'}: holds neither runs nor grid points")

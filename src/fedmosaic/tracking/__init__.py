@@ -50,11 +50,11 @@ def track(out_dir: Path, results: Mapping[str, Any], backend: str, uri: str | No
         For an unknown backend, or one whose package is not installed.
     """
     check_backend(backend)
-    record = _read_record(out_dir)
     if backend == "tensorboard":
         folder = write_tensorboard(tracked_experiment(out_dir, results), out_dir)
         return f"tensorboard: tensorboard --logdir {folder}"
     uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or default_uri(out_dir)
+    record = _read_record(out_dir)
     logged = record.get("mlflow", {})
     if logged.get("uri") == uri:
         return f"mlflow: already logged as run {logged['run_id']} ({uri})"
