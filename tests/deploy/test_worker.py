@@ -149,3 +149,28 @@ def test_a_worker_with_a_wake_asks_for_a_task_when_signalled_and_at_the_fallback
     # Assert: a task, then no task three times, each followed by a wait on the wake (never a fixed poll)
     assert asks == [True, False, False, False]
     assert wake.waits == [FALLBACK_POLL_S] * 3
+
+
+def test_a_task_that_fails_outside_the_client_app_does_not_end_the_worker() -> None:
+    # Prepare: the second task fails as Flower's push of a reply can (an expired push session)
+    stop = threading.Event()
+    wake = SignalledTwice(stop)
+    worker = SiteWorker("127.0.0.1:9", None, lambda message, context: message, wake=wake)  # type: ignore[arg-type]
+    outcomes = iter([True, RuntimeError("push session expired"), True, False, False, False])
+    asks: list[object] = []
+
+    def run_next() -> bool:
+        outcome = next(outcomes)
+        asks.append(outcome)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return bool(outcome)
+
+    worker.run_next = run_next  # type: ignore[method-assign]
+
+    # Execute
+    worker.serve(stop)
+
+    # Assert: the worker went on asking for tasks after the failure
+    assert len(asks) == 6
+    assert wake.waits == [FALLBACK_POLL_S] * 3

@@ -136,10 +136,20 @@ class SiteWorker:
         )
 
     def serve(self, stop: threading.Event | None = None) -> None:
-        """Run tasks as they come, until ``stop`` is set (or forever)."""
+        """Run tasks as they come, until ``stop`` is set (or forever).
+
+        A task that fails outside the ClientApp (Flower refusing its reply, say, when the push
+        session of a run has expired) is logged and left failed; the worker goes on serving, so
+        the node answers the next messages rather than going silent until it is restarted.
+        """
         stop = stop or threading.Event()
         while not stop.is_set():
-            if self.run_next():
+            try:
+                ran = self.run_next()
+            except Exception:
+                log.exception("a task failed outside the ClientApp; serving the next one")
+                ran = True
+            if ran:
                 continue
             if self._wake is None:
                 stop.wait(self._poll_s)
@@ -191,6 +201,9 @@ class SiteWorker:
             try:
                 if reply is not None and context is not None:
                     push_message(client, reply, context)
+            except Exception as error:
+                status, details = SubStatus.FAILED, f"the reply could not be pushed: {type(error).__name__}"
+                raise
             finally:
                 push_task_output(client=client, context=context, sub_status=status, details=details)
                 client.close()
