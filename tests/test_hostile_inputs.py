@@ -23,6 +23,7 @@ from safetensors.numpy import load_file, save_file
 from starlette.testclient import TestClient
 
 from fedmosaic.cli import main
+from fedmosaic.deploy.processes import free_port
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.examples import copy_examples
 from fedmosaic.experiments import runner
@@ -547,4 +548,21 @@ def test_a_validation_share_that_leaves_no_training_rows_is_refused_before_anyth
     code, stderr = _cli(monkeypatch, capsys, tmp_path, *args)
     assert code == 2
     _one_line(stderr, "error: tables.val_fraction: input should be less than or equal to 0.5")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("localhost", "error: --superlink: expected HOST:PORT with a port from 1 to 65535, got 'localhost'"),
+        ("127.0.0.1:70000", "error: --superlink: expected HOST:PORT with a port from 1 to 65535"),
+        (f"127.0.0.1:{free_port()}", "error: --superlink: no SuperLink answers at 127.0.0.1:"),
+    ],
+)
+def test_a_superlink_that_cannot_be_reached_is_refused_on_one_line_before_anything_is_written(
+    address: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", "digits-fedavg", "--superlink", address, "--out", "out")
+    assert code == 2
+    _one_line(stderr, expected)
     assert not (tmp_path / "out").exists()

@@ -27,7 +27,7 @@ import fedmosaic
 from fedmosaic.deploy.security import NodeKey, TlsFiles, make_node_key, make_secret, make_tls
 from fedmosaic.deploy.supernode import POLL_INTERVAL_S, WAKE_OPTION, poll_interval
 from fedmosaic.deploy.wake import new_wake_name
-from fedmosaic.errors import FedmosaicError
+from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.federation.flower.site_state import STATE_DIR
 
 HOST = "127.0.0.1"
@@ -56,6 +56,47 @@ class Connection:
 
     address: str
     root_certificates: Path | None = None
+
+
+SUPERLINK_PROBE_TIMEOUT_S = 5.0
+"""How long :func:`check_reachable` waits for a SuperLink to accept a connection."""
+
+
+def check_reachable(connection: Connection, *, field: str = "--superlink") -> None:
+    """Refuse, on one line, a SuperLink address that is malformed or where nothing listens.
+
+    ``flwr run`` reports an unreachable SuperLink in a boxed message of
+    several lines and leaves the caller to guess which setting was wrong;
+    this check names the setting first.
+
+    Parameters
+    ----------
+    connection : Connection
+        The SuperLink to reach.
+    field : str, default "--superlink"
+        The setting named in the error.
+
+    Raises
+    ------
+    ConfigError
+        If ``connection.address`` is not ``HOST:PORT`` or refuses a TCP connection.
+
+    Examples
+    --------
+    >>> check_reachable(Connection("localhost"))
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.ConfigError: --superlink: expected HOST:PORT with a port from 1 to 65535, got 'localhost'
+    """
+    host, _, port = connection.address.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(field, f"expected HOST:PORT with a port from 1 to 65535, got {connection.address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=SUPERLINK_PROBE_TIMEOUT_S):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConfigError(field, f"no SuperLink answers at {connection.address} ({reason.lower()})") from None
 
 
 def flower_command(name: str) -> str:

@@ -16,7 +16,13 @@ from typing import Any
 
 import tomli_w
 
-from fedmosaic.deploy.processes import Connection, flower_command, flower_environment, write_flwr_config
+from fedmosaic.deploy.processes import (
+    Connection,
+    check_reachable,
+    flower_command,
+    flower_environment,
+    write_flwr_config,
+)
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.experiments.flower_server import RUN_CONFIG_DEFAULTS, encode_experiment
 
@@ -91,11 +97,14 @@ def submit(
 
     Raises
     ------
+    ConfigError
+        If nothing answers at ``connection.address`` (before anything is written).
     FedmosaicError
         If ``flwr run`` fails or the run ends without ``results.json``.
     """
     if hold_after > 0 and hold_dir is None:
         raise ValueError("hold_after needs a hold_dir")
+    check_reachable(connection)
     workdir = workdir.resolve()
     flwr_home = workdir / "flwr-home"
     write_flwr_config(flwr_home, CONNECTION, connection)
