@@ -47,6 +47,10 @@ STAGING = ".replacing"
 """Where ``--overwrite`` writes the new run, inside the output folder, until it completes."""
 _REPLACED = ".replaced"
 """Where the old run's files wait, during the replacement, to be deleted."""
+_MOVING_IN = ".moving-in"
+"""Marker in ``.replaced``: every old file is out, the new run's files are moving in."""
+_DISCARDED = ".discarded"
+"""Name ``.replaced`` takes, once the replacement is done, while it is deleted."""
 
 
 def check_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> None:
@@ -111,6 +115,7 @@ def claim_out_dir(out_dir: Path, document: dict[str, Any], *, resume: bool, over
     """
     check_out_dir(out_dir, resume=resume, overwrite=overwrite)
     with locked_folder(out_dir):
+        _finish_interrupted_replacement(out_dir)
         check_out_dir(out_dir, resume=resume, overwrite=overwrite)  # a run may have finished meanwhile
         if resume and holds_run(out_dir):
             _check_same_experiment(out_dir, document)
@@ -155,18 +160,40 @@ def _write_config(folder: Path, document: dict[str, Any]) -> None:
 
 
 def _replace(out_dir: Path, staging: Path) -> None:
-    """Move the completed run in ``staging`` in place of the run's files in ``out_dir``."""
+    """Move the completed run in ``staging`` in place of the run's files in ``out_dir``.
+
+    Every step can be interrupted (a kill, a power cut) and taken up again by
+    :func:`_finish_interrupted_replacement`: first the old run's files move
+    to ``.replaced/`` (all of them out before any new file comes in), then a
+    marker records that they are out, then the new run's files move in.
+    Each move is a rename, so a file is always whole in one place or the other.
+    """
     replaced = out_dir / _REPLACED
-    shutil.rmtree(replaced, ignore_errors=True)
-    replaced.mkdir()
-    for name in _PRODUCTS:
-        if (out_dir / name).exists():
-            (out_dir / name).rename(replaced / name)
-    for entry in staging.iterdir():
+    if not (replaced / _MOVING_IN).exists():
+        replaced.mkdir(exist_ok=True)
+        for name in _PRODUCTS:
+            if (out_dir / name).exists():
+                (out_dir / name).rename(replaced / name)
+        atomic_write_bytes(replaced / _MOVING_IN, b"")
+    for entry in staging.iterdir() if staging.exists() else ():
         if entry.name != LOCK_FILE:
             entry.rename(out_dir / entry.name)
-    shutil.rmtree(replaced)
-    shutil.rmtree(staging)
+    replaced.rename(out_dir / _DISCARDED)
+    shutil.rmtree(out_dir / _DISCARDED)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _finish_interrupted_replacement(out_dir: Path) -> None:
+    """Complete an ``--overwrite`` whose completed new run was being moved in when the process died.
+
+    The new run was complete (its ``results.json`` in the staging folder, or
+    already moved in), so the replacement goes forward rather than back; a
+    new run that never completed leaves ``.replaced`` absent and the old run
+    untouched.
+    """
+    shutil.rmtree(out_dir / _DISCARDED, ignore_errors=True)
+    if (out_dir / _REPLACED).exists():
+        _replace(out_dir, out_dir / STAGING)
 
 
 def finish_run(out_dir: Path, results: dict[str, Any], summary: dict[str, Any]) -> None:
