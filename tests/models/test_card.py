@@ -93,3 +93,34 @@ def test_a_model_without_concepts_cannot_be_intervened_on(digits_run) -> None:
         model.intervene(x, {"smoke": "yes"})
     assert model.concepts == {}
     assert model.graph is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda card: card["architecture"]["graph"]["cardinalities"].update(asia=3),
+            "concepts.asia lists 2 categories, the architecture 3",
+        ),
+        (lambda card: card["concepts"].update(asia=["yes", "no", "maybe"]), "concepts.asia lists 3 categories"),
+        (lambda card: card["concepts"].pop("tub"), r"concepts lacks the categories of \['tub'\]"),
+        (lambda card: card["concepts"].update(smog=["no", "yes"]), r"concepts names \['smog'\], not concepts"),
+        (
+            lambda card: card["architecture"]["graph"].update(task="zzz"),
+            "architecture.graph.task 'zzz' is not a node of the graph",
+        ),
+        (lambda card: card.update(classes=["yes", "no", "maybe"]), "classes lists 3 names, the architecture 2"),
+    ],
+    ids=["cardinality", "categories", "concept-missing", "concept-unknown", "task-unknown", "classes"],
+)
+def test_a_concept_models_card_that_disagrees_with_its_graph_is_refused(
+    asia_run, tmp_path: Path, change, message
+) -> None:
+    # Prepare: the F-CMs model of a finished asia run, its card spoiled
+    folder = copy_of(asia_run("cbm").out / "model" / "00-f-cms", tmp_path)
+    card = json.loads((folder / "card.json").read_text())
+    change(card)
+    (folder / "card.json").write_text(json.dumps(card))
+    # Execute / Assert
+    with pytest.raises(ModelFileError, match=f"the card's fields disagree: {message}"):
+        fedmosaic.load_model(folder)

@@ -111,12 +111,36 @@ def _check_agreement(card: dict[str, Any]) -> None:
     if width != columns:
         raise ValueError(f"inputs.columns lists {columns} names, the architecture reads {width} inputs")
     graph = architecture.get("graph")
-    cardinalities = {} if graph is None else {str(k): int(v) for k, v in graph["cardinalities"].items()}
-    classes = cardinalities[graph["task"]] if graph is not None else int(architecture["num_classes"])
+    if graph is None:
+        classes = int(architecture["num_classes"])
+    else:
+        cardinalities = {str(k): int(v) for k, v in graph["cardinalities"].items()}
+        if graph["task"] not in cardinalities:
+            raise ValueError(f"architecture.graph.task {graph['task']!r} is not a node of the graph")
+        classes = cardinalities.pop(graph["task"])
+        _check_concepts(card.get("concepts", {}), cardinalities)
     if len(card["classes"]) != classes:
         raise ValueError(f"classes lists {len(card['classes'])} names, the architecture {classes} classes")
-    for concept, categories in card.get("concepts", {}).items():
-        if len(categories) != cardinalities.get(concept):
+
+
+def _check_concepts(concepts: dict[str, Any], cardinalities: dict[str, int]) -> None:
+    """Refuse a concept model's card whose ``concepts`` do not list each concept's categories.
+
+    Examples
+    --------
+    >>> _check_concepts({"rain": ["no", "yes"]}, {"rain": 2, "wet": 2})
+    Traceback (most recent call last):
+    ...
+    ValueError: concepts lacks the categories of ['wet'], a concept of the architecture's graph
+    """
+    unknown = sorted(set(concepts) - set(cardinalities))
+    if unknown:
+        raise ValueError(f"concepts names {unknown}, not concepts of the architecture's graph")
+    missing = sorted(set(cardinalities) - set(concepts))
+    if missing:
+        raise ValueError(f"concepts lacks the categories of {missing}, a concept of the architecture's graph")
+    for concept, categories in concepts.items():
+        if len(categories) != cardinalities[concept]:
             raise ValueError(
-                f"concepts.{concept} lists {len(categories)} categories, the architecture {cardinalities.get(concept)}"
+                f"concepts.{concept} lists {len(categories)} categories, the architecture {cardinalities[concept]}"
             )
