@@ -50,6 +50,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/vfl_bytes.py
 	$(BIN)/python benchmarks/engines.py
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/kill_resume.py
+	$(BIN)/python benchmarks/many_clients.py
+	$(BIN)/python benchmarks/own_data.py
+	$(BIN)/python benchmarks/parallel_engine.py
+	$(BIN)/python benchmarks/robustness.py
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache

@@ -16,12 +16,13 @@ the decoder's hidden units of minus the loss's gradient with respect to
 their pre-activations (per sample, for the preset's decoder
 Linear-ReLU-Linear; negative: a gradient step lowers them).
 
-Usage: python benchmarks/fedcfa_collapse.py [--data-dir DATA] [--rounds 10] [--threads 1] [--out FILE]
+Usage: python scripts/fedcfa_collapse.py [--data-dir DATA] [--rounds 10] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from _common import default_data_dir, emit, machine
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -44,6 +44,10 @@ from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, witho
 from fedmosaic.methods.fedcfa.counterfactual import SelectionRule, counterfactuals, factor_scores, select_factors
 from fedmosaic.methods.models import Classifier
 from fedmosaic.methods.registry import HorizontalTask, get_method
+
+# The benchmarks' helpers (data folder, machine facts, JSON output) serve this investigation too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _common import default_data_dir, emit, machine
 
 
 @dataclass(frozen=True)
