@@ -558,6 +558,7 @@ def test_a_validation_share_that_leaves_no_training_rows_is_refused_before_anyth
         ("127.0.0.1:70000", "error: --superlink: expected HOST:PORT with a port from 1 to 65535"),
         (f"127.0.0.1:{free_port()}", "error: --superlink: no SuperLink answers at 127.0.0.1:"),
     ],
+    ids=["no-port", "port-out-of-range", "nothing-listening"],
 )
 def test_a_superlink_that_cannot_be_reached_is_refused_on_one_line_before_anything_is_written(
     address: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
