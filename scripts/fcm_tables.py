@@ -1,4 +1,4 @@
-"""Print the F-CMs result tables of ``docs/results/fcm.md`` from the committed grid files.
+"""Print the F-CMs tables of ``docs/results/fcm.md`` and ``docs/results/fcm-studies.md`` from the committed files.
 
 Reads every ``docs/results/fcm-table-<network>.json`` (oracle graphs) and
 ``docs/results/fcm-learned-*.json`` (learned graphs; one file may hold several

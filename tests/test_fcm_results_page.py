@@ -1,4 +1,4 @@
-"""The F-CMs results page shows exactly the tables ``scripts/fcm_tables.py`` prints from the committed grids."""
+"""The F-CMs results and studies pages show exactly the tables ``scripts/fcm_tables.py`` prints from the committed grids."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "results" / "fcm.md"
+STUDIES = ROOT / "docs" / "results" / "fcm-studies.md"
 METHODS_PAGE = ROOT / "docs" / "methods" / "fcm.md"
 
 
@@ -32,6 +33,20 @@ def test_every_table_of_the_results_page_is_printed_from_its_grid_files(tables: 
     printed = [
         *(tables.table(runs, cell) for cell in (tables._task_cell, tables._concept_cell, tables._gain_cell)),
         tables.table(runs, tables._ceiling_cell),
+    ]
+
+    # Assert
+    missing = [text.splitlines()[0] for text in printed if text not in page]
+    assert not missing, f"stale tables (regenerate with python scripts/fcm_tables.py): {missing}"
+
+
+def test_every_table_of_the_studies_page_is_printed_from_its_files(tables: ModuleType) -> None:
+    # Prepare
+    page = STUDIES.read_text(encoding="utf-8")
+    runs = tables.load_runs()
+
+    # Execute
+    printed = [
         tables.concept_gap_table(runs),
         tables.regime_table(),
         tables.reference_table(),
