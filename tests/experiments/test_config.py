@@ -8,6 +8,7 @@ import tomli_w
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import apply_overrides, fingerprint, load_config, method_params
+from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.methods.registry import FedProxParams
 
 BASE = {"name": "t", "runs": [{"name": "FedAvg", "method": "fedavg"}]}
@@ -126,3 +127,24 @@ def test_an_infinite_value_survives_the_recorded_config() -> None:
     assert recorded["vertical"]["alpha"] == math.inf
     assert recorded["grid"]["axes"]["vertical.alpha"] == [math.inf, 1.0]
     assert load_config(recorded) == load_config(source)
+
+
+def test_a_recorded_configuration_holds_only_the_keys_that_act_and_loads_back_the_same() -> None:
+    # Prepare: the F-CMs demo preset (a Bayesian-network concepts task)
+    config = load_config(apply_overrides(resolve_experiment("fcm-asia"), []))
+    # Execute
+    recorded = config.document()
+    # Assert: no other dataset's keys, no [partition] or [vertical], and nothing lost
+    assert set(recorded["data"]) == {"dataset", "network", "inputs", "leak_task"}
+    assert "partition" not in recorded
+    assert "vertical" not in recorded
+    assert "model" not in recorded
+    assert load_config(recorded) == config
+
+
+def test_a_key_of_another_dataset_is_refused_naming_the_dataset_it_belongs_to() -> None:
+    source = apply_overrides(resolve_experiment("fcm-asia"), ["data.simpson_design=bands"])
+    with pytest.raises(
+        ConfigError, match=r"data\.simpson_design: has no effect outside data\.dataset = 'simpson-mnist'"
+    ):
+        load_config(source)

@@ -24,7 +24,7 @@ from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.capabilities import check_supported
-from fedmosaic.experiments.inert_keys import check_inert_keys
+from fedmosaic.experiments.inert_keys import check_inert_keys, recorded_document
 from fedmosaic.experiments.overrides import apply_overrides, grid_points, read_toml
 from fedmosaic.experiments.sections import (
     VERTICAL_DATASETS,
@@ -163,6 +163,24 @@ class ExperimentConfig(Section):
         if self.data.dataset == "bnlearn":
             return "concepts"
         return "vertical" if self.vertical is not None else "classification"
+
+    def document(self) -> dict[str, Any]:
+        """The configuration as a run records it (``config.toml``, results, model cards): only keys that act.
+
+        Keys of another dataset, of another kind of task or of a switched-off
+        feature (:data:`~fedmosaic.experiments.inert_keys.RULES`) are left
+        out; loading the document gives this configuration back.
+
+        Examples
+        --------
+        >>> config = load_config({"name": "x", "data": {"dataset": "bnlearn"},
+        ...                       "runs": [{"name": "a", "method": "fcm"}]})
+        >>> sorted(config.document()["data"])
+        ['dataset', 'inputs', 'leak_task', 'network']
+        >>> "partition" in config.document()
+        False
+        """
+        return recorded_document(self.model_dump(mode="json", exclude_none=True), self)
 
 
 def _check_name(name: str) -> None:

@@ -42,7 +42,7 @@ def run_grid(
     """
     assert config.grid is not None
     progress = progress or SilentProgress()
-    document = config.model_dump(mode="json", exclude_none=True)
+    document = config.document()
     points = grid_points(document)
     with claim_out_dir(out_dir, document, resume=resume, overwrite=overwrite) as folder:
         if folder.finished is not None:

@@ -43,7 +43,15 @@ def _dataset(*names: str) -> Callable[[ExperimentConfig], bool]:
     return lambda c: c.tables is None and c.data.dataset in names
 
 
-BNLEARN = ("data.network", "data.task", "data.samples", "data.latent_dim", "data.noise_share")
+BNLEARN = (
+    "data.network",
+    "data.task",
+    "data.samples",
+    "data.latent_dim",
+    "data.noise_share",
+    "data.inputs",
+    "data.leak_task",
+)
 SIMPSON = (
     "data.samples_per_client",
     "data.simpson_design",
@@ -98,6 +106,30 @@ RULES = (
     ),
 )
 """Every key that can be set yet not act, and when it acts."""
+
+
+def recorded_document(document: dict[str, Any], config: ExperimentConfig) -> dict[str, Any]:
+    """``document`` (the dump of ``config``) without the keys and sections that have no effect in ``config``.
+
+    Examples
+    --------
+    >>> from fedmosaic.experiments.config import load_config
+    >>> config = load_config({"name": "x", "data": {"dataset": "digits"}, "runs": [{"name": "a", "method": "fedavg"}]})
+    >>> recorded = recorded_document(config.model_dump(mode="json"), config)
+    >>> sorted(recorded["data"]), "concepts" in recorded
+    (['data_dir', 'dataset', 'test_fraction'], False)
+    """
+    recorded = {name: dict(value) if isinstance(value, dict) else value for name, value in document.items()}
+    for rule in RULES:
+        if rule.acts(config):
+            continue
+        for key in rule.keys:
+            section, _, name = key.partition(".")
+            if not name:
+                recorded.pop(section, None)
+            elif isinstance(recorded.get(section), dict):
+                recorded[section].pop(name, None)
+    return recorded
 
 
 def check_inert_keys(source: dict[str, Any], config: ExperimentConfig) -> None:

@@ -129,7 +129,7 @@ def write_job_model(
         **export.details,
         "metrics": metrics,
         "seed": config.seed,
-        "config": config.model_dump(mode="json", exclude_none=True),
+        "config": config.document(),
     }
     write_model(folder, card, {export.part: export.arrays, **parts}, evaluation_inputs(workload)[:EXAMPLE_ROWS])
 

@@ -106,7 +106,7 @@ def run_experiment(
     progress = progress or SilentProgress()
     engine = engine or configured_engine(config)
     workload = prepare_workload(config, data_dir=data_dir)
-    document = config.model_dump(mode="json", exclude_none=True)
+    document = config.document()
     workload = prepare_tables_run(workload, config, engine, document)
     with claim_out_dir(out_dir, document, resume=resume, overwrite=overwrite) as folder:
         if folder.finished is not None:
