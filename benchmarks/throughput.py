@@ -151,15 +151,16 @@ def markdown_table(document: dict[str, Any]) -> str:
     """The table of ``docs/performance.md`` from a result this script wrote."""
     lines = [
         f"| workload (baseline {document['baseline']}) | s per round, before | after | ratio | run wall s, before |"
-        " after | CPU s, before | after | largest final-metric difference |",
-        "|---|---|---|---|---|---|---|---|---|",
+        " after | CPU s, before | after | CPU ratio | splits CPU s | largest final-metric difference |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in document["workloads"]:
         before, after = row["baseline"], row["current"]
+        splits = f"{after['splits']['cpu_s']:.1f}" if "splits" in after else "—"
         lines.append(
             f"| {row['workload']} ({after['rounds']} rounds) | {before['round_wall_s']:.2f} | {after['round_wall_s']:.2f}"
             f" | {row['round_speedup']:.2f} | {before['wall_s']:.1f} | {after['wall_s']:.1f} | {before['cpu_s']:.1f}"
-            f" | {after['cpu_s']:.1f} | {row['largest_metric_difference']:.2g} |"
+            f" | {after['cpu_s']:.1f} | {row['cpu_speedup']:.2f} | {splits} | {row['largest_metric_difference']:.2g} |"
         )
     return "\n".join(lines)
 
