@@ -10,6 +10,8 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["MKL_NUM_THREADS"] = "1"
+# Sampled concept splits are computed afresh, never read from or written to the user's cache.
+os.environ["FEDMOSAIC_SPLITS_CACHE"] = "off"
 
 import torch
 

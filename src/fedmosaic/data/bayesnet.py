@@ -27,13 +27,11 @@ import functools
 import gzip
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
-import numpy.typing as npt
 
 from fedmosaic.data._choices import unknown_choice
 from fedmosaic.data.concept_inputs import (
@@ -45,6 +43,8 @@ from fedmosaic.data.concept_inputs import (
     one_hot_inputs,
     reference_inputs,
 )
+from fedmosaic.data.concept_splits import ConceptDataset, ConceptSplits
+from fedmosaic.data.splits_cache import cached_splits
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.seeding import derive_rng
 
@@ -192,122 +192,6 @@ def _read_network(name: str) -> DiscreteBayesianNetwork:
     return BIFReader(string=text).get_model()
 
 
-@dataclass(frozen=True, eq=False)
-class ConceptDataset:
-    """Samples of a network: model inputs and the value of every concept.
-
-    Parameters
-    ----------
-    x : np.ndarray
-        Input features, float32, shape ``(n, d)``.
-    concepts : np.ndarray
-        Integer code of every concept, int64, shape ``(n, V)``; column ``j``
-        is ``names[j]`` and code ``k`` is ``states[names[j]][k]``.
-    names : tuple[str, ...]
-        Every variable of the network, the task included, in column order.
-    task : str
-        The concept to predict; one of ``names``.
-    cardinalities : dict[str, int]
-        Number of states of each concept.
-    states : dict[str, list[str]]
-        State names of each concept, in code order (the order of its CPD).
-
-    Raises
-    ------
-    FedmosaicError
-        If the shapes, dtypes, names or codes disagree.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> data = ConceptDataset(
-    ...     x=np.zeros((3, 2), np.float32),
-    ...     concepts=np.array([[0, 1], [1, 1], [1, 0]]),
-    ...     names=("rain", "wet"),
-    ...     task="wet",
-    ...     cardinalities={"rain": 2, "wet": 2},
-    ...     states={"rain": ["no", "yes"], "wet": ["no", "yes"]},
-    ... )
-    >>> len(data), data.columns(["wet"]).ravel().tolist(), data.subset([2]).concepts.tolist()
-    (3, [1, 1, 0], [[1, 0]])
-    """
-
-    x: np.ndarray
-    concepts: np.ndarray
-    names: tuple[str, ...]
-    task: str
-    cardinalities: dict[str, int]
-    states: dict[str, list[str]]
-
-    def __post_init__(self) -> None:
-        if self.x.dtype != np.float32 or self.x.ndim != 2:
-            raise FedmosaicError(
-                f"ConceptDataset.x must be a float32 array of shape (n, d) (got {self.x.dtype} of shape {self.x.shape})"
-            )
-        expected = (len(self.x), len(self.names))
-        if self.concepts.dtype != np.int64 or self.concepts.shape != expected:
-            raise FedmosaicError(
-                f"ConceptDataset.concepts must be an int64 array of shape {expected} "
-                f"(got {self.concepts.dtype} of shape {self.concepts.shape})"
-            )
-        if self.task not in self.names:
-            raise FedmosaicError(f"ConceptDataset.task {self.task!r} is not one of its names")
-        if set(self.cardinalities) != set(self.names) or set(self.states) != set(self.names):
-            raise FedmosaicError("ConceptDataset.cardinalities and .states must have one entry per name")
-        limits = np.array([self.cardinalities[name] for name in self.names])
-        if len(self.concepts) and (self.concepts.min() < 0 or (self.concepts >= limits).any()):
-            raise FedmosaicError("ConceptDataset.concepts must lie in [0, cardinality) in every column")
-
-    def __len__(self) -> int:
-        return len(self.concepts)
-
-    def columns(self, names: Sequence[str]) -> np.ndarray:
-        """Codes of the given concepts, shape ``(n, len(names))``, in the order given."""
-        return self.concepts[:, [self.names.index(name) for name in names]]
-
-    def subset(self, rows: npt.ArrayLike) -> ConceptDataset:
-        """Select samples by position; returns a new dataset holding copies of the rows."""
-        rows = np.asarray(rows, dtype=np.int64)
-        return ConceptDataset(
-            x=self.x[rows],
-            concepts=self.concepts[rows],
-            names=self.names,
-            task=self.task,
-            cardinalities=self.cardinalities,
-            states=self.states,
-        )
-
-
-@dataclass(frozen=True)
-class ConceptSplits:
-    """The three splits of a network's samples and the network's structure.
-
-    Parameters
-    ----------
-    train, val, test : ConceptDataset
-        Independent forward samplings (70/10/20 of the samples).
-    graph_edges : tuple[tuple[str, str], ...]
-        Every edge ``(parent, child)`` of the true network.
-    task : str
-        The task concept.
-    inputs : tuple[str, ...]
-        The variables the autoencoder behind ``x`` encodes: all but the task,
-        or all of them when the task is leaked into ``x``.
-    latent_std : float
-        Standard deviation of the autoencoder's latent before the noise
-        (train split, root mean square over its dimensions); 1 where the
-        latent is put on unit scale first.
-    """
-
-    train: ConceptDataset
-    val: ConceptDataset
-    test: ConceptDataset
-    graph_edges: tuple[tuple[str, str], ...]
-    task: str
-    inputs: tuple[str, ...]
-    latent_std: float = 1.0
-
-
 def sample_concept_splits(
     name: str,
     *,
@@ -401,7 +285,46 @@ def sample_concept_splits(
         raise unknown_choice("data.inputs", "input mode", mode, INPUT_MODES)
     if isinstance(noise_share, bool) or not isinstance(noise_share, (int, float)) or not 0 <= noise_share < 1:
         raise ConfigError("data.noise_share", f"must be a number in [0, 1) (got {noise_share!r})")
+    arguments = {
+        "network": name,
+        "seed": seed,
+        "task": task,
+        "n_samples": n_samples,
+        "latent_dim": latent_dim,
+        "epochs": epochs,
+        "noise_share": float(noise_share),
+        "mode": mode,
+        "leak_task": leak_task,
+    }
+    return cached_splits(
+        arguments,
+        lambda: _sample(
+            model,
+            seed=seed,
+            task=task,
+            n_samples=n_samples,
+            latent_dim=latent_dim,
+            epochs=epochs,
+            noise_share=float(noise_share),
+            mode=mode,
+            leak_task=leak_task,
+        ),
+    )
 
+
+def _sample(
+    model: DiscreteBayesianNetwork,
+    *,
+    seed: int,
+    task: str,
+    n_samples: int,
+    latent_dim: int,
+    epochs: int,
+    noise_share: float,
+    mode: str,
+    leak_task: bool,
+) -> ConceptSplits:
+    """The splits :func:`sample_concept_splits` describes, its arguments checked and resolved."""
     names = tuple(model.nodes())
     states = {node: list(model.get_cpds(node).state_names[node]) for node in names}
     cardinalities = {node: len(values) for node, values in states.items()}
@@ -412,9 +335,9 @@ def sample_concept_splits(
     }
     latent_std = 1.0
     if mode == "reference":
-        features, latent_std = reference_inputs(codes, names, inputs, latent_dim, seed, float(noise_share), epochs)
+        features, latent_std = reference_inputs(codes, names, inputs, latent_dim, seed, noise_share, epochs)
     else:
-        features = autoencoded_inputs(codes, names, cardinalities, inputs, latent_dim, epochs, seed, float(noise_share))
+        features = autoencoded_inputs(codes, names, cardinalities, inputs, latent_dim, epochs, seed, noise_share)
     datasets = {
         split: ConceptDataset(features[split], codes[split], names, task, cardinalities, states) for split in codes
     }

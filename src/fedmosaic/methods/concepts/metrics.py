@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from fedmosaic.methods.concepts.models import ConceptModel
 from fedmosaic.methods.concepts.task import LabeledConcepts
@@ -38,7 +39,7 @@ def predictions(model: ConceptModel, test: LabeledConcepts, intervened: Sequence
     for node in intervened:
         mask[:, graph.nodes.index(node)] = True
     logits = model(torch.from_numpy(test.x), true_values=values, intervene=mask)
-    return {node: logits[node].argmax(dim=1).numpy() for node in graph.nodes}
+    return {node: _argmax(logits[node]) for node in graph.nodes}
 
 
 def task_accuracy(model: ConceptModel, test: LabeledConcepts, intervened: Sequence[str] = ()) -> float:
@@ -148,7 +149,16 @@ def intervention_curve(model: ConceptModel, test: LabeledConcepts, order: Sequen
     values = torch.from_numpy(test.aligned(model.graph.nodes))
     truth = test.aligned((model.graph.task,))[:, 0]
     sweep = model.intervention_sweep(torch.from_numpy(test.x), values, order)
-    return [_accuracy(logits.argmax(dim=1).numpy(), truth) for logits in sweep]
+    return [_accuracy(_argmax(logits), truth) for logits in sweep]
+
+
+def _argmax(logits: Tensor) -> np.ndarray:
+    """Each row's most likely value; ``logits`` (n, cardinality) is made contiguous first.
+
+    A model's logits are transposed views of its ``(cardinality, n)`` outputs, on which ``argmax``
+    over the last dimension is about three times slower than on a contiguous copy (same result).
+    """
+    return logits.contiguous().argmax(dim=1).numpy()
 
 
 def random_order(concepts: Sequence[str], rng: np.random.Generator) -> list[str]:

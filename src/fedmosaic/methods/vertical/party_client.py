@@ -19,7 +19,12 @@ from torch import Tensor, nn
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientLogic, ClientState
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
-from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec, load_optimizer_arrays, optimizer_to_arrays
+from fedmosaic.methods.vertical.optimizer_state import (
+    OPTIMIZER_PREFIX,
+    OptimizerSpec,
+    load_optimizer_arrays,
+    optimizer_to_arrays,
+)
 
 MODEL, PENDING, BEST = "model.", "pending.", "best."
 
@@ -51,6 +56,8 @@ class PartyClient(ClientLogic):
         self._build = build
         self._optimizer = optimizer
         self._model: nn.Module | None = None
+        self._live: torch.optim.Optimizer | None = None
+        self._written: dict[str, np.ndarray] = {}  # the optimizer arrays _live last wrote into a state
 
     def features(self, split: str, rows: np.ndarray) -> tuple[Tensor, Tensor]:
         """The party's features of ``rows`` (zeros where absent) and their presence."""
@@ -67,19 +74,30 @@ class PartyClient(ClientLogic):
 
         The network object is reused between messages and overwritten with
         every tensor kept in ``state`` (building and seeding one per message
-        costs more than the party's whole computation).
+        costs more than the party's whole computation). So is the optimizer,
+        where ``state`` still holds the very arrays it last wrote there
+        (:meth:`save`): its moments are those arrays' values. A state that
+        travelled (another process, a checkpoint) or was changed holds other
+        arrays, and the optimizer is built again from them.
         """
         saved = self.current(state)
         if self._model is None or not saved:
-            self._model = seeded(seed, self._build)
+            self._model, self._live = seeded(seed, self._build), None
         model = self._model
         if saved:
             load_arrays(model, saved)
-        optimizer = self._optimizer.build(model.parameters())
-        load_optimizer_arrays(optimizer, state.arrays)
+        optimizer = self._live
+        if optimizer is None or not self._holds_written(state):
+            optimizer = self._optimizer.build(model.parameters())
+            load_optimizer_arrays(optimizer, state.arrays)
         if not saved:
             self.save(state, model, optimizer)
         return model, optimizer
+
+    def _holds_written(self, state: ClientState) -> bool:
+        """Whether the optimizer arrays of ``state`` are exactly those :meth:`save` last wrote."""
+        kept = {k: v for k, v in state.arrays.items() if k.startswith(OPTIMIZER_PREFIX)}
+        return kept.keys() == self._written.keys() and all(v is self._written[k] for k, v in kept.items())
 
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
         """The party's trained model, as kept in ``state`` (None before its first message)."""
@@ -109,19 +127,19 @@ class PartyClient(ClientLogic):
         load_arrays(model, kept)
         return model
 
-    @staticmethod
-    def save(state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        """Write the model and optimizer into ``state``."""
+    def save(self, state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        """Write the model and optimizer into ``state`` (the optimizer is kept for the next message)."""
         state.arrays.update({MODEL + k: v for k, v in model_to_arrays(model).items()})
-        state.arrays.update(optimizer_to_arrays(optimizer))
+        self._written = optimizer_to_arrays(optimizer)
+        state.arrays.update(self._written)
+        self._live = optimizer
 
-    @staticmethod
-    def step(state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer, surrogate: Tensor) -> None:
+    def step(self, state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer, surrogate: Tensor) -> None:
         """One optimizer step on ``surrogate`` (whose gradient is the received one), then save."""
         optimizer.zero_grad()
         surrogate.backward()
         optimizer.step()
-        PartyClient.save(state, model, optimizer)
+        self.save(state, model, optimizer)
 
     @staticmethod
     def remember(state: ClientState, **arrays: np.ndarray) -> None:
