@@ -392,7 +392,7 @@ def _check_table_out(out: Path, inputs: Path, model_folder: Path) -> None:
 def examples(
     dest: Annotated[Path, typer.Argument(help="Folder to copy the example tables into (created).")] = Path("."),
 ) -> None:
-    """Copy the example tables (three hospitals on asia; a clinic and a lab) and their experiment files."""
+    """Copy the example tables (three hospitals on asia; a clinic, a lab and an imaging centre) and their experiment files."""
     from fedmosaic.examples import copy_examples
 
     for folder in copy_examples(dest):
