@@ -59,7 +59,7 @@ def test_the_tutorials_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
     # Prepare
     monkeypatch.chdir(tmp_path)
     commands = [c for c in tutorial_commands() if c[0] != "deploy"]
-    assert [c[0] for c in commands] == ["examples", "run", "predict", "intervene", "run"]
+    assert [c[0] for c in commands] == ["examples", "run", "predict", "intervene", "run", "predict"]
     # Execute
     for args in commands:
         run_command(args)
@@ -73,7 +73,19 @@ def test_the_tutorials_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
     assert len(predictions) == len(fixed) == 20
     assert (fixed["smoke=yes"] == 1.0).all()
     assert not (predictions["smoke=yes"] == 1.0).all()
-    assert "accuracy_aligned" in json.loads((tmp_path / "runs/vertical/results.json").read_text())["runs"][0]["final"]
+    vertical = {
+        run["name"]: run["final"]["accuracy"]
+        for run in json.loads((tmp_path / "runs/vertical/results.json").read_text())["runs"]
+    }
+    assert min(vertical["FALSE-VFL"], vertical["LASER-VFL"], vertical["PlugVFL"]) > vertical["Local"]
+    across = pd.read_csv(tmp_path / "runs/vertical/predictions.csv")
+    assert len(across) == 450
+    assert set(across["parties"]) == {
+        "clinic.csv",
+        "clinic.csv;lab.csv",
+        "clinic.csv;imaging.csv",
+        "clinic.csv;lab.csv;imaging.csv",
+    }
 
 
 def test_the_raw_test_table_through_the_saved_model_gives_the_runs_accuracy(tmp_path: Path) -> None:

@@ -11,11 +11,12 @@ from fedmosaic.experiments.config import load_config, method_params
 from fedmosaic.experiments.flower_client import client_logic
 from fedmosaic.experiments.inprocess_engine import JobSpec, job_key
 from fedmosaic.experiments.presets import resolve_experiment
-from fedmosaic.experiments.table_vertical import ALIGNMENT, align, prepare_vertical_tables, read_party
+from fedmosaic.experiments.table_vertical import ALIGNMENT, prepare_vertical_tables, read_party
 from fedmosaic.experiments.table_workload import NODE_FILE
 from fedmosaic.federation import ClientContext, ClientState, Federation, InProcessGrid, Message
 from fedmosaic.federation.flower.site_state import STATE_DIR, SiteStates
 from fedmosaic.methods.registry import get_method
+from fedmosaic.methods.tables.alignment import align
 
 
 def _message_bytes(message: Message) -> bytes:

@@ -137,7 +137,7 @@ def _party_client(
     if alignment is None or "rows" not in alignment.arrays:
         raise FedmosaicError(f"passive party {party}: this node holds no row alignment of the experiment")
     test = np.asarray(header[TEST_ROWS], dtype=np.int64)
-    workload = VerticalWorkload(node_data(tables, party, node_block(x, alignment), test))
+    workload = VerticalWorkload(node_data(tables, party, node_block(x, alignment)[0], test))
     return _method_client(config, run_index, label, workload, partition)
 
 

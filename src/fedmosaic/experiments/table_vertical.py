@@ -7,6 +7,12 @@ rows each passive party holds and the passive party learns which of its rows
 to serve and where; no ID crosses. Each party standardises its own columns
 with its own statistics (a passive party: over the rows it serves). A seeded share of the active party's labeled rows is
 held out as the test split, whose missing blocks are the alignment's.
+
+The coordinator is the active party. In process it reads every table; with
+a Flower engine it reads only the active party's, the alignment runs as
+Flower messages, and each passive party's node builds its own block from its
+own table and the alignment its client state keeps (:func:`node_block`,
+:func:`node_data`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
-from fedmosaic.federation import ClientState, Federation, Grid, InProcessGrid, RoundRecord, Schedule, derive_rng
+from fedmosaic.federation import ClientState, Federation, Grid, RoundRecord, Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.federation.message import as_int
 from fedmosaic.federation.round import MessageObserver
@@ -32,6 +38,8 @@ from fedmosaic.methods.tables.alignment import AlignmentClient, AlignmentServer
 
 ALIGNMENT = "alignment"
 """Label of the row alignment's job, and name of its audit log (``messages/alignment.jsonl``)."""
+Scale = tuple[np.ndarray, np.ndarray]
+"""A party's standardisation of its columns: their mean and standard deviation."""
 TEST_SETTING = "aligned"
 """Name of the test split (metric ``accuracy_aligned``): the test rows with the blocks alignment found."""
 
@@ -64,35 +72,6 @@ def read_party(tables: TablesSection, index: int, file: str | None = None) -> tu
             )
         seen[value] = row
     return ids, table.numbers(party.features), table
-
-
-def align(
-    active_ids: list[str], passive_ids: list[list[str]], seed: int, observer: MessageObserver | None = None
-) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """Run the private set intersection of the active party with every passive party.
-
-    Returns
-    -------
-    present : numpy.ndarray
-        bool ``(n, K)``: which party holds each of the active party's rows
-        (what the active party learns).
-    served : list of (rows, positions)
-        For each passive party, what it learns: its own rows in the
-        intersection and their positions in the active party's row order.
-    """
-    server = AlignmentServer(active_ids)
-    parties = len(passive_ids)
-    schedule = Schedule(num_clients=parties, min_replies=parties)
-    with InProcessGrid(lambda c: AlignmentClient(passive_ids[c]), seed) as grid:
-        Federation(server, grid, schedule, seed=seed, rounds=1, observer=observer).run()
-        states = grid.client_states()
-    if len(server.present) < parties or len(states) < parties:
-        raise FedmosaicError("row alignment needs every passive party; some did not reply")
-    present = np.ones((len(active_ids), parties + 1), dtype=bool)
-    for c in range(parties):
-        present[:, c + 1] = server.present[c]
-    served = [(states[c].arrays["rows"], states[c].arrays["positions"]) for c in range(parties)]
-    return present, served
 
 
 def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver | None = None) -> VerticalWorkload:
@@ -201,7 +180,9 @@ def align_tables(
         raise FedmosaicError("row alignment needs every passive party; some did not reply")
     n = len(unaligned.ids)
     present = np.ones((n, parties + 1), dtype=bool)
-    blocks = [_standardised(unaligned.x)]
+    active = _scale(unaligned.x)
+    scales: list[Scale | None] = [active]
+    blocks = [_standardised(unaligned.x, active)]
     for c in range(parties):
         present[:, c + 1] = server.present[c]
         if not present[:, c + 1].any():
@@ -209,14 +190,19 @@ def align_tables(
                 f"tables.parties.{c + 1}.file",
                 f"{Path(tables.parties[c + 1].file).name} has no ID in common with the active party (the intersection is empty)",
             )
-        width = len(tables.parties[c + 1].features)
-        blocks.append(node_block(passive[c][1], states[c]) if passive is not None else _unheld(n, width))
+        block, scale = (
+            node_block(passive[c][1], states[c])
+            if passive is not None
+            else (_unheld(n, len(tables.parties[c + 1].features)), None)
+        )
+        blocks.append(block)
+        scales.append(scale)
     test, labels = _test_rows(unaligned.y, tables, config.seed)
     data = _split(blocks, present, labels, test, len(tables.classes))
-    return VerticalWorkload(data, audit=unaligned.audit, test_rows=test)
+    return VerticalWorkload(data, audit=unaligned.audit, test_rows=test, scales=tuple(scales))
 
 
-def node_block(x: np.ndarray, alignment: ClientState) -> np.ndarray:
+def node_block(x: np.ndarray, alignment: ClientState) -> tuple[np.ndarray, Scale]:
     """A passive party's block in the active party's row order, from its alignment state (NaN where it holds no row).
 
     Parameters
@@ -225,10 +211,19 @@ def node_block(x: np.ndarray, alignment: ClientState) -> np.ndarray:
         The party's raw features, in its own row order.
     alignment : ClientState
         Its :class:`AlignmentClient` state: ``rows``, ``positions`` and ``active_rows``.
+
+    Returns
+    -------
+    block : numpy.ndarray
+        float32 ``(active_rows, d)``, standardised over the rows the party serves.
+    scale : (mean, std)
+        That standardisation (what a model of the party's raw columns applies).
     """
+    served = x[alignment.arrays["rows"]]
+    scale = _scale(served)
     block = _unheld(as_int(alignment.config["active_rows"]), x.shape[1])
-    block[alignment.arrays["positions"]] = _standardised(x[alignment.arrays["rows"]])
-    return block
+    block[alignment.arrays["positions"]] = _standardised(served, scale)
+    return block, scale
 
 
 def node_data(tables: TablesSection, party: int, block: np.ndarray, test: np.ndarray) -> VerticalData:
@@ -276,9 +271,14 @@ def _unheld(rows: int, width: int) -> np.ndarray:
     return np.full((rows, width), np.nan, dtype=np.float32)
 
 
-def _standardised(x: np.ndarray) -> np.ndarray:
-    """A party's own columns standardised over the rows given (its statistics stay with it)."""
+def _scale(x: np.ndarray) -> Scale:
+    """A party's own mean and standard deviation of its columns over the rows given (they stay with it)."""
     mean, spread = x.mean(axis=0), x.std(axis=0)
     spread[spread == 0] = 1.0
-    standardised: np.ndarray = ((x - mean) / spread).astype(np.float32)
+    return mean, spread
+
+
+def _standardised(x: np.ndarray, scale: Scale) -> np.ndarray:
+    """``x`` standardised by ``scale``."""
+    standardised: np.ndarray = ((x - scale[0]) / scale[1]).astype(np.float32)
     return standardised

@@ -48,12 +48,17 @@ class VerticalWorkload:
         Parties' own tables: the test rows' positions in the active party's
         row order, which every message of a job carries to the passive
         parties' nodes (:meth:`header`).
+    scales : tuple of (mean, std) or None, default ()
+        Parties' own tables: each party's standardisation of its raw columns
+        (None where this process does not know it: a passive party's on a
+        Flower engine).
     """
 
     data: VerticalData
     figures: tuple[tuple[str, str, bytes], ...] = ()
     audit: MessageRecord | None = None
     test_rows: np.ndarray | None = None
+    scales: tuple[tuple[np.ndarray, np.ndarray] | None, ...] = ()
 
     def header(self) -> dict[str, ConfigValue]:
         """What every message of a job carries for the nodes: the test rows of parties' own tables."""
