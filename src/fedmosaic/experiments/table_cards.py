@@ -70,15 +70,20 @@ def describe_vertical_tables(tables: TablesSection, scales: Sequence[Scale | Non
 
 
 def raw_vertical_inputs(blocks: Sequence[np.ndarray], scales: Sequence[Scale | None]) -> np.ndarray:
-    """The parties' standardised blocks side by side, back in raw values where a party's standardisation is known.
+    """The parties' blocks side by side: raw values where every party's standardisation is known, else as standardised.
+
+    The card then says the same (:func:`describe_vertical_tables`).
 
     Examples
     --------
-    >>> raw_vertical_inputs([np.ones((1, 1), np.float32)] * 2, [(np.array([1.0]), np.array([2.0]))]).tolist()
-    [[3.0, 1.0]]
+    >>> blocks, scale = [np.ones((1, 1), np.float32)] * 2, (np.array([1.0]), np.array([2.0]))
+    >>> raw_vertical_inputs(blocks, [scale, scale]).tolist(), raw_vertical_inputs(blocks, [scale, None]).tolist()
+    ([[3.0, 3.0]], [[1.0, 1.0]])
     """
-    padded = [*scales, *[None] * (len(blocks) - len(scales))]
-    raw = [block if scale is None else block * scale[1] + scale[0] for block, scale in zip(blocks, padded, strict=True)]
+    known = [scale for scale in scales if scale is not None]
+    if len(known) < len(blocks):
+        return np.concatenate(blocks, axis=1)
+    raw = [block * scale[1] + scale[0] for block, scale in zip(blocks, known, strict=True)]
     return np.concatenate(raw, axis=1).astype(np.float32)
 
 
