@@ -2,12 +2,13 @@
 
 The commands are read from the page's ``bash`` blocks and run in order in a
 fresh folder through the command line (in this process). The deployment
-command runs in its own test, which audits the table files each SuperNode opens.
+commands run in their own tests, which audit the table files each SuperNode opens.
 """
 
 import json
 import os
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -58,7 +59,7 @@ def test_the_tutorials_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
     # Prepare
     monkeypatch.chdir(tmp_path)
     commands = [c for c in tutorial_commands() if c[0] != "deploy"]
-    assert [c[0] for c in commands] == ["examples", "run", "predict", "intervene", "run"]
+    assert [c[0] for c in commands] == ["examples", "run", "predict", "intervene", "run", "predict"]
     # Execute
     for args in commands:
         run_command(args)
@@ -72,7 +73,19 @@ def test_the_tutorials_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
     assert len(predictions) == len(fixed) == 20
     assert (fixed["smoke=yes"] == 1.0).all()
     assert not (predictions["smoke=yes"] == 1.0).all()
-    assert "accuracy_aligned" in json.loads((tmp_path / "runs/vertical/results.json").read_text())["runs"][0]["final"]
+    vertical = {
+        run["name"]: run["final"]["accuracy"]
+        for run in json.loads((tmp_path / "runs/vertical/results.json").read_text())["runs"]
+    }
+    assert min(vertical["FALSE-VFL"], vertical["LASER-VFL"], vertical["PlugVFL"]) > vertical["Local"]
+    across = pd.read_csv(tmp_path / "runs/vertical/predictions.csv")
+    assert len(across) == 450
+    assert set(across["parties"]) == {
+        "clinic.csv",
+        "clinic.csv;lab.csv",
+        "clinic.csv;imaging.csv",
+        "clinic.csv;lab.csv;imaging.csv",
+    }
 
 
 def test_the_raw_test_table_through_the_saved_model_gives_the_runs_accuracy(tmp_path: Path) -> None:
@@ -98,43 +111,98 @@ def test_the_raw_test_table_through_the_saved_model_gives_the_runs_accuracy(tmp_
     assert accuracy == pytest.approx(results["runs"][0]["final"]["accuracy"], abs=1e-6)
 
 
-@pytest.mark.slow
-def test_each_supernode_opens_only_its_own_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every table file a process opens is logged, with the node that opened it.
+@pytest.fixture
+def open_audit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], dict[str, set[str]]]:
+    """Every process of a deployment started from now on logs each table file it opens, with its node.
 
     Permissions prove nothing (the tests run as root): every process of the deployment carries a
     Python audit hook (a ``sitecustomize`` module on its path) that logs each table file it opens, with
-    the deployment marker naming its node (inherited by the processes a SuperNode starts).
-
-    The page's deployment uses TLS and registered node keys, so this is also the end-to-end test of a
-    secured deployment (tests/deploy/test_local.py tests that an unregistered node is refused).
+    the deployment marker naming its node (inherited by the processes a SuperNode starts). Returns
+    a function giving the names of the files each process (``node-<i>``, ``superlink``) opened.
     """
-    # Prepare
     hook, audit = tmp_path / "hook", tmp_path / "audit"
     hook.mkdir()
     audit.mkdir()
     (hook / "sitecustomize.py").write_text(HOOK)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p))
     monkeypatch.setenv("FEDMOSAIC_TEST_OPEN_AUDIT", str(audit))
-    monkeypatch.chdir(tmp_path)
-    deploy = [c for c in tutorial_commands() if c[0] == "deploy"]
+
+    def opened() -> dict[str, set[str]]:
+        files: dict[str, set[str]] = {}
+        for log in audit.glob("*.log"):
+            for line in log.read_text().splitlines():
+                process, path = line.split("\t")
+                files.setdefault(process, set()).add(Path(path).name)
+        return files
+
+    return opened
+
+
+def _deploy_command(example: str) -> list[str]:
+    """The page's one ``fedmosaic deploy`` command of ``example``."""
+    deploy = [c for c in tutorial_commands() if c[0] == "deploy" and c[1].startswith(f"{example}/")]
     assert len(deploy) == 1
+    return deploy[0]
+
+
+@pytest.mark.slow
+def test_each_supernode_opens_only_its_own_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_audit: Callable[[], dict[str, set[str]]]
+) -> None:
+    """The page's deployments use TLS and registered node keys.
+
+    This is also the end-to-end test of a secured deployment (tests/deploy/test_local.py tests that
+    an unregistered node is refused).
+    """
+    # Prepare
+    monkeypatch.chdir(tmp_path)
     # Execute: the tutorial's commands, as written
     run_command(["examples", "."])
-    output = run_command(deploy[0])
+    output = run_command(_deploy_command("asia"))
     # Assert
     assert "(TLS, node auth)" in output
     results = json.loads((tmp_path / "runs/asia-flower/results.json").read_text())
     assert [row["replies"] for row in results["runs"][0]["history"]] == [3, 3]
     assert results["runs"][0]["final"]["coverage"] == 1.0
     assert (tmp_path / "runs/asia-flower/report.html").exists()
-    opened: dict[str, set[str]] = {}
-    for log in audit.glob("*.log"):
-        for line in log.read_text().splitlines():
-            process, path = line.split("\t")
-            opened.setdefault(process, set()).add(Path(path).name)
+    opened = open_audit()
     asia = {p.name for p in (tmp_path / "asia").iterdir()}
     for node in range(3):
         own = {f"hospital-{node}.csv"} | ({"hospital-1-graph.csv"} if node == 1 else set())
         assert opened.get(f"node-{node}", set()) & asia == own, (node, opened)
     assert opened.get("superlink", set()) & asia == {"test.csv"}, opened
+
+
+@pytest.mark.slow
+def test_the_vertical_deployment_equals_the_in_process_run_and_each_party_opens_only_its_own_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_audit: Callable[[], dict[str, set[str]]]
+) -> None:
+    """Three parties, TLS and node keys: the clinic is the coordinator, the lab and the imaging centre a SuperNode each.
+
+    The deployment's message logs are the in-process run's, whose contents
+    tests/experiments/test_table_vertical.py checks for IDs and their hashes.
+    """
+    # Prepare
+    monkeypatch.chdir(tmp_path)
+    run_command(["examples", "."])
+    deploy = _deploy_command("vertical")
+    out = Path(deploy[deploy.index("--out") + 1])
+    in_process = [a for a in deploy[1:] if a not in ("--tls", "--auth")]
+    in_process[in_process.index("--out") + 1] = "runs/vertical-in-process"
+    # Execute: the tutorial's command as written, then the same run in process
+    output = run_command(deploy)
+    run_command(["run", *in_process, "--quiet"])
+    # Assert: the same results and the same messages
+    assert "(TLS, node auth)" in output
+    deployed, local = (
+        json.loads((folder / "results.json").read_text()) for folder in (out, Path("runs/vertical-in-process"))
+    )
+    assert [run["final"] for run in deployed["runs"]] == [run["final"] for run in local["runs"]]
+    for log in ("alignment.jsonl", "00-plugvfl-federated.jsonl"):
+        assert (out / "messages" / log).read_text() == (Path("runs/vertical-in-process") / "messages" / log).read_text()
+    # Assert: each passive party's node opened its own table only, the coordinator the clinic's only
+    opened = open_audit()
+    tables = {"clinic.csv", "lab.csv", "imaging.csv"}
+    assert opened.get("node-0", set()) & tables == {"lab.csv"}, opened
+    assert opened.get("node-1", set()) & tables == {"imaging.csv"}, opened
+    assert opened.get("superlink", set()) & tables == {"clinic.csv"}, opened

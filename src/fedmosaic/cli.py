@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -36,6 +36,11 @@ from fedmosaic.report import load_results, write_report
 from fedmosaic.report.content import headline_table
 from fedmosaic.report.headline import headline_metrics, task_kind
 from fedmosaic.tracking import check_backend, track
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from fedmosaic.models.loaded import LoadedModel
 
 DEMO_PRESET = "fcm-asia"
 TrackOption = Annotated[
@@ -320,7 +325,14 @@ def explore(
 @app.command()
 def predict(
     model_dir: Annotated[Path, typer.Argument(help="A model folder (or a run folder holding one model).")],
-    inputs: Annotated[Path, typer.Argument(metavar="INPUT", help="Examples, one per row: .npy, .csv or .parquet.")],
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="INPUT...",
+            help="Examples, one per row: .npy, .csv or .parquet; for a vertical model trained on parties' own"
+            " tables, one table per party (ID column and the party's columns; the active party's is required).",
+        ),
+    ],
     out: Annotated[Path | None, typer.Option(help="CSV to write [default: standard output].")] = None,
 ) -> None:
     """Predict with a saved model: one CSV column per class (and concept) probability."""
@@ -339,17 +351,37 @@ def intervene(
     """Predict with concepts fixed: their descendants and the task are recomputed through the graph."""
     from fedmosaic.models.apply import parse_settings
 
-    _write_table(model_dir, inputs, parse_settings(list(set_ or [])), out)
+    _write_table(model_dir, [inputs], parse_settings(list(set_ or [])), out)
 
 
-def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, out: Path | None) -> None:
-    from fedmosaic.models.apply import CHUNK_ROWS, prediction_table
-    from fedmosaic.models.inputs import read_inputs
+def _write_table(model_dir: Path, inputs: list[Path], values: dict[str, str] | None, out: Path | None) -> None:
     from fedmosaic.models.loader import load_model
+    from fedmosaic.models.party_tables import party_tables_prediction, reads_party_tables
 
     model = load_model(model_dir)
     if out is not None:
-        _check_table_out(out, inputs, model.folder)
+        for path in inputs:
+            _check_table_out(out, path, model.folder)
+    if values is None and reads_party_tables(model):
+        table = party_tables_prediction(model, inputs)
+    elif len(inputs) == 1:
+        table = _predicted_rows(model, inputs[0], values)
+    else:
+        raise ConfigError("INPUT", f"this model reads one input file, got {len(inputs)}")
+    if out is None:
+        sys.stdout.write(table.to_csv(index=False))
+        return
+    with _writing(f"--out: cannot write {out}"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out, index=False)
+    err_console.print(f"{len(table)} rows: {out}", highlight=False)
+
+
+def _predicted_rows(model: LoadedModel, inputs: Path, values: dict[str, str] | None) -> pd.DataFrame:
+    """The prediction (or intervention) table of every row of one input file, with progress for a long one."""
+    from fedmosaic.models.apply import CHUNK_ROWS, prediction_table
+    from fedmosaic.models.inputs import read_inputs
+
     rows = read_inputs(inputs)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -360,14 +392,7 @@ def _write_table(model_dir: Path, inputs: Path, values: dict[str, str] | None, o
         disable=len(rows) <= CHUNK_ROWS,
     ) as progress:
         task = progress.add_task("rows", total=len(rows))
-        table = prediction_table(model, rows, values, advance=lambda done, total: progress.update(task, completed=done))
-    if out is None:
-        sys.stdout.write(table.to_csv(index=False))
-        return
-    with _writing(f"--out: cannot write {out}"):
-        out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out, index=False)
-    err_console.print(f"{len(table)} rows: {out}", highlight=False)
+        return prediction_table(model, rows, values, advance=lambda done, total: progress.update(task, completed=done))
 
 
 @contextmanager
@@ -392,7 +417,7 @@ def _check_table_out(out: Path, inputs: Path, model_folder: Path) -> None:
 def examples(
     dest: Annotated[Path, typer.Argument(help="Folder to copy the example tables into (created).")] = Path("."),
 ) -> None:
-    """Copy the example tables (three hospitals on asia; a clinic and a lab) and their experiment files."""
+    """Copy the example tables (three hospitals on asia; a clinic, a lab and an imaging centre) and their experiment files."""
     from fedmosaic.examples import copy_examples
 
     for folder in copy_examples(dest):

@@ -23,8 +23,10 @@ from fedmosaic.deploy.processes import LocalDeployment
 from fedmosaic.deploy.security import make_node_key
 from fedmosaic.deploy.submit import submit
 from fedmosaic.errors import ConfigError, FedmosaicError
+from fedmosaic.examples import copy_examples
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.hold import held_marker, release_marker
+from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import run_experiment
 
 DIGITS = {
@@ -161,25 +163,67 @@ def test_a_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
     own disk, so the result equals the uninterrupted run's.
     """
     # Prepare: interrupt the run while it is held after round 2
-    out, hold = tmp_path / "out", tmp_path / "hold"
-    lines: list[str] = []
-    interrupter = threading.Thread(
-        target=_when_held, args=(hold, 2, lambda: _kill_and_stop(deployment, 1, lines)), daemon=True
-    )
-    interrupter.start()
-    with pytest.raises(FedmosaicError, match="ended without results"):
-        submit(
-            SCAFFOLD, out, deployment.connection, tmp_path / "submit-1", hold_after=2, hold_dir=hold, write=lines.append
-        )
-    interrupter.join()
-    deployment.revive()
+    _interrupt(deployment, SCAFFOLD, 2, tmp_path)
 
     # Execute
-    resumed = submit(SCAFFOLD, out, deployment.connection, tmp_path / "submit-2", resume=True, write=print)
+    resumed = submit(SCAFFOLD, tmp_path / "out", deployment.connection, tmp_path / "submit-2", resume=True, write=print)
 
     # Assert
     assert _numbers(resumed) == _numbers(_in_process(SCAFFOLD, tmp_path / "inprocess"))
     assert [row["replies"] for row in resumed["runs"][0]["history"]] == [3, 3, 3, 3]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("deployment")
+def test_a_vertical_run_resumed_after_a_supernode_restart_equals_the_uninterrupted_run(
+    deployment: LocalDeployment, tmp_path: Path
+) -> None:
+    """The vertical example (the clinic the coordinator, the lab and the imaging centre a node each), PlugVFL.
+
+    As for SCAFFOLD above, held after round 1: the passive parties' state is the row alignment and the
+    encoder with its Adam moments; the resumed run aligns the rows again, and each node continues from
+    its own disk.
+    """
+    # Prepare: interrupt the run while it is held after round 1
+    copy_examples(tmp_path)
+    source = resolve_experiment(str(tmp_path / "vertical" / "vertical.toml")) | {
+        "federation": {"rounds": 2, "engine": "flower", "reply_timeout_s": 120.0},
+        "runs": [{"name": "PlugVFL", "method": "plug-vfl"}],
+    }
+    _interrupt(deployment, source, 1, tmp_path)
+
+    # Execute
+    resumed = submit(source, tmp_path / "out", deployment.connection, tmp_path / "submit-2", resume=True, write=print)
+
+    # Assert
+    assert _numbers(resumed) == _numbers(_in_process(source, tmp_path / "inprocess"))
+    assert [row["replies"] for row in resumed["runs"][0]["history"]] == [2, 2]
+
+
+def _interrupt(deployment: LocalDeployment, source: dict, rnd: int, tmp_path: Path) -> None:
+    """Run ``source`` into ``tmp_path / "out"`` and interrupt it while it is held after round ``rnd``.
+
+    SuperNode 1 is killed and the run stopped (``flwr stop``); then the node is started again, its
+    memory (``context.state``) lost.
+    """
+    lines: list[str] = []
+    hold = tmp_path / "hold"
+    interrupter = threading.Thread(
+        target=_when_held, args=(hold, rnd, lambda: _kill_and_stop(deployment, 1, lines)), daemon=True
+    )
+    interrupter.start()
+    with pytest.raises(FedmosaicError, match="ended without results"):
+        submit(
+            source,
+            tmp_path / "out",
+            deployment.connection,
+            tmp_path / "submit-1",
+            hold_after=rnd,
+            hold_dir=hold,
+            write=lines.append,
+        )
+    interrupter.join()
+    deployment.revive()
 
 
 def _when_held(hold: Path, rnd: int, action: Callable[[], None]) -> None:

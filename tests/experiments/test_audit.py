@@ -170,7 +170,7 @@ def test_the_audit_of_a_run_on_own_tables_holds_the_scaling_exchange(tmp_path: P
 
 
 def test_the_audit_of_a_vertical_run_on_own_tables_holds_the_row_alignment(tmp_path: Path) -> None:
-    # Prepare: the clinic and the lab, two rounds of FALSE-VFL, audit on
+    # Prepare: the clinic, the lab and the imaging centre, two rounds of FALSE-VFL, audit on
     copy_examples(tmp_path / "examples")
     source = apply_overrides(
         resolve_experiment(str(tmp_path / "examples" / "vertical" / "vertical.toml")),
@@ -184,14 +184,14 @@ def test_the_audit_of_a_vertical_run_on_own_tables_holds_the_row_alignment(tmp_p
     # Execute
     run_experiment(load_config(source), tmp_path / "out")
 
-    # Assert: both steps of the intersection with the lab (the one passive party) crossed, and what the lab
+    # Assert: both steps of the intersection with each passive party crossed, and what they
     # sent is encrypted bytes only
     alignment = read_log(tmp_path / "out" / MESSAGES / "alignment.jsonl")
-    assert [(entry["client"], entry["direction"], entry["kind"]) for entry in alignment] == [
-        (0, "down", "query.psi-request"),
-        (0, "up", "query.psi-request"),
-        (0, "down", "query.psi-rows"),
-        (0, "up", "query.psi-rows"),
+    assert sorted((entry["kind"], entry["direction"], entry["client"]) for entry in alignment) == [
+        (kind, direction, client)
+        for kind in ("query.psi-request", "query.psi-rows")
+        for direction in ("down", "up")
+        for client in (0, 1)
     ]
     uploads = [array for entry in alignment if entry["direction"] == "up" for array in entry["arrays"].values()]
     assert uploads

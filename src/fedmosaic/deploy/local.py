@@ -14,6 +14,7 @@ from fedmosaic.deploy.supernode import POLL_INTERVAL_S, poll_interval
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, apply_overrides, load_config
 from fedmosaic.experiments.outputs import check_out_dir
+from fedmosaic.experiments.table_vertical import read_party
 from fedmosaic.experiments.table_workload import NODE_FILE, NODE_GRAPH, node_workload
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.federation.flower.site_state import STATE_DIR
@@ -60,8 +61,9 @@ def deploy_experiment(
     node_file, node_graph : str or None
         Experiments on sites' own tables: each SuperNode's own table and graph
         belief (given to the nodes whose site declares one); ``{node}`` stands
-        for the node's index (e.g. ``hospital-{node}.csv``). Default: the
-        experiment's files of the node's site.
+        for the node's index (e.g. ``hospital-{node}.csv``), on a vertical
+        task node ``i`` being passive party ``i + 1``. Default: the
+        experiment's files of the node's site or party.
     resume, overwrite : bool
         As for ``fedmosaic run``; each node keeps its client states in
         ``<out_dir>/site-states/node-<i>``, so that ``resume`` restores them.
@@ -135,23 +137,27 @@ def deploy_experiment(
 def node_files(config: ExperimentConfig, node_file: str | None, node_graph: str | None) -> dict[int, dict[str, str]]:
     """Each node's own table (``data-file``) and graph belief (``graph-file``) node config.
 
+    Node ``i`` is site ``i``, or on a vertical task passive party ``i + 1``.
+
     Raises
     ------
     ConfigError
-        If the experiment has no site tables, or a node's file does not exist.
+        If the experiment has no site tables, a graph is given for a vertical
+        task, or a node's file does not exist.
     """
     if node_file is None and node_graph is None:
         return {}
     tables = config.tables
-    if tables is None or tables.kind == "vertical":
-        raise ConfigError(
-            "--node-file", "gives each node its own table: needs a horizontal or concept [tables] experiment"
-        )
+    if tables is None:
+        raise ConfigError("--node-file", "gives each node its own table: needs a [tables] experiment")
+    if tables.kind == "vertical" and node_graph is not None:
+        raise ConfigError("--node-graph", "gives each node its graph belief: needs a concept [tables] experiment")
     files: dict[int, dict[str, str]] = {}
-    for index, site in enumerate(tables.sites):
+    for index in range(tables.num_clients):
+        graph = tables.kind != "vertical" and tables.sites[index].graph is not None
         entry = {}
         for option, key, pattern in (("--node-file", NODE_FILE, node_file), ("--node-graph", NODE_GRAPH, node_graph)):
-            if pattern is None or (key == NODE_GRAPH and site.graph is None):
+            if pattern is None or (key == NODE_GRAPH and not graph):
                 continue
             path = Path(pattern.replace("{node}", str(index))).resolve()
             if not path.is_file():
@@ -170,7 +176,10 @@ def check_node_tables(config: ExperimentConfig, files: dict[int, dict[str, str]]
         For the first bad table (as ``fedmosaic run`` reports it).
     """
     tables = config.tables
-    if tables is None or tables.kind == "vertical":
+    if tables is None:
         return
-    for index in range(len(tables.sites)):
-        node_workload(config, index, files.get(index, {}), {}).sites[index]
+    for index in range(tables.num_clients):
+        if tables.kind == "vertical":
+            read_party(tables, index + 1, files.get(index, {}).get(NODE_FILE))
+        else:
+            node_workload(config, index, files.get(index, {}), {}).sites[index]

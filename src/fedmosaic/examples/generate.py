@@ -12,10 +12,13 @@ form the coordinator's test table; 20 more rows, without labels, are the
 new patients.
 
 vertical: scikit-learn's breast cancer table (569 patients, 30 features);
-the clinic (active party) holds 450 patients with the first 15 features and
-the diagnosis, the lab (passive party) 420 patients with the other 15,
-300 of them the clinic's too. IDs are random six-digit numbers, rows in a
-different order at each party.
+the clinic (active party) holds 450 patients with 8 texture, smoothness,
+symmetry and fractal dimension features (weak predictors alone) and the
+diagnosis; the lab 420 patients with 12 size and shape features, 380 of
+them the clinic's;
+the imaging centre 400 patients with the 10 ``worst_*`` features, 340 of
+them the clinic's. IDs are random six-digit numbers, rows in a different
+order at each party.
 """
 
 from __future__ import annotations
@@ -39,6 +42,51 @@ HOSPITAL_1_BELIEF = (("asia", "tub", 0.9), ("tub", "either", 0.95), ("either", "
 """Hospital 1's graph belief: ``(parent, child, confidence)``."""
 LATENT = 8
 SEED = 7
+VERTICAL_COLUMNS = (
+    (
+        "mean_texture",
+        "mean_smoothness",
+        "mean_symmetry",
+        "mean_fractal_dimension",
+        "texture_error",
+        "smoothness_error",
+        "symmetry_error",
+        "fractal_dimension_error",
+    ),
+    (
+        "mean_radius",
+        "mean_perimeter",
+        "mean_area",
+        "mean_compactness",
+        "mean_concavity",
+        "mean_concave_points",
+        "compactness_error",
+        "concavity_error",
+        "radius_error",
+        "perimeter_error",
+        "area_error",
+        "concave_points_error",
+    ),
+    tuple(
+        f"worst_{name}"
+        for name in (
+            "radius",
+            "texture",
+            "perimeter",
+            "area",
+            "smoothness",
+            "compactness",
+            "concavity",
+            "concave_points",
+            "symmetry",
+            "fractal_dimension",
+        )
+    ),
+)
+"""Columns of the clinic (texture, smoothness, symmetry: weak alone), the lab (size and shape) and the imaging centre."""
+CLINIC_ROWS = 450
+PASSIVE_ROWS = ((380, 40), (340, 60))
+"""For the lab and the imaging centre: patients shared with the clinic, and patients of their own."""
 
 
 def write_asia(folder: Path) -> None:
@@ -70,7 +118,7 @@ def write_asia(folder: Path) -> None:
 
 
 def write_vertical(folder: Path) -> None:
-    """The clinic's and the lab's tables."""
+    """The clinic's, the lab's and the imaging centre's tables."""
     from sklearn.datasets import load_breast_cancer
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -79,16 +127,19 @@ def write_vertical(folder: Path) -> None:
     ids = np.array([f"{v:06d}" for v in rng.choice(10**6, size=len(data.target), replace=False)])
     columns = [name.replace(" ", "_") for name in data.feature_names]
     order = rng.permutation(len(ids))
-    clinic_rows, lab_only = order[:450], order[450:]
-    lab_rows = np.concatenate([rng.choice(clinic_rows, size=300, replace=False), lab_only[:120]])
-    clinic = pd.DataFrame(np.round(data.data[clinic_rows, :15], 5), columns=columns[:15])
-    clinic.insert(0, "patient_id", ids[clinic_rows])
-    clinic["diagnosis"] = np.array(["malignant", "benign"])[data.target[clinic_rows]]
-    clinic.to_csv(folder / "clinic.csv", index=False)
-    lab_rows = rng.permutation(lab_rows)
-    lab = pd.DataFrame(np.round(data.data[lab_rows, 15:], 5), columns=columns[15:])
-    lab.insert(0, "patient_id", ids[lab_rows])
-    lab.to_csv(folder / "lab.csv", index=False)
+    clinic_rows, others = order[:CLINIC_ROWS], order[CLINIC_ROWS:]
+    for name, party_columns, (shared, own) in zip(
+        ("clinic", "lab", "imaging"), VERTICAL_COLUMNS, ((CLINIC_ROWS, 0), *PASSIVE_ROWS), strict=True
+    ):
+        chosen = clinic_rows if name == "clinic" else rng.choice(clinic_rows, size=shared, replace=False)
+        rows = rng.permutation(np.concatenate([chosen, rng.choice(others, size=own, replace=False)]))
+        table = pd.DataFrame(
+            np.round(data.data[rows][:, [columns.index(c) for c in party_columns]], 5), columns=party_columns
+        )
+        table.insert(0, "patient_id", ids[rows])
+        if name == "clinic":
+            table["diagnosis"] = np.array(["malignant", "benign"])[data.target[rows]]
+        table.to_csv(folder / f"{name}.csv", index=False)
 
 
 if __name__ == "__main__":

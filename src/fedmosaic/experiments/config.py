@@ -386,8 +386,6 @@ def _check_tables(config: ExperimentConfig) -> None:
     check_tables(tables)
     if config.vertical is not None:
         raise ConfigError("vertical", "a [tables] experiment declares its parties in [tables]; drop [vertical]")
-    if tables.kind == "vertical" and config.federation.engine != "inprocess":
-        raise ConfigError("federation.engine", "vertical tables run in process only (rows are aligned there)")
     if config.federation.engine != "inprocess":
         for index, run in enumerate(config.runs):
             if run.setting != "federated":

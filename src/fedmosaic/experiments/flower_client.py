@@ -7,7 +7,9 @@ else the folder the simulation was given, else ``FEDMOSAIC_DATA`` or the
 cache folder) and keeps only its own partition (its ``partition-id``). With
 sites' own tables (``[tables]``) it reads only its own site's table: the
 ``data-file`` node config (and ``graph-file``, its graph belief), else, in a
-simulation, the experiment's file of its partition.
+simulation, the experiment's file of its partition. A passive party of a vertical task
+reads its own table the same way and serves the rows its row alignment
+left in its client state.
 Client state lives in Flower's ``context.state``; what is kept in the
 process is a cache of prepared data and of built client logics (keyed by
 job, partition and node config), both deterministic: a process that handles
@@ -22,18 +24,24 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+import numpy as np
 from flwr.app import Context
 from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
+from fedmosaic.errors import FedmosaicError
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, load_config, method_params
-from fedmosaic.experiments.table_workload import SCALING, TableWorkload, node_workload
+from fedmosaic.experiments.inprocess_engine import job_key
+from fedmosaic.experiments.table_vertical import ALIGNMENT, node_block, node_data, read_party
+from fedmosaic.experiments.table_workload import NODE_FILE, SCALING, TableWorkload, node_workload
+from fedmosaic.experiments.vertical_workload import TEST_ROWS, VerticalWorkload
 from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
-from fedmosaic.federation.flower.client import handle_flower_message
+from fedmosaic.federation.flower.client import handle_flower_message, load_state, site_states
 from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.registry import get_method
+from fedmosaic.methods.tables.alignment import AlignmentClient
 from fedmosaic.methods.tables.scaling import ScalingClient
 from fedmosaic.threads import torch_threads
 
@@ -89,6 +97,8 @@ def build_client_logic(header: dict[str, ConfigValue], partition: int, context: 
     experiment = str(header["experiment"])
     config = load_config(json.loads(experiment))
     run_index, label = as_int(header["run"]), str(header["label"])
+    if config.tables is not None and config.tables.kind == "vertical":
+        return _party_client(config, run_index, label, partition, header, context)
     if config.tables is not None:
         tables = node_workload(config, partition, context.node_config, header)
         if label == SCALING:
@@ -99,11 +109,43 @@ def build_client_logic(header: dict[str, ConfigValue], partition: int, context: 
     return _method_client(config, run_index, label, _workload(experiment, data_dir), partition)
 
 
+def _party_client(
+    config: ExperimentConfig,
+    run_index: int,
+    label: str,
+    partition: int,
+    header: dict[str, ConfigValue],
+    context: Context,
+) -> ClientLogic:
+    """A passive party's client on parties' own tables: it reads only its own table (its ``data-file`` node config).
+
+    Its row alignment is the state its alignment job left on this node
+    (``context.state``, else the node's ``state-dir``); the test rows come
+    with the message.
+    """
+    tables = config.tables
+    assert tables is not None
+    party = partition + 1
+    ids, x, _ = read_party(tables, party, str(context.node_config.get(NODE_FILE, "")) or None)
+    if label == ALIGNMENT:
+        return AlignmentClient(ids)
+    key = job_key(json.loads(str(header["experiment"])), 0, ALIGNMENT)
+    site = site_states(context)
+    alignment = load_state(context, key, str(context.run_id)) or (
+        site.load_before(key, partition, 2) if site is not None else None
+    )
+    if alignment is None or "rows" not in alignment.arrays:
+        raise FedmosaicError(f"passive party {party}: this node holds no row alignment of the experiment")
+    test = np.asarray(header[TEST_ROWS], dtype=np.int64)
+    workload = VerticalWorkload(node_data(tables, party, node_block(x, alignment)[0], test))
+    return _method_client(config, run_index, label, workload, partition)
+
+
 def _method_client(
     config: ExperimentConfig,
     run_index: int,
     label: str,
-    workload: ClassificationWorkload | ConceptWorkload | TableWorkload,
+    workload: ClassificationWorkload | ConceptWorkload | TableWorkload | VerticalWorkload,
     partition: int,
 ) -> ClientLogic:
     run = config.runs[run_index]

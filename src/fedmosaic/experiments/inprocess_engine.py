@@ -71,7 +71,7 @@ class JobSpec:
         header: dict[str, ConfigValue] = {
             "experiment": json.dumps(self.document, sort_keys=True, separators=(",", ":")),
             "run": self.run,
-            "job": f"{fingerprint(self.document)}/{self.run}/{self.label}",
+            "job": job_key(self.document, self.run, self.label),
             "label": self.label,
             "seed": self.seed,
         }
@@ -79,6 +79,17 @@ class JobSpec:
             header["data-dir"] = self.data_dir
         header.update(self.extra)
         return header
+
+
+def job_key(document: dict[str, Any], run: int, label: str) -> str:
+    """The key of a job's client states: the experiment's fingerprint, the run and the job's label.
+
+    Examples
+    --------
+    >>> job_key({"name": "x"}, 0, "federated").endswith("/0/federated")
+    True
+    """
+    return f"{fingerprint(document)}/{run}/{label}"
 
 
 class Engine(ABC):

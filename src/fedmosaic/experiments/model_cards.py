@@ -19,7 +19,12 @@ import numpy as np
 from fedmosaic import __version__
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
-from fedmosaic.experiments.table_cards import describe_tables, describe_vertical_tables, table_evaluation_inputs
+from fedmosaic.experiments.table_cards import (
+    describe_tables,
+    describe_vertical_tables,
+    raw_vertical_inputs,
+    table_evaluation_inputs,
+)
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.experiments.workloads import ConceptWorkload
@@ -147,7 +152,7 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
     if isinstance(workload, TableWorkload):
         return describe_tables(workload, nodes)
     if isinstance(workload, VerticalWorkload) and config.tables is not None:
-        return describe_vertical_tables(config.tables)
+        return describe_vertical_tables(config.tables, workload.scales)
     dataset = config.data.dataset
     scaling = SCALING.get(dataset, "as the dataset loader returns them")
     if isinstance(workload, ConceptWorkload):
@@ -179,13 +184,13 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
 
 
 def evaluation_inputs(workload: Workload) -> np.ndarray:
-    """The test inputs, one flat row per example (a vertical task's first test setting, NaN where a party is absent)."""
+    """The test inputs, one flat row per example (a vertical task's first test setting, NaN where a party is absent; raw on parties' tables)."""
     if isinstance(workload, ConceptWorkload):
         return workload.splits.test.x
     if isinstance(workload, TableWorkload):
         return table_evaluation_inputs(workload)
     if isinstance(workload, VerticalWorkload):
-        return np.concatenate(next(iter(workload.data.tests.values())).blocks, axis=1)
+        return raw_vertical_inputs(next(iter(workload.data.tests.values())).blocks, workload.scales)
     return workload.test.x.reshape(len(workload.test.x), -1)
 
 

@@ -8,11 +8,13 @@ categories, so predictions and interventions speak the sites' own words.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from fedmosaic.data.tables.schema import TablesSection
+from fedmosaic.experiments.table_vertical import Scale
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.models.inputs import input_schema
 
@@ -39,20 +41,50 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
 
 
 VERTICAL_SCALING = "each party's columns standardised by that party (the active party over all its rows, a passive party over the rows it serves; the statistics stay with it)"
-"""The card's description of a vertical table model's inputs."""
+"""The card's description of a vertical table model's inputs, where a party's statistics are not at hand."""
+VERTICAL_RAW = "raw values of each party's columns; the model standardises them with that party's mean and standard deviation (the active party's over all its rows, a passive party's over the rows it served)"
+"""The card's description of a vertical table model's inputs, where every party's statistics are at hand (in process)."""
 
 
-def describe_vertical_tables(tables: TablesSection) -> dict[str, Any]:
-    """The card's ``inputs`` (the parties' columns, party by party) and ``classes`` of a vertical table task."""
+def describe_vertical_tables(tables: TablesSection, scales: Sequence[Scale | None]) -> dict[str, Any]:
+    """The card's ``inputs`` (the parties' columns, party by party, and the ID column) and ``classes`` of a vertical table task.
+
+    With every party's standardisation at hand (``scales``), the model reads
+    raw columns and standardises them itself.
+    """
     columns = [column for party in tables.parties for column in party.features]
+    known = [scale for scale in scales if scale is not None]
+    raw = len(known) == len(tables.parties)
     schema = input_schema(
         columns,
         (len(columns),),
-        VERTICAL_SCALING,
+        VERTICAL_RAW if raw else VERTICAL_SCALING,
         missing="NaN in every column of a party: that party does not hold the row",
+        standardise=(
+            ([float(v) for m, _ in known for v in m], [float(v) for _, s in known for v in s]) if raw else None
+        ),
     )
     schema["parties"] = [list(party.features) for party in tables.parties]
+    schema["id"] = tables.id
     return {"inputs": schema, "classes": list(tables.classes)}
+
+
+def raw_vertical_inputs(blocks: Sequence[np.ndarray], scales: Sequence[Scale | None]) -> np.ndarray:
+    """The parties' blocks side by side: raw values where every party's standardisation is known, else as standardised.
+
+    The card then says the same (:func:`describe_vertical_tables`).
+
+    Examples
+    --------
+    >>> blocks, scale = [np.ones((1, 1), np.float32)] * 2, (np.array([1.0]), np.array([2.0]))
+    >>> raw_vertical_inputs(blocks, [scale, scale]).tolist(), raw_vertical_inputs(blocks, [scale, None]).tolist()
+    ([[3.0, 3.0]], [[1.0, 1.0]])
+    """
+    known = [scale for scale in scales if scale is not None]
+    if len(known) < len(blocks):
+        return np.concatenate(blocks, axis=1)
+    raw = [block * scale[1] + scale[0] for block, scale in zip(blocks, known, strict=True)]
+    return np.concatenate(raw, axis=1).astype(np.float32)
 
 
 def table_evaluation_inputs(workload: TableWorkload) -> np.ndarray:

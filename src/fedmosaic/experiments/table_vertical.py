@@ -7,10 +7,17 @@ rows each passive party holds and the passive party learns which of its rows
 to serve and where; no ID crosses. Each party standardises its own columns
 with its own statistics (a passive party: over the rows it serves). A seeded share of the active party's labeled rows is
 held out as the test split, whose missing blocks are the alignment's.
+
+The coordinator is the active party. In process it reads every table; with
+a Flower engine it reads only the active party's, the alignment runs as
+Flower messages, and each passive party's node builds its own block from its
+own table and the alignment its client state keeps (:func:`node_block`,
+:func:`node_data`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +27,25 @@ from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.data.tables.sites import check_columns
 from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
 from fedmosaic.errors import ConfigError, FedmosaicError
-from fedmosaic.experiments.config import ExperimentConfig
+from fedmosaic.experiments.config import ExperimentConfig, FederationSection
+from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
-from fedmosaic.federation import Federation, InProcessGrid, Schedule, derive_rng
+from fedmosaic.federation import ClientState, Federation, Grid, RoundRecord, Schedule, derive_rng
+from fedmosaic.federation.audit import MessageRecord
+from fedmosaic.federation.message import as_int
 from fedmosaic.federation.round import MessageObserver
 from fedmosaic.methods.tables.alignment import AlignmentClient, AlignmentServer
 
 ALIGNMENT = "alignment"
-"""Name of the row alignment's audit log (``messages/alignment.jsonl``)."""
+"""Label of the row alignment's job, and name of its audit log (``messages/alignment.jsonl``)."""
+Scale = tuple[np.ndarray, np.ndarray]
+"""A party's standardisation of its columns: their mean and standard deviation."""
 TEST_SETTING = "aligned"
 """Name of the test split (metric ``accuracy_aligned``): the test rows with the blocks alignment found."""
 
 
-def read_party(tables: TablesSection, index: int) -> tuple[list[str], np.ndarray, Table]:
-    """Party ``index``'s IDs, its features (float32) and its table.
+def read_party(tables: TablesSection, index: int, file: str | None = None) -> tuple[list[str], np.ndarray, Table]:
+    """Party ``index``'s IDs, its features (float32) and its table (``file``, by default the schema's).
 
     Raises
     ------
@@ -42,7 +54,7 @@ def read_party(tables: TablesSection, index: int) -> tuple[list[str], np.ndarray
         or a column the schema does not give this party.
     """
     party = tables.parties[index]
-    table = read_table(party.file, f"tables.parties.{index}.file")
+    table = read_table(file or party.file, f"tables.parties.{index}.file")
     assert tables.id is not None
     assert tables.label is not None
     own = [tables.id, *party.features, *([tables.label] if index == 0 else [])]
@@ -62,37 +74,8 @@ def read_party(tables: TablesSection, index: int) -> tuple[list[str], np.ndarray
     return ids, table.numbers(party.features), table
 
 
-def align(
-    active_ids: list[str], passive_ids: list[list[str]], seed: int, observer: MessageObserver | None = None
-) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """Run the private set intersection of the active party with every passive party.
-
-    Returns
-    -------
-    present : numpy.ndarray
-        bool ``(n, K)``: which party holds each of the active party's rows
-        (what the active party learns).
-    served : list of (rows, positions)
-        For each passive party, what it learns: its own rows in the
-        intersection and their positions in the active party's row order.
-    """
-    server = AlignmentServer(active_ids)
-    parties = len(passive_ids)
-    schedule = Schedule(num_clients=parties, min_replies=parties)
-    with InProcessGrid(lambda c: AlignmentClient(passive_ids[c]), seed) as grid:
-        Federation(server, grid, schedule, seed=seed, rounds=1, observer=observer).run()
-        states = grid.client_states()
-    if len(server.present) < parties or len(states) < parties:
-        raise FedmosaicError("row alignment needs every passive party; some did not reply")
-    present = np.ones((len(active_ids), parties + 1), dtype=bool)
-    for c in range(parties):
-        present[:, c + 1] = server.present[c]
-    served = [(states[c].arrays["rows"], states[c].arrays["positions"]) for c in range(parties)]
-    return present, served
-
-
 def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver | None = None) -> VerticalWorkload:
-    """Read every party's table, align the rows privately, split and scale.
+    """Read every party's table, align the rows privately in process, split and scale.
 
     Parameters
     ----------
@@ -106,49 +89,196 @@ def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver 
     ConfigError
         A bad table, or a passive party with no ID in common with the active party.
     """
+    return align_tables(read_tables(config, in_process=True), config, None, observer)
+
+
+@dataclass(frozen=True, eq=False)
+class UnalignedTables:
+    """A vertical task before its rows are aligned: the active party's table, and in process every party's.
+
+    Parameters
+    ----------
+    ids, x, y : list of str, numpy.ndarray, numpy.ndarray
+        The active party's IDs, raw features and classes (``UNLABELED`` where unlabeled).
+    passive : list of (ids, features) or None
+        Each passive party's IDs and raw features in process; None with a
+        Flower engine, where each party reads its own table on its node.
+    audit : MessageRecord or None, default None
+        With ``federation.audit``: receives the alignment's messages.
+    """
+
+    ids: list[str]
+    x: np.ndarray
+    y: np.ndarray
+    passive: list[tuple[list[str], np.ndarray]] | None
+    audit: MessageRecord | None = None
+
+
+def read_tables(config: ExperimentConfig, *, in_process: bool) -> UnalignedTables:
+    """The coordinator's tables: the active party's, and in process the passive parties' too (checked now).
+
+    Raises
+    ------
+    ConfigError
+        A bad table.
+    """
     tables = config.tables
     assert tables is not None
     assert tables.label is not None
-    parties = [read_party(tables, k) for k in range(len(tables.parties))]
-    active_ids, active_x, active_table = parties[0]
-    y = active_table.categories(tables.label, tables.classes, "tables.classes")
-    present, served = align(active_ids, [ids for ids, _, _ in parties[1:]], config.seed, observer)
-    for k in range(1, len(parties)):
-        if not present[:, k].any():
+    ids, x, table = read_party(tables, 0)
+    y = table.categories(tables.label, tables.classes, "tables.classes")
+    passive = [read_party(tables, k)[:2] for k in range(1, len(tables.parties))] if in_process else None
+    return UnalignedTables(ids, x, y, passive)
+
+
+def align_tables(
+    unaligned: UnalignedTables,
+    config: ExperimentConfig,
+    engine: Engine | None,
+    observer: MessageObserver | None = None,
+) -> VerticalWorkload:
+    """Align the parties' rows by private set intersection over ``engine``, then split and scale.
+
+    The alignment is a one-round job of its own (label :data:`ALIGNMENT`):
+    each passive party keeps the rows it serves in its client state. In
+    process the coordinator reads those states and builds every block; with
+    a Flower engine a passive party's block is built on its node
+    (:func:`node_block`) and the coordinator's is NaN, as it holds none of
+    its values.
+
+    Raises
+    ------
+    ConfigError
+        A passive party with no ID in common with the active party, or fewer than two labeled rows.
+    FedmosaicError
+        If a passive party did not take part.
+    """
+    tables = config.tables
+    assert tables is not None
+    parties = tables.num_clients
+    server = AlignmentServer(unaligned.ids)
+    schedule = Schedule(num_clients=parties, min_replies=parties)
+    states: dict[int, ClientState] = {}
+
+    def federate(grid: Grid) -> list[RoundRecord]:
+        history = Federation(server, grid, schedule, seed=config.seed, rounds=1, observer=observer).run()
+        states.update(grid.client_states())
+        return history
+
+    passive = unaligned.passive
+    spec = JobSpec(
+        document=config.model_dump(mode="json", exclude_none=True),
+        run=0,
+        label=ALIGNMENT,
+        schedule=schedule,
+        seed=config.seed,
+        client_factory=lambda c: AlignmentClient([] if passive is None else passive[c][0]),
+        reply_timeout_s=config.federation.reply_timeout_s,
+    )
+    (engine or InProcessEngine(FederationSection(workers=1))).run_job(spec, federate)
+    if len(server.present) < parties:
+        raise FedmosaicError("row alignment needs every passive party; some did not reply")
+    n = len(unaligned.ids)
+    present = np.ones((n, parties + 1), dtype=bool)
+    active = _scale(unaligned.x)
+    scales: list[Scale | None] = [active]
+    blocks = [_standardised(unaligned.x, active)]
+    for c in range(parties):
+        present[:, c + 1] = server.present[c]
+        if not present[:, c + 1].any():
             raise ConfigError(
-                f"tables.parties.{k}.file",
-                f"{Path(tables.parties[k].file).name} has no ID in common with the active party (the intersection is empty)",
+                f"tables.parties.{c + 1}.file",
+                f"{Path(tables.parties[c + 1].file).name} has no ID in common with the active party (the intersection is empty)",
             )
-    blocks = [_standardised(active_x)]
-    for (rows, positions), (_, x, _) in zip(served, parties[1:], strict=True):
-        block = np.full((len(active_ids), x.shape[1]), np.nan, dtype=np.float32)
-        block[positions] = _standardised(x[rows])
+        block, scale = (
+            node_block(passive[c][1], states[c])
+            if passive is not None
+            else (_unheld(n, len(tables.parties[c + 1].features)), None)
+        )
         blocks.append(block)
+        scales.append(scale)
+    test, labels = _test_rows(unaligned.y, tables, config.seed)
+    data = _split(blocks, present, labels, test, len(tables.classes))
+    return VerticalWorkload(data, audit=unaligned.audit, test_rows=test, scales=tuple(scales))
+
+
+def node_block(x: np.ndarray, alignment: ClientState) -> tuple[np.ndarray, Scale]:
+    """A passive party's block in the active party's row order, from its alignment state (NaN where it holds no row).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The party's raw features, in its own row order.
+    alignment : ClientState
+        Its :class:`AlignmentClient` state: ``rows``, ``positions`` and ``active_rows``.
+
+    Returns
+    -------
+    block : numpy.ndarray
+        float32 ``(active_rows, d)``, standardised over the rows the party serves.
+    scale : (mean, std)
+        That standardisation (what a model of the party's raw columns applies).
+    """
+    served = x[alignment.arrays["rows"]]
+    scale = _scale(served)
+    block = _unheld(as_int(alignment.config["active_rows"]), x.shape[1])
+    block[alignment.arrays["positions"]] = _standardised(served, scale)
+    return block, scale
+
+
+def node_data(tables: TablesSection, party: int, block: np.ndarray, test: np.ndarray) -> VerticalData:
+    """What a passive party's node knows of the task: its own block, the test rows, no label and no other block."""
+    n = len(block)
+    present = np.zeros((n, len(tables.parties)), dtype=bool)
+    present[:, 0] = True  # the task's rows are the active party's
+    present[:, party] = ~np.isnan(block).all(axis=1)
+    blocks = [block if k == party else _unheld(n, len(p.features)) for k, p in enumerate(tables.parties)]
+    return _split(blocks, present, np.full(n, UNLABELED, dtype=np.int64), test, len(tables.classes))
+
+
+def _test_rows(y: np.ndarray, tables: TablesSection, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The seeded test rows among the labeled ones, and the labels with the training label budget applied."""
     labeled = np.flatnonzero(y != UNLABELED)
     if len(labeled) < 2:
         raise ConfigError(
             "tables.parties.0.file",
             f"the active party labels {len(labeled)} rows (column {tables.label!r}); at least 2 are needed",
         )
-    rng = derive_rng(config.seed, "tables-vertical")
+    rng = derive_rng(seed, "tables-vertical")
     test = np.sort(rng.choice(labeled, size=max(1, round(tables.test_fraction * len(labeled))), replace=False))
-    train = np.setdiff1d(np.arange(len(active_ids)), test)
-    train_y = y[train].copy()
+    labels = y.copy()
     if tables.label_budget is not None:
-        held = np.flatnonzero(train_y != UNLABELED)
-        drop = rng.permutation(held)[tables.label_budget :]
-        train_y[drop] = UNLABELED
-
-    def split(rows: np.ndarray, labels: np.ndarray) -> VerticalSplit:
-        return VerticalSplit([b[rows] for b in blocks], present[rows], labels)
-
-    data = VerticalData(split(train, train_y), {TEST_SETTING: split(test, y[test])}, len(tables.classes), "gaussian")
-    return VerticalWorkload(data)
+        train = np.setdiff1d(np.arange(len(y)), test)
+        held = train[y[train] != UNLABELED]
+        labels[rng.permutation(held)[tables.label_budget :]] = UNLABELED
+    return test, labels
 
 
-def _standardised(x: np.ndarray) -> np.ndarray:
-    """A party's own columns standardised over the rows given (its statistics stay with it)."""
+def _split(
+    blocks: list[np.ndarray], present: np.ndarray, labels: np.ndarray, test: np.ndarray, classes: int
+) -> VerticalData:
+    """The training split (every row but ``test``) and the test split of ``blocks``."""
+    train = np.setdiff1d(np.arange(len(labels)), test)
+
+    def rows(chosen: np.ndarray) -> VerticalSplit:
+        return VerticalSplit([b[chosen] for b in blocks], present[chosen], labels[chosen])
+
+    return VerticalData(rows(train), {TEST_SETTING: rows(test)}, classes, "gaussian")
+
+
+def _unheld(rows: int, width: int) -> np.ndarray:
+    """A block of ``rows`` rows nobody here holds (NaN, so that reading it fails loudly)."""
+    return np.full((rows, width), np.nan, dtype=np.float32)
+
+
+def _scale(x: np.ndarray) -> Scale:
+    """A party's own mean and standard deviation of its columns over the rows given (they stay with it)."""
     mean, spread = x.mean(axis=0), x.std(axis=0)
     spread[spread == 0] = 1.0
-    standardised: np.ndarray = ((x - mean) / spread).astype(np.float32)
+    return mean, spread
+
+
+def _standardised(x: np.ndarray, scale: Scale) -> np.ndarray:
+    """``x`` standardised by ``scale``."""
+    standardised: np.ndarray = ((x - scale[0]) / scale[1]).astype(np.float32)
     return standardised

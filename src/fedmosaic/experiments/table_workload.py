@@ -32,6 +32,8 @@ from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
 from fedmosaic.experiments.job import Job, federated_schedule
+from fedmosaic.experiments.table_vertical import UnalignedTables, align_tables
+from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.federation.message import ConfigValue
@@ -281,12 +283,17 @@ def fit_scaling(
 
 
 def prepare_tables_run(workload: Any, config: ExperimentConfig, engine: Engine | None, document: dict[str, Any]) -> Any:
-    """Before the runs: the federated scaling of horizontal and concept tables (other workloads unchanged)."""
+    """Before the runs: the federated scaling of horizontal and concept tables, the row alignment of vertical ones.
+
+    Other workloads are returned unchanged.
+    """
     if isinstance(workload, TableWorkload) and workload.scaling is None:
         return fit_scaling(workload, config, engine, document)
+    if isinstance(workload, UnalignedTables):
+        return align_tables(workload, config, engine, workload.audit)
     return workload
 
 
 def job_header(workload: Any) -> dict[str, ConfigValue]:
-    """Header entries the clients of ``workload``'s jobs need (the scaling of table workloads)."""
-    return workload.header() if isinstance(workload, TableWorkload) else {}
+    """Header entries the clients of ``workload``'s jobs need (the scaling or test rows of table workloads)."""
+    return workload.header() if isinstance(workload, TableWorkload | VerticalWorkload) else {}

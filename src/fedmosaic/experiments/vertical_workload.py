@@ -21,8 +21,11 @@ from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
 from fedmosaic.experiments.job import Job
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
+from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.vertical.task import VerticalTask
 
+TEST_ROWS = "vertical-test-rows"
+"""Header entry of a job on parties' own tables: the test rows (positions, never IDs)."""
 IMAGE_LABEL_BUDGET = 1000
 TABULAR_LABEL_BUDGET = 500
 
@@ -41,11 +44,25 @@ class VerticalWorkload:
         Parties' own tables with ``federation.audit``: the audit of the row
         alignment, written to the output folder's ``messages/`` once the run
         has claimed it.
+    test_rows : numpy.ndarray or None, default None
+        Parties' own tables: the test rows' positions in the active party's
+        row order, which every message of a job carries to the passive
+        parties' nodes (:meth:`header`).
+    scales : tuple of (mean, std) or None, default ()
+        Parties' own tables: each party's standardisation of its raw columns
+        (None where this process does not know it: a passive party's on a
+        Flower engine).
     """
 
     data: VerticalData
     figures: tuple[tuple[str, str, bytes], ...] = ()
     audit: MessageRecord | None = None
+    test_rows: np.ndarray | None = None
+    scales: tuple[tuple[np.ndarray, np.ndarray] | None, ...] = ()
+
+    def header(self) -> dict[str, ConfigValue]:
+        """What every message of a job carries for the nodes: the test rows of parties' own tables."""
+        return {} if self.test_rows is None else {TEST_ROWS: [int(row) for row in self.test_rows]}
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """One federation: the active party as server, every passive party asked in every exchange.

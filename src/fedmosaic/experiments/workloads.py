@@ -42,7 +42,7 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.job import Job, federated_schedule
-from fedmosaic.experiments.table_vertical import ALIGNMENT, prepare_vertical_tables
+from fedmosaic.experiments.table_vertical import ALIGNMENT, read_tables
 from fedmosaic.experiments.table_workload import prepare_tables
 from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Schedule, derive_rng
@@ -123,7 +123,8 @@ def prepare_workload(
         if config.tables.kind != "vertical":
             return prepare_tables(config)  # type: ignore[return-value]
         audit = MessageRecord(ALIGNMENT) if config.federation.audit else None
-        return replace(prepare_vertical_tables(config, observer=audit), audit=audit)  # type: ignore[return-value]
+        in_process = config.federation.engine == "inprocess"
+        return replace(read_tables(config, in_process=in_process), audit=audit)  # type: ignore[return-value]
     if config.task_kind == "concepts":
         return prepare_concepts(config)
     if config.task_kind == "vertical":

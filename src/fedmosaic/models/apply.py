@@ -63,7 +63,8 @@ def prediction_table(
     advance : callable (rows done, rows in all) or None
         Called after each chunk.
     """
-    array = checked_inputs(inputs, model.card["inputs"])
+    raw = {key: value for key, value in model.card["inputs"].items() if key != "standardise"}
+    array = checked_inputs(inputs, raw)  # checked whole, in the card's column order; the model standardises each chunk
     tables = []
     for start in range(0, len(array), CHUNK_ROWS):
         chunk = array[start : start + CHUNK_ROWS]

@@ -4,8 +4,8 @@ import hashlib
 
 import numpy as np
 
-from fedmosaic.experiments.table_vertical import align
 from fedmosaic.federation import Message
+from fedmosaic.methods.tables.alignment import align
 
 ACTIVE = [f"patient-{n}" for n in ("ann", "bob", "cid", "dee", "eve", "fay")]
 PASSIVE = [

@@ -31,8 +31,19 @@ import numpy as np
 from typing_extensions import override
 
 from fedmosaic.errors import FedmosaicError
-from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, RoundContext, ServerLogic
+from fedmosaic.federation import (
+    ClientContext,
+    ClientLogic,
+    ClientState,
+    Federation,
+    InProcessGrid,
+    Message,
+    RoundContext,
+    Schedule,
+    ServerLogic,
+)
 from fedmosaic.federation.message import as_int
+from fedmosaic.federation.round import MessageObserver
 from fedmosaic.federation.validation import ArraySpec, ReplySpec
 
 REQUEST = "query.psi-request"
@@ -202,3 +213,32 @@ class AlignmentServer(ServerLogic):
     @override
     def load_state_dict(self, state: ClientState) -> None:
         self.present = {int(name.split("_")[1]): held for name, held in state.arrays.items()}
+
+
+def align(
+    active_ids: list[str], passive_ids: list[list[str]], seed: int, observer: MessageObserver | None = None
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Run the private set intersection of the active party with every passive party, in this process.
+
+    Returns
+    -------
+    present : numpy.ndarray
+        bool ``(n, K)``: which party holds each of the active party's rows
+        (what the active party learns).
+    served : list of (rows, positions)
+        For each passive party, what it learns: its own rows in the
+        intersection and their positions in the active party's row order.
+    """
+    server = AlignmentServer(active_ids)
+    parties = len(passive_ids)
+    schedule = Schedule(num_clients=parties, min_replies=parties)
+    with InProcessGrid(lambda c: AlignmentClient(passive_ids[c]), seed) as grid:
+        Federation(server, grid, schedule, seed=seed, rounds=1, observer=observer).run()
+        states = grid.client_states()
+    if len(server.present) < parties or len(states) < parties:
+        raise FedmosaicError("row alignment needs every passive party; some did not reply")
+    present = np.ones((len(active_ids), parties + 1), dtype=bool)
+    for c in range(parties):
+        present[:, c + 1] = server.present[c]
+    served = [(states[c].arrays["rows"], states[c].arrays["positions"]) for c in range(parties)]
+    return present, served
