@@ -1,0 +1,161 @@
+"""Secure aggregation: the server gets the weighted mean of the updates and no single update.
+
+The rounds use the toy averaging client of ``conftest.py``, wrapped in
+:class:`SecureClient`, over the in-process grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+
+from fedmosaic.federation import (
+    ClientContext,
+    ClientLogic,
+    ClientState,
+    Grid,
+    InProcessGrid,
+    Message,
+    QuorumNotMet,
+    ReplySpec,
+    RoundContext,
+    weighted_average,
+)
+from fedmosaic.federation.secagg import SecureAggregation, SecureClient
+from fedmosaic.federation.secagg.encoding import STEPS
+from fedmosaic.federation.secagg.protocol import KEYS, MASKED, PREFIX, SHARES, UNMASK
+
+SECURE = SecureAggregation(threshold=0.6, clip_range=8.0)
+TOLERANCE = SECURE.clip_range / STEPS
+"""Half a fixed-point step of each of two roundings, at most."""
+REFERENCE = {"w": np.array([0.5, -1.0, 2.0]), "b": np.array([0.25])}
+
+
+class PartialClient(ClientLogic):
+    """Uploads ``w`` moved by its id, and ``b`` only when its id is even; its weight is ``10 * (id + 1)``."""
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        moved = {"w": message.arrays["w"] + 0.1 * (context.client_id + 1)}
+        if context.client_id % 2 == 0:
+            moved["b"] = message.arrays["b"] - 0.3 * context.client_id
+        return Message(arrays=moved, metrics={"num_examples": 10.0 * (context.client_id + 1)})
+
+
+class StageFailures(Grid):
+    """Forwards to a grid; the clients of ``failing`` never answer messages of the kinds in ``kinds``."""
+
+    def __init__(self, inner: Grid, failing: frozenset[int], kinds: frozenset[str]) -> None:
+        self.inner = inner
+        self.failing = failing
+        self.kinds = kinds
+        self.seen: list[Message] = []
+
+    def send_and_receive(
+        self, messages: Mapping[int, Message], rnd: int, failing: frozenset[int]
+    ) -> dict[int, Message]:
+        lost = {c for c, m in messages.items() if m.kind in self.kinds} & self.failing
+        replies = self.inner.send_and_receive(messages, rnd, failing | lost)
+        self.seen.extend(replies.values())
+        return replies
+
+
+def _round(grid: Grid, clients: list[int], secure: SecureAggregation | None = SECURE) -> RoundContext:
+    return RoundContext(round=1, clients=clients, seed=0, grid=grid, secure=secure)
+
+
+def _grid(failing: frozenset[int] = frozenset(), kinds: frozenset[str] = frozenset()) -> StageFailures:
+    return StageFailures(InProcessGrid(lambda c: SecureClient(PartialClient()), seed=0), failing, kinds)
+
+
+def _plain_mean(clients: list[int]) -> dict[str, np.ndarray]:
+    replies = {
+        c: PartialClient().handle(Message(arrays=REFERENCE), ClientState(), ClientContext(c, 1, 0)) for c in clients
+    }
+    return weighted_average([(r.arrays, r.metrics["num_examples"]) for r in replies.values()])
+
+
+def _secure_mean(grid: Grid, clients: list[int]) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
+    spec = ReplySpec.like(REFERENCE, metrics={"num_examples"}, partial=True)
+    ctx = _round(grid, clients)
+    return ctx.exchange_aggregated(dict.fromkeys(clients, Message(arrays=REFERENCE)), expect=spec, reference=REFERENCE)
+
+
+@pytest.mark.parametrize("clients", [[0, 1, 2], [0, 1, 2, 3, 4]])
+def test_the_server_gets_each_arrays_weighted_mean_over_the_clients_holding_it(clients: list[int]) -> None:
+    # Prepare
+    grid = _grid()
+
+    # Execute
+    means, replies = _secure_mean(grid, clients)
+
+    # Assert
+    expected = _plain_mean(clients)
+    assert sorted(means) == ["b", "w"]
+    for name in expected:
+        np.testing.assert_allclose(means[name], expected[name], atol=TOLERANCE, rtol=0)
+    assert all(not r.arrays for r in replies.values())
+    assert [r.metrics["num_examples"] for r in replies.values()] == [10.0 * (c + 1) for c in clients]
+
+
+def test_no_upload_holds_a_clients_update_in_the_clear() -> None:
+    # Prepare
+    grid = _grid()
+
+    # Execute
+    _secure_mean(grid, [0, 1, 2, 3])
+
+    # Assert
+    uploads = [m for m in grid.seen if MASKED in m.arrays]
+    assert len(uploads) == 4
+    assert all(set(m.arrays) == {MASKED} for m in uploads)
+    plain = {float(v) for c in range(4) for v in REFERENCE["w"] + 0.1 * (c + 1)}
+    assert not any(plain & {float(v) for v in m.arrays[MASKED].view(np.int64)} for m in uploads)
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [frozenset({KEYS}), frozenset({SHARES}), frozenset({"train"}), frozenset({UNMASK})],
+    ids=["before keys", "after keys", "after sharing", "after uploading"],
+)
+def test_a_client_dropping_at_any_step_leaves_the_mean_of_the_others(kinds: frozenset[str]) -> None:
+    # Prepare
+    grid = _grid(failing=frozenset({1}), kinds=kinds)
+    uploaded = [0, 1, 2, 3, 4] if kinds == {UNMASK} else [0, 2, 3, 4]
+
+    # Execute
+    means, replies = _secure_mean(grid, [0, 1, 2, 3, 4])
+
+    # Assert
+    assert sorted(replies) == uploaded
+    expected = _plain_mean(uploaded)
+    for name in expected:
+        np.testing.assert_allclose(means[name], expected[name], atol=TOLERANCE, rtol=0)
+
+
+def test_fewer_clients_than_the_threshold_skip_the_round_saying_at_which_step() -> None:
+    # Prepare
+    grid = _grid(failing=frozenset({1, 2, 3}), kinds=frozenset({"train"}))
+
+    # Execute
+    with pytest.raises(QuorumNotMet) as raised:
+        _secure_mean(grid, [0, 1, 2, 3, 4])
+
+    # Assert
+    assert str(raised.value) == (
+        "secure aggregation: 2 of 5 sampled clients sent masked updates, fewer than the threshold 3"
+    )
+
+
+def test_the_clients_keep_no_secret_of_the_protocol_after_the_round() -> None:
+    # Prepare
+    inner = InProcessGrid(lambda c: SecureClient(PartialClient()), seed=0)
+
+    # Execute
+    _secure_mean(inner, [0, 1, 2])
+
+    # Assert
+    states = inner.client_states()
+    assert sorted(states) == [0, 1, 2]
+    assert not any(n.startswith(PREFIX) for s in states.values() for n in [*s.arrays, *s.config])
