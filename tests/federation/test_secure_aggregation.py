@@ -7,6 +7,7 @@ The rounds use the toy averaging client of ``conftest.py``, wrapped in
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from fedmosaic.federation import (
     QuorumNotMet,
     ReplySpec,
     RoundContext,
+    Schedule,
     weighted_average,
 )
 from fedmosaic.federation.secagg import SecureAggregation, SecureClient
@@ -159,3 +161,26 @@ def test_the_clients_keep_no_secret_of_the_protocol_after_the_round() -> None:
     states = inner.client_states()
     assert sorted(states) == [0, 1, 2]
     assert not any(n.startswith(PREFIX) for s in states.values() for n in [*s.arrays, *s.config])
+
+
+def test_a_round_skipped_for_dropouts_resumes_after_a_kill_exactly_like_an_uninterrupted_run(
+    make_toy, simulated_kill, tmp_path: Path
+) -> None:
+    # Prepare: 2 of 4 clients fail in round 2, beyond the threshold 3; a run killed inside round 3.
+    schedule = Schedule(num_clients=4, failures={2: frozenset({0, 3})})
+    secure = SecureAggregation(threshold=0.75)
+    reference = make_toy(seed=3, rounds=4, schedule=schedule, secure=secure)
+    expected = reference.federation.run()
+    path = tmp_path / "checkpoint.npz"
+    with pytest.raises(simulated_kill):
+        make_toy(seed=3, rounds=4, schedule=schedule, secure=secure, checkpoint=path, crash_at=3).federation.run()
+
+    # Execute: a fresh server and grid resume from the checkpoint
+    resumed = make_toy(seed=3, rounds=4, schedule=schedule, secure=secure, checkpoint=path)
+    history = resumed.federation.run(resume=True)
+
+    # Assert
+    assert [r.status for r in history] == ["ok", "skipped", "ok", "ok"]
+    assert history[1].reason == "secure aggregation: 2 of 4 sampled clients sent keys, fewer than the threshold 3"
+    assert [{**r.to_dict(), "wall_time_s": 0} for r in history] == [{**r.to_dict(), "wall_time_s": 0} for r in expected]
+    np.testing.assert_array_equal(resumed.server.w, reference.server.w)
