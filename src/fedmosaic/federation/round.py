@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -16,8 +16,24 @@ from fedmosaic.federation.robust import Aggregator, Contribution, Mean
 from fedmosaic.federation.validation import NUM_EXAMPLES, OPEN, ReplyLimits, ReplySpec, check_reply, reply_size
 from fedmosaic.seeding import derive_rng
 
-if TYPE_CHECKING:  # the protocol runs through this round's exchanges
-    from fedmosaic.federation.secagg.server import SecureAggregation
+
+class SecureUpload(Protocol):
+    """Sends a round's upload and averages it without the server seeing any one reply's arrays.
+
+    :class:`~fedmosaic.federation.secagg.server.SecureAggregation` is the
+    implementation; it runs through the round's own exchanges.
+    """
+
+    def run(
+        self,
+        ctx: RoundContext,
+        messages: Mapping[int, Message],
+        expect: ReplySpec | Mapping[int, ReplySpec],
+        reference: Mapping[str, np.ndarray],
+    ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
+        """The weighted mean of each array of ``reference`` and the replies without those arrays."""
+        ...
+
 
 LOG = logging.getLogger("fedmosaic.federation")
 
@@ -54,8 +70,8 @@ class RoundContext:
         Sees every message that crosses (the message audit).
     aggregator : Aggregator
         The rule :meth:`aggregate` applies (the weighted mean by default).
-    secure : SecureAggregation or None
-        When set, :meth:`exchange_aggregated` runs the upload through secure
+    secure : SecureUpload or None
+        When set (a :class:`~fedmosaic.federation.secagg.server.SecureAggregation`), :meth:`exchange_aggregated` runs the upload through secure
         aggregation instead of ``aggregator``.
 
     Attributes
@@ -74,7 +90,7 @@ class RoundContext:
     limits: ReplyLimits = field(default_factory=ReplyLimits)
     observer: MessageObserver | None = None
     aggregator: Aggregator = field(default_factory=Mean)
-    secure: SecureAggregation | None = None
+    secure: SecureUpload | None = None
     aggregations: int = 0
     noised: bool = False
     bytes_down: int = 0
