@@ -85,7 +85,6 @@ def test_clients_dropping_beyond_the_threshold_skip_the_round_with_a_one_line_re
     [
         ({"aggregation": {"secure": True, "rule": "median"}}, "aggregation.rule", "'median' needs each one"),
         ({"aggregation": {"secure": True, "clip_norm": 1.0}}, "aggregation.clip_norm", "cannot bound each one"),
-        ({"aggregation": {"secure": True}, "privacy": {"noise_multiplier": 1.0}}, "privacy.noise_multiplier", "DP"),
         ({"aggregation": {"secure": True}, "attack": {"fraction": 0.3, "kind": "sign-flip"}}, "attack.kind", "sign"),
         ({"aggregation": {"secure_range": 2.0}}, "aggregation.secure_range", "without aggregation.secure"),
         (

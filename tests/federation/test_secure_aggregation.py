@@ -25,6 +25,8 @@ from fedmosaic.federation import (
     Schedule,
     weighted_average,
 )
+from fedmosaic.federation.privacy import GaussianMechanism
+from fedmosaic.federation.robust import Aggregator
 from fedmosaic.federation.secagg import SecureAggregation, SecureClient
 from fedmosaic.federation.secagg.encoding import STEPS
 from fedmosaic.federation.secagg.protocol import KEYS, MASKED, PREFIX, SHARES, UNMASK
@@ -78,9 +80,12 @@ def _plain_mean(clients: list[int]) -> dict[str, np.ndarray]:
     return weighted_average([(r.arrays, r.metrics["num_examples"]) for r in replies.values()])
 
 
-def _secure_mean(grid: Grid, clients: list[int]) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
+def _secure_mean(
+    grid: Grid, clients: list[int], rule: Aggregator | None = None
+) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
     spec = ReplySpec.like(REFERENCE, metrics={"num_examples"}, partial=True)
     ctx = _round(grid, clients)
+    ctx.aggregator = rule or ctx.aggregator
     return ctx.exchange_aggregated(dict.fromkeys(clients, Message(arrays=REFERENCE)), expect=spec, reference=REFERENCE)
 
 
@@ -99,6 +104,24 @@ def test_the_server_gets_each_arrays_weighted_mean_over_the_clients_holding_it(c
         np.testing.assert_allclose(means[name], expected[name], atol=TOLERANCE, rtol=0)
     assert all(not r.arrays for r in replies.values())
     assert [r.metrics["num_examples"] for r in replies.values()] == [10.0 * (c + 1) for c in clients]
+
+
+def test_with_client_level_dp_the_clients_clip_and_the_server_noises_the_sum() -> None:
+    # Prepare: the Gaussian mechanism's clipped, unweighted mean as the plain server computes it
+    clients = [0, 1, 2, 3]
+    replies = [
+        PartialClient().handle(Message(arrays=REFERENCE), ClientState(), ClientContext(c, 1, 0)) for c in clients
+    ]
+    expected = GaussianMechanism(0.2, 0.0).aggregate([(r.arrays, 1.0) for r in replies], REFERENCE, None)
+
+    # Execute
+    clipped, _ = _secure_mean(_grid(), clients, GaussianMechanism(0.2, 0.0))
+    noised, _ = _secure_mean(_grid(), clients, GaussianMechanism(0.2, 1.0))
+
+    # Assert
+    for name in expected:
+        np.testing.assert_allclose(clipped[name], expected[name], atol=TOLERANCE, rtol=0)
+        assert not np.allclose(noised[name], expected[name], atol=1e-3)
 
 
 def test_no_upload_holds_a_clients_update_in_the_clear() -> None:

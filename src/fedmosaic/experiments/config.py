@@ -311,11 +311,6 @@ def _check_secure(config: ExperimentConfig) -> None:
         raise ConfigError("aggregation.rule", f"{hidden}, and '{aggregation.rule}' needs each one: keep 'mean'")
     if aggregation.clip_norm is not None:
         raise ConfigError("aggregation.clip_norm", f"{hidden}, so it cannot bound each one: leave clip_norm unset")
-    if config.privacy.enabled:
-        raise ConfigError(
-            "privacy.noise_multiplier" if config.privacy.target_epsilon is None else "privacy.target_epsilon",
-            f"{hidden}, and client-level DP clips each one at the server: not combined with aggregation.secure",
-        )
     if attack.fraction > 0 and attack.kind in UPDATE_ATTACKS:
         raise ConfigError("attack.kind", f"{hidden}, and '{attack.kind}' is measured on each one: not combined")
 

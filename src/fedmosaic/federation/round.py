@@ -30,8 +30,9 @@ class SecureUpload(Protocol):
         messages: Mapping[int, Message],
         expect: ReplySpec | Mapping[int, ReplySpec],
         reference: Mapping[str, np.ndarray],
+        rng: np.random.Generator,
     ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
-        """The weighted mean of each array of ``reference`` and the replies without those arrays."""
+        """The mean of each array of ``reference`` by the round's rule, and the replies without those arrays."""
         ...
 
 
@@ -191,8 +192,7 @@ class RoundContext:
             The valid replies; with secure aggregation, without the combined arrays.
         """
         if self.secure is not None:
-            self.aggregations += 1
-            return self.secure.run(self, messages, expect, reference)
+            return self.secure.run(self, messages, expect, reference, self._aggregation_rng())
         replies = self.exchange(messages, expect=expect)
         uploads = [
             ({name: array for name, array in reply.arrays.items() if name in reference}, reply.metrics[NUM_EXAMPLES])
@@ -213,14 +213,17 @@ class RoundContext:
         reference : mapping of str to ndarray
             What was sent: updates are measured from it (clipping, noise).
         """
+        return self.aggregator.aggregate(contributions, reference, self._aggregation_rng())
+
+    def _aggregation_rng(self) -> np.random.Generator:
+        """Counts one more aggregation and returns its derived generator (one noised aggregation a round)."""
         if self.noised:
             raise ValueError(
                 f"round {self.round}: a second noised aggregation; the privacy accounting counts one per round"
             )
         self.aggregations += 1
         self.noised = self.aggregator.adds_noise
-        rng = derive_rng(self.seed, self.round, "aggregate", self.aggregations)
-        return self.aggregator.aggregate(contributions, reference, rng)
+        return derive_rng(self.seed, self.round, "aggregate", self.aggregations)
 
     def _observe(self, client: int, direction: str, message: Message) -> None:
         if self.observer is not None:

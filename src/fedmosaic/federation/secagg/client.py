@@ -11,8 +11,9 @@ from typing_extensions import override
 
 from fedmosaic.federation.logic import ClientContext, ClientLogic
 from fedmosaic.federation.message import Message, as_float, as_int
+from fedmosaic.federation.robust import clip_update
 from fedmosaic.federation.secagg.crypto import (
-    agreed_key,
+    agreed_keys,
     as_array,
     as_bytes,
     mask,
@@ -31,6 +32,7 @@ from fedmosaic.federation.secagg.protocol import (
     LAYOUT,
     MASK_KEY,
     MASKED,
+    MODULE_BOUND,
     PEERS,
     PREFIX,
     SEED_SHARE,
@@ -104,6 +106,8 @@ class SecureClient(ClientLogic):
         key_shares = split_secret(as_bytes(state.arrays[PRIVATE + MASK_KEY]), threshold, len(peers))
         share_private = as_bytes(state.arrays[PRIVATE + SHARE_KEY])
         state.arrays[SEED] = as_array(seed)
+        others = [peer for peer in peers if peer != me]
+        keys = agreed_keys(share_private, [as_bytes(message.arrays[addressed(SHARE_KEY, p)]) for p in others])
         sealed = {}
         for peer, seed_share, key_share in zip(peers, seed_shares, key_shares, strict=True):
             for name in (SHARE_KEY, MASK_KEY):
@@ -111,19 +115,18 @@ class SecureClient(ClientLogic):
             if peer == me:
                 _keep_shares(state, me, seed_share, key_share)
                 continue
-            key = agreed_key(share_private, as_bytes(message.arrays[addressed(SHARE_KEY, peer)]))
             plaintext = share_keys_plaintext_concat(me, peer, seed_share, key_share)
-            sealed[addressed(SHARE, peer)] = as_array(seal(key, plaintext))
+            sealed[addressed(SHARE, peer)] = as_array(seal(keys[others.index(peer)], plaintext))
         return Message(kind=SHARES, arrays=sealed)
 
     def _masked(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         me = context.client_id
-        peers = clients_of(message.config[PEERS])
-        share_private = as_bytes(state.arrays[PRIVATE + SHARE_KEY])
-        for peer in peers:
-            if peer == me:
-                continue
-            key = agreed_key(share_private, as_bytes(state.arrays[addressed(SHARE_KEY, peer)]))
+        others = [peer for peer in clients_of(message.config[PEERS]) if peer != me]
+        keys = agreed_keys(
+            as_bytes(state.arrays[PRIVATE + SHARE_KEY]),
+            [as_bytes(state.arrays[addressed(SHARE_KEY, p)]) for p in others],
+        )
+        for peer, key in zip(others, keys, strict=True):
             source, target, seed_share, key_share = share_keys_plaintext_separate(
                 unseal(key, as_bytes(message.arrays[addressed(SHARE, peer)]))
             )
@@ -133,21 +136,24 @@ class SecureClient(ClientLogic):
         sent = without_protocol(message)
         reply = self._wrapped(sent, state, context)
         layout = Layout.from_text(str(message.config[LAYOUT]))
+        uploaded = {name: reply.arrays[name] for name in layout.names if name in reply.arrays}
+        received = {name: _received(sent, name) for name in uploaded}
+        weight = round(reply.metrics[NUM_EXAMPLES]) if uploaded else 0
+        if MODULE_BOUND in message.config:  # client-level DP: bounded, unweighted updates
+            uploaded = clip_update(uploaded, received, as_float(message.config[MODULE_BOUND]))
+            weight = 1 if uploaded else 0
         updates = {
-            name: np.asarray(reply.arrays[name], np.float64) - np.asarray(_received(sent, name), np.float64)
-            for name in layout.names
-            if name in reply.arrays
+            name: np.asarray(array, np.float64) - np.asarray(received[name], np.float64)
+            for name, array in uploaded.items()
         }
-        weight = round(reply.metrics[NUM_EXAMPLES]) if updates else 0
         vector = encode(layout, updates, weight, as_float(message.config[CLIP_RANGE]))
         vector += mask(as_bytes(state.arrays[SEED]), layout.size)
-        mask_private = as_bytes(state.arrays[PRIVATE + MASK_KEY])
-        for peer in peers:
-            if peer != me:
-                pairwise = mask(
-                    agreed_key(mask_private, as_bytes(state.arrays[addressed(MASK_KEY, peer)])), layout.size
-                )
-                vector = vector + pairwise if me < peer else vector - pairwise
+        keys = agreed_keys(
+            as_bytes(state.arrays[PRIVATE + MASK_KEY]), [as_bytes(state.arrays[addressed(MASK_KEY, p)]) for p in others]
+        )
+        for peer, key in zip(others, keys, strict=True):
+            pairwise = mask(key, layout.size)
+            vector = vector + pairwise if me < peer else vector - pairwise
         for name in [n for n in state.arrays if n.startswith(PRIVATE)]:
             del state.arrays[name]
         clear = {name: array for name, array in reply.arrays.items() if name not in layout.names}

@@ -5,7 +5,7 @@
 * encryption of the shares between two clients: Fernet (``cryptography``);
 * secret sharing: Shamir's scheme over GF(2^128) (``pycryptodome``, through
   Flower's helpers);
-* masks: the ChaCha20 keystream (``pycryptodome``) under a 32-byte key, read
+* masks: the ChaCha20 keystream (``cryptography``) under a 32-byte key, read
   as unsigned 64-bit integers. Flower's own ``pseudo_rand_gen`` folds its
   seed into 32 bits for NumPy's Mersenne Twister, which is not a
   cryptographic generator, so it is not used.
@@ -17,27 +17,29 @@ from __future__ import annotations
 
 import base64
 import secrets
+from collections.abc import Sequence
 
 import numpy as np
-from Crypto.Cipher import ChaCha20
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from flwr.common.secure_aggregation.crypto.shamir import combine_shares, create_shares
 from flwr.common.secure_aggregation.crypto.symmetric_encryption import decrypt, encrypt, generate_shared_key
-from flwr.supercore.primitives.asymmetric import (
-    bytes_to_private_key,
-    bytes_to_public_key,
-    generate_key_pairs,
-    private_key_to_bytes,
-    public_key_to_bytes,
-)
+from flwr.supercore.primitives.asymmetric import bytes_to_public_key, generate_key_pairs, public_key_to_bytes
 
 SEED_BYTES = 32
 """Length of a self-mask seed (a ChaCha20 key)."""
+SCALAR_BYTES = 48
+"""Length of a private key's scalar on Flower's curve (SECP384R1): what is kept and secret-shared."""
 
 
 def new_key_pair() -> tuple[bytes, bytes]:
-    """A fresh ECDH key pair: ``(private, public)``, PEM-encoded."""
+    """A fresh ECDH key pair (Flower's curve): ``(private scalar, public key PEM)``.
+
+    The private key travels as its 48-byte scalar, not as PEM, so that its
+    Shamir shares are a fifth of the size.
+    """
     private, public = generate_key_pairs()
-    return private_key_to_bytes(private), public_key_to_bytes(public)
+    return private.private_numbers().private_value.to_bytes(SCALAR_BYTES, "big"), public_key_to_bytes(public)
 
 
 def new_seed() -> bytes:
@@ -45,16 +47,17 @@ def new_seed() -> bytes:
     return secrets.token_bytes(SEED_BYTES)
 
 
-def agreed_key(private: bytes, public: bytes) -> bytes:
-    """The key two parties agree on: one's private key with the other's public key (Fernet-ready).
+def agreed_keys(private: bytes, publics: Sequence[bytes]) -> list[bytes]:
+    """The keys one party agrees on with each of several others (Fernet-ready): its private scalar with their public keys.
 
     Examples
     --------
     >>> a, b = new_key_pair(), new_key_pair()
-    >>> agreed_key(a[0], b[1]) == agreed_key(b[0], a[1])
+    >>> agreed_keys(a[0], [b[1]]) == agreed_keys(b[0], [a[1]])
     True
     """
-    return generate_shared_key(bytes_to_private_key(private), bytes_to_public_key(public))
+    key = ec.derive_private_key(int.from_bytes(private, "big"), ec.SECP384R1())
+    return [generate_shared_key(key, bytes_to_public_key(public)) for public in publics]
 
 
 def seal(key: bytes, plaintext: bytes) -> bytes:
@@ -87,7 +90,7 @@ def join_shares(shares: list[bytes]) -> bytes:
 def mask(key: bytes, length: int) -> np.ndarray:
     """``length`` pseudo-random unsigned 64-bit integers from a key: the ChaCha20 keystream.
 
-    ``key`` is a 32-byte seed or a Fernet key from :func:`agreed_key` (its
+    ``key`` is a 32-byte seed or a Fernet key from :func:`agreed_keys` (its
     32 bytes are used). Each key is used for one round only, so the nonce
     is fixed.
 
@@ -98,7 +101,7 @@ def mask(key: bytes, length: int) -> np.ndarray:
     ('uint64', True)
     """
     raw = key if len(key) == SEED_BYTES else base64.urlsafe_b64decode(key)
-    stream = ChaCha20.new(key=raw, nonce=bytes(8)).encrypt(bytes(8 * length))
+    stream = Cipher(algorithms.ChaCha20(raw, bytes(16)), mode=None).encryptor().update(bytes(8 * length))
     return np.frombuffer(stream, dtype="<u8").astype(np.uint64)
 
 

@@ -11,8 +11,10 @@ import numpy as np
 
 from fedmosaic.federation.aggregate import cast_to_dtype
 from fedmosaic.federation.message import ConfigValue, Message
+from fedmosaic.federation.privacy import GaussianMechanism
+from fedmosaic.federation.robust import Aggregator, Mean
 from fedmosaic.federation.round import QuorumNotMet
-from fedmosaic.federation.secagg.crypto import agreed_key, as_bytes, join_shares, mask
+from fedmosaic.federation.secagg.crypto import agreed_keys, as_bytes, join_shares, mask
 from fedmosaic.federation.secagg.encoding import Layout, decode
 from fedmosaic.federation.secagg.protocol import (
     CLIP_RANGE,
@@ -22,6 +24,7 @@ from fedmosaic.federation.secagg.protocol import (
     LAYOUT,
     MASK_KEY,
     MASKED,
+    MODULE_BOUND,
     PEERS,
     SEED_SHARE,
     SHARE,
@@ -90,18 +93,27 @@ class SecureAggregation:
         messages: Mapping[int, Message],
         expect: ReplySpec | Mapping[int, ReplySpec],
         reference: Mapping[str, np.ndarray],
+        rng: np.random.Generator,
     ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
         """Send the method's ``messages`` as the masked upload of a secure round.
+
+        With the round's rule a :class:`~fedmosaic.federation.privacy.GaussianMechanism`,
+        the clients clip their updates module by module to its bound and
+        weigh them 1, and the server adds its noise, drawn from ``rng``, to
+        each sum: client-level DP on what the server releases (the server
+        itself sees the sum before the noise).
 
         Returns
         -------
         dict of str to ndarray
             The weighted mean of each array of ``reference`` uploaded by at
-            least one client.
+            least one client (with the Gaussian mechanism: the noised mean of
+            the clipped updates).
         dict of int to Message
             The uploaders' replies without the averaged arrays (metrics and
             any other arrays, which stay in the clear).
         """
+        mechanism = _mechanism(ctx.aggregator)
         layout = Layout.of(reference)
         needed = self.needed(len(messages))
         sampled = len(messages)
@@ -124,6 +136,8 @@ class SecureAggregation:
         )
         peers = sorted(shared)
         protocol: dict[str, ConfigValue] = {LAYOUT: layout.to_text(), CLIP_RANGE: self.clip_range, PEERS: peers}
+        if mechanism is not None:
+            protocol[MODULE_BOUND] = mechanism.module_bound(reference)
         uploads = _step(
             ctx,
             "sent masked updates",
@@ -165,16 +179,33 @@ class SecureAggregation:
             total -= mask(_rebuilt(unmasked, SEED_SHARE, client, needed), layout.size)
         for client in dropped:
             private = _rebuilt(unmasked, KEY_SHARE, client, needed)
-            for peer in uploaded:
-                pairwise = mask(agreed_key(private, as_bytes(keys[peer].arrays[MASK_KEY])), layout.size)
+            agreed = agreed_keys(private, [as_bytes(keys[peer].arrays[MASK_KEY]) for peer in uploaded])
+            for peer, key in zip(uploaded, agreed, strict=True):
+                pairwise = mask(key, layout.size)
                 total = total - pairwise if peer < client else total + pairwise
         sums, weights = decode(layout, total, self.clip_range)
+        if mechanism is not None and mechanism.adds_noise:
+            std = mechanism.noise_multiplier * mechanism.clip_norm
+            for name, weight in weights.items():
+                if weight > 0 and reference[name].dtype.kind == "f":
+                    sums[name] = sums[name] + rng.normal(0.0, std, size=sums[name].shape)
         means = {
             name: cast_to_dtype(np.asarray(reference[name], np.float64) + sums[name] / weight, reference[name].dtype)
             for name, weight in weights.items()
             if weight > 0
         }
         return means, {c: without_protocol(uploads[c]) for c in uploaded}
+
+
+def _mechanism(rule: Aggregator) -> GaussianMechanism | None:
+    """The Gaussian mechanism the round aggregates with, None for the mean; any other rule needs each update."""
+    if isinstance(rule, GaussianMechanism):
+        return rule
+    if not isinstance(rule, Mean):
+        raise ValueError(
+            f"secure aggregation combines by the mean or the Gaussian mechanism, not {type(rule).__name__}"
+        )
+    return None
 
 
 def _step(
