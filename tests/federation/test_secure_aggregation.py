@@ -29,7 +29,7 @@ from fedmosaic.federation.privacy import GaussianMechanism
 from fedmosaic.federation.robust import Aggregator
 from fedmosaic.federation.secagg import SecureAggregation, SecureClient
 from fedmosaic.federation.secagg.encoding import STEPS
-from fedmosaic.federation.secagg.protocol import KEYS, MASKED, PREFIX, SHARES, UNMASK
+from fedmosaic.federation.secagg.protocol import KEYS, MASK_KEY, MASKED, PREFIX, SHARE_KEY, SHARES, UNMASK
 
 SECURE = SecureAggregation(threshold=0.6, clip_range=8.0)
 TOLERANCE = SECURE.clip_range / STEPS
@@ -207,3 +207,28 @@ def test_a_round_skipped_for_dropouts_resumes_after_a_kill_exactly_like_an_unint
     assert history[1].reason == "secure aggregation: 2 of 4 sampled clients sent keys, fewer than the threshold 3"
     assert [{**r.to_dict(), "wall_time_s": 0} for r in history] == [{**r.to_dict(), "wall_time_s": 0} for r in expected]
     np.testing.assert_array_equal(resumed.server.w, reference.server.w)
+
+
+class ForgedKeys(ClientLogic):
+    """A broken client: its public keys are not keys."""
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        return Message(arrays={SHARE_KEY: np.zeros(4, np.uint8), MASK_KEY: np.zeros(4, np.uint8)}, kind=KEYS)
+
+
+def test_a_client_with_unreadable_keys_is_rejected_and_the_others_sum() -> None:
+    # Prepare
+    grid = StageFailures(
+        InProcessGrid(lambda c: ForgedKeys() if c == 2 else SecureClient(PartialClient()), seed=0),
+        frozenset(),
+        frozenset(),
+    )
+
+    # Execute
+    means, replies = _secure_mean(grid, [0, 1, 2, 3])
+
+    # Assert
+    assert sorted(replies) == [0, 1, 3]
+    expected = _plain_mean([0, 1, 3])
+    for name in expected:
+        np.testing.assert_allclose(means[name], expected[name], atol=TOLERANCE, rtol=0)

@@ -47,6 +47,21 @@ def new_seed() -> bytes:
     return secrets.token_bytes(SEED_BYTES)
 
 
+def is_public_key(data: bytes) -> bool:
+    """Whether ``data`` is a public key :func:`agreed_keys` can use.
+
+    Examples
+    --------
+    >>> is_public_key(new_key_pair()[1]), is_public_key(b"garbage")
+    (True, False)
+    """
+    try:
+        bytes_to_public_key(data)
+    except ValueError:
+        return False
+    return True
+
+
 def agreed_keys(private: bytes, publics: Sequence[bytes]) -> list[bytes]:
     """The keys one party agrees on with each of several others (Fernet-ready): its private scalar with their public keys.
 

@@ -14,7 +14,7 @@ from fedmosaic.federation.message import ConfigValue, Message
 from fedmosaic.federation.privacy import GaussianMechanism
 from fedmosaic.federation.robust import Aggregator, Mean
 from fedmosaic.federation.round import QuorumNotMet
-from fedmosaic.federation.secagg.crypto import agreed_keys, as_bytes, join_shares, mask
+from fedmosaic.federation.secagg.crypto import agreed_keys, as_bytes, is_public_key, join_shares, mask
 from fedmosaic.federation.secagg.encoding import Layout, decode
 from fedmosaic.federation.secagg.protocol import (
     CLIP_RANGE,
@@ -123,7 +123,7 @@ class SecureAggregation:
             needed,
             sampled,
             {c: Message(kind=KEYS, config={THRESHOLD: needed}) for c in messages},
-            ReplySpec(arrays={SHARE_KEY: BYTES, MASK_KEY: BYTES}, kind=KEYS),
+            ReplySpec(arrays={SHARE_KEY: BYTES, MASK_KEY: BYTES}, kind=KEYS, checks=(_unreadable_key,)),
         )
         published = {addressed(name, c): keys[c].arrays[name] for c in keys for name in (SHARE_KEY, MASK_KEY)}
         shared = _step(
@@ -132,7 +132,7 @@ class SecureAggregation:
             needed,
             sampled,
             {c: Message(kind=SHARES, arrays=published) for c in keys},
-            ReplySpec(optional_arrays={addressed(SHARE, c): BYTES for c in keys}, kind=SHARES),
+            {p: ReplySpec(arrays={addressed(SHARE, c): BYTES for c in keys if c != p}, kind=SHARES) for p in keys},
         )
         peers = sorted(shared)
         protocol: dict[str, ConfigValue] = {LAYOUT: layout.to_text(), CLIP_RANGE: self.clip_range, PEERS: peers}
@@ -195,6 +195,12 @@ class SecureAggregation:
             if weight > 0
         }
         return means, {c: without_protocol(uploads[c]) for c in uploaded}
+
+
+def _unreadable_key(reply: Message) -> str | None:
+    """Why a client's public keys cannot be used, or None."""
+    bad = [name for name in (SHARE_KEY, MASK_KEY) if not is_public_key(as_bytes(reply.arrays[name]))]
+    return f"{bad[0]} is not a public key" if bad else None
 
 
 def _mechanism(rule: Aggregator) -> GaussianMechanism | None:
