@@ -27,12 +27,18 @@ from fedmosaic.federation.message import ConfigValue, Message
 PREFIX = "secagg."
 """Prefix of every array and config entry the protocol adds to a message or a client state."""
 KEYS = "query.secagg-keys"
+"""Kind of step 1: the client answers with its public keys."""
 SHARES = "query.secagg-shares"
+"""Kind of step 2: the client answers with its encrypted shares."""
 UNMASK = "query.secagg-unmask"
+"""Kind of step 4: the client answers with the shares that remove the masks."""
 
 THRESHOLD = PREFIX + "threshold"
+"""Config: clients needed at every step (and Shamir's threshold)."""
 LAYOUT = PREFIX + "layout"
+"""Config: the names and shapes of the arrays summed (:class:`~fedmosaic.federation.secagg.encoding.Layout`)."""
 CLIP_RANGE = PREFIX + "clip_range"
+"""Config: the fixed-point encoding's range."""
 MODULE_BOUND = PREFIX + "module_bound"
 """Config, with client-level DP: clip each module's update to this L2 norm and weigh every upload 1."""
 PEERS = PREFIX + "peers"
@@ -42,18 +48,20 @@ DROPPED = PREFIX + "dropped"
 MASKED = PREFIX + "masked"
 """Array: a client's masked, encoded upload."""
 SHARE_KEY = PREFIX + "share_key"
+"""Array: the public key shares are encrypted under (``secagg.share_key.<client>``: that client's)."""
 MASK_KEY = PREFIX + "mask_key"
+"""Array: the public key pairwise masks are agreed with (``secagg.mask_key.<client>``: that client's)."""
+SHARE = PREFIX + "share"
+"""Arrays ``secagg.share.<client>``: an encrypted pair of shares, from or to that client."""
+SEED_SHARE = PREFIX + "seed_share"
+"""Arrays ``secagg.seed_share.<client>``: a share of that client's self-mask seed."""
+KEY_SHARE = PREFIX + "key_share"
+"""Arrays ``secagg.key_share.<client>``: a share of that client's private mask key."""
 
 
 def addressed(prefix: str, client: int) -> str:
     """The name of an entry about ``client``: ``addressed("secagg.share", 3)`` is ``"secagg.share.3"``."""
     return f"{prefix}.{client}"
-
-
-SHARE = PREFIX + "share"
-"""Arrays ``secagg.share.<client>``: an encrypted share, from or to that client."""
-SEED_SHARE = PREFIX + "seed_share"
-KEY_SHARE = PREFIX + "key_share"
 
 
 def without_protocol(message: Message) -> Message:
