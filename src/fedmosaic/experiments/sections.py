@@ -412,7 +412,7 @@ class AggregationSection(Section):
         Secure aggregation: the server receives masked uploads only and
         learns the example-weighted mean of the updates, never one client's
         (with ``rule = 'mean'`` and no ``clip_norm``; see the reliability guide).
-    secure_threshold : float, default 0.667
+    secure_threshold : float, default 0.66
         With ``secure``: share of a round's sampled clients that must take
         part in every step (rounded up, at least 2), in (0, 1]; with fewer
         the round is skipped. Fewer colluding clients than that learn nothing
@@ -427,7 +427,7 @@ class AggregationSection(Section):
     trim: float = Field(default=0.2, ge=0, lt=0.5)
     clip_norm: float | None = Field(default=None, gt=0, le=MAX_NORM)
     secure: bool = False
-    secure_threshold: float = Field(default=0.667, gt=0, le=1)
+    secure_threshold: float = Field(default=0.66, gt=0, le=1)
     secure_range: float = Field(default=64.0, ge=1e-3, le=MAX_NORM)
 
 

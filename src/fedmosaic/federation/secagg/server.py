@@ -58,7 +58,7 @@ class SecureAggregation:
 
     Parameters
     ----------
-    threshold : float, default 2/3
+    threshold : float, default 0.66
         Share of the round's sampled clients needed at every step (rounded
         up, at least 2); it is also the Shamir threshold, so fewer than that
         many colluding clients learn nothing of another's update.
@@ -68,7 +68,7 @@ class SecureAggregation:
         (:mod:`~fedmosaic.federation.secagg.encoding`).
     """
 
-    threshold: float = 2 / 3
+    threshold: float = 0.66
     clip_range: float = 64.0
 
     def __post_init__(self) -> None:
