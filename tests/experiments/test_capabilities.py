@@ -22,6 +22,7 @@ ASKING: dict[str, tuple[str, dict[str, Any]]] = {
     "update_attacks": ("attack.kind", {"attack": {"fraction": 0.3, "kind": "scale"}}),
     "graph_attacks": ("attack.kind", {"attack": {"fraction": 0.3, "kind": "random-graph"}}),
     "kept_optimizer": ("train.optimizer_state", {"train": {"optimizer_state": "kept"}}),
+    "secure_aggregation": ("aggregation.secure", {"aggregation": {"secure": True}}),
 }
 """For each capability: the field that asks for it, and sections that ask."""
 

@@ -31,6 +31,8 @@ DIGITS = {
         {"name": "FedCFA (reference)", "method": "fedcfa-reference", "params": {"chunk_size": 32}},
     ],
 }
+SECURE_DIGITS = {**DIGITS, "aggregation": {"secure": True}}
+"""The digits runs with secure aggregation: four exchanges a round instead of one."""
 ASIA = {
     "name": "engines-asia",
     "seed": 0,
@@ -162,7 +164,7 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        pytest.param(DIGITS, id="fedavg-fedcfa-digits", marks=pytest.mark.xdist_group("ray-digits")),
+        pytest.param(SECURE_DIGITS, id="secure-fedavg-fedcfa-digits", marks=pytest.mark.xdist_group("ray-digits")),
         pytest.param(ASIA, id="fcm-asia-joining", marks=pytest.mark.xdist_group("ray-asia-vertical")),
     ],
 )
@@ -170,7 +172,8 @@ def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address
     """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run.
 
     FedCFA's reference protocol carries each client's SGD momentum from round 1 to round 2 in its state,
-    and every F-CMs client keeps its optimizer there (``context.state`` on Flower).
+    and every F-CMs client keeps its optimizer there (``context.state`` on Flower). The digits runs use
+    secure aggregation, whose clients keep their keys and shares there between a round's exchanges.
     """
     # Execute
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")

@@ -6,7 +6,7 @@ toward its mean plus a little noise drawn from ``default_rng(context.seed)``.
 Its step shrinks with the number of messages it has handled, a counter kept
 in ``state.config["handled"]``, so the results depend on the client state
 being kept (and checkpointed) correctly. The server takes the
-``ctx.aggregate`` (the weighted mean by default) of the replies; ``evaluate`` reports the distance of
+``ctx.exchange_aggregated`` (the weighted mean by default, or secure aggregation) of the replies; ``evaluate`` reports the distance of
 ``w`` to the weighted mean of all private means.
 """
 
@@ -33,6 +33,7 @@ from fedmosaic.federation import (
     ServerLogic,
     derive_rng,
 )
+from fedmosaic.federation.secagg import SecureAggregation, SecureClient
 
 DIM = 3
 NOISE = 0.05
@@ -105,13 +106,12 @@ class ToyServer(ServerLogic):
         message = Message(arrays={"w": self.w}, config={"round": ctx.round})
         self.exchanges += 1  # state changed before a possibly failing exchange
         spec = ReplySpec.like({"w": self.w}, metrics={"num_examples"}, config=frozenset({"handled"}))
-        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=spec)
+        average, replies = ctx.exchange_aggregated(
+            dict.fromkeys(ctx.clients, message), expect=spec, reference={"w": self.w}
+        )
         if self.crash_at == ctx.round:
             raise SimulatedKill(f"killed in round {ctx.round}")
         self.last_repliers = sorted(replies)
-        average = ctx.aggregate(
-            [(reply.arrays, reply.metrics["num_examples"]) for reply in replies.values()], reference={"w": self.w}
-        )
         self.w = average["w"]
         self.aggregations += 1
         return {"mean_handled": float(np.mean([r.config["handled"] for r in replies.values()]))}
@@ -147,6 +147,7 @@ def make_toy() -> Callable[..., Toy]:
 
     ``wrap_grid`` lets a test put a spy between the federation and the
     in-process grid; ``Toy.grid`` is always the in-process grid itself.
+    ``secure`` runs the rounds through secure aggregation.
     """
 
     def build(
@@ -159,10 +160,11 @@ def make_toy() -> Callable[..., Toy]:
         fingerprint: str = "toy",
         crash_at: int | None = None,
         wrap_grid: Callable[[InProcessGrid], Grid] | None = None,
+        secure: SecureAggregation | None = None,
     ) -> Toy:
         schedule = schedule if schedule is not None else Schedule(num_clients=4)
         server = ToyServer(schedule.num_clients, crash_at=crash_at)
-        grid = InProcessGrid(ToyClient, seed=seed)
+        grid = InProcessGrid(ToyClient if secure is None else lambda c: SecureClient(ToyClient(c)), seed=seed)
         federation = Federation(
             server,
             grid if wrap_grid is None else wrap_grid(grid),
@@ -172,6 +174,7 @@ def make_toy() -> Callable[..., Toy]:
             evaluate_every=evaluate_every,
             checkpoint=checkpoint,
             fingerprint=fingerprint,
+            secure=secure,
         )
         return Toy(federation=federation, server=server, grid=grid)
 

@@ -17,7 +17,8 @@ default parameters, made small where it shares a name with
   bit for bit;
 - is acted on by every runtime feature it declares (``Capabilities``): local
   DP-SGD reports its epsilon, client-level DP its epsilon every round, a
-  robust rule is called every round, an attack alters its replies.
+  robust rule is called every round, an attack alters its replies, secure
+  aggregation masks its uploads and ends where the plain run ends.
 
 That the configuration refuses the features a method does not declare is
 checked in ``tests/experiments/test_capabilities.py``.
@@ -50,6 +51,8 @@ from fedmosaic.federation.checkpoint import Checkpoint, load_checkpoint, save_ch
 from fedmosaic.federation.hostile import HostileGrid
 from fedmosaic.federation.privacy import GaussianMechanism, PrivacyBudget
 from fedmosaic.federation.robust import Aggregator, Median
+from fedmosaic.federation.secagg import SecureAggregation, SecureClient
+from fedmosaic.federation.secagg.protocol import MASKED
 from fedmosaic.methods.base import Method, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgParams, FedAvgServer
 from fedmosaic.methods.registry import METHODS
@@ -143,6 +146,7 @@ def _run(
     aggregator: Aggregator | None = None,
     privacy: PrivacyBudget | None = None,
     train: dict[str, Any] | None = None,
+    secure: SecureAggregation | None = None,
 ) -> Run:
     """Build ``method`` afresh on the tiny task ``variant`` and run it in process.
 
@@ -156,7 +160,7 @@ def _run(
     server, factory = method.build(task, tiny_params(method))
     if interrupt_at is not None:
         server.run_round = _interrupting(server.run_round, interrupt_at)  # type: ignore[method-assign]
-    grid = InProcessGrid(factory, SEED)
+    grid = InProcessGrid(factory if secure is None else lambda client: SecureClient(factory(client)), SEED)
     schedule = Schedule(num_clients=clients)
     reaching = grid if wrap is None else wrap(grid)
     federation = Federation(
@@ -169,6 +173,7 @@ def _run(
         fingerprint="contract",
         aggregator=aggregator,
         privacy=privacy,
+        secure=secure,
     )
     return Run(server, grid, federation.run(resume=resume))
 
@@ -384,6 +389,15 @@ def test_the_runtime_features_it_declares_act_on_its_runs(
         rule = CountingMedian()
         _run(method, variant, aggregator=rule)
         assert rule.calls >= ROUNDS
+    elif capability == "secure_aggregation":
+        spies: dict[str, Spy] = {}
+        secure = _run(
+            method, variant, secure=SecureAggregation(threshold=0.5), wrap=lambda g: spies.setdefault("up", Spy(g))
+        )
+        assert any(MASKED in reply.arrays for reply in spies["up"].replies)
+        plain = _uninterrupted(name, variant).server.state_dict().arrays
+        for key, array in secure.server.state_dict().arrays.items():
+            np.testing.assert_allclose(array, plain[key], atol=1e-4, err_msg=key)
     else:
         attack = {"update_attacks": "scale", "graph_attacks": "random-graph"}[capability]
         assert _altered_by(method, variant, attack) > 0

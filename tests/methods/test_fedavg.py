@@ -1,7 +1,5 @@
 """FedAvg and FedProx: clients train the received model, the server averages by examples."""
 
-from typing import ClassVar
-
 import numpy as np
 import pytest
 import torch
@@ -13,8 +11,8 @@ from fedmosaic.federation import (
     Federation,
     InProcessGrid,
     Message,
+    RoundContext,
     Schedule,
-    weighted_average,
 )
 from fedmosaic.methods.arrays import model_to_arrays
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
@@ -93,18 +91,12 @@ def test_server_averages_replies_weighted_by_examples() -> None:
         ),
     }
 
-    class FixedReplies:
-        round = 1
-        clients: ClassVar[list[int]] = [0, 1]
-
+    class FixedReplies(RoundContext):
         def exchange(self, messages, **options):
             return replies
 
-        def aggregate(self, contributions, reference):
-            return weighted_average(contributions)
-
     # Execute
-    metrics = server.run_round(FixedReplies())  # type: ignore[arg-type]
+    metrics = server.run_round(FixedReplies(round=1, clients=[0, 1], seed=0, grid=None))  # type: ignore[arg-type]
     # Assert
     for name in names:
         np.testing.assert_allclose(server.params[name], 0.75)

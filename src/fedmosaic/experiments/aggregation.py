@@ -1,10 +1,12 @@
-"""The aggregation rule of a federated run, from ``[aggregation]`` and ``[privacy]``."""
+"""The aggregation rule of a federated run, from ``[aggregation]`` and ``[privacy]``, and its secure aggregation."""
 
 from __future__ import annotations
 
 from fedmosaic.experiments.config import ExperimentConfig, sample_rate
+from fedmosaic.federation.logic import ClientLogic
 from fedmosaic.federation.privacy import GaussianMechanism, PrivacyBudget, noise_for_epsilon
 from fedmosaic.federation.robust import Aggregator, ClippedUpdates, Mean, Median, TrimmedMean
+from fedmosaic.federation.secagg import SecureAggregation, SecureClient
 
 
 def build_aggregation(config: ExperimentConfig, num_clients: int) -> tuple[Aggregator, PrivacyBudget | None]:
@@ -38,3 +40,24 @@ def build_aggregation(config: ExperimentConfig, num_clients: int) -> tuple[Aggre
     if section.clip_norm is not None:
         rule = ClippedUpdates(rule, section.clip_norm)
     return rule, None
+
+
+def build_secure(config: ExperimentConfig) -> SecureAggregation | None:
+    """The server side of secure aggregation that ``aggregation.secure`` asks for, or None.
+
+    Examples
+    --------
+    >>> from fedmosaic.experiments.config import load_config
+    >>> base = {"name": "x", "runs": [{"name": "a", "method": "fedavg"}]}
+    >>> build_secure(load_config({**base, "aggregation": {"secure": True, "secure_threshold": 0.5}})).threshold
+    0.5
+    """
+    section = config.aggregation
+    if not section.secure:
+        return None
+    return SecureAggregation(threshold=section.secure_threshold, clip_range=section.secure_range)
+
+
+def secure_client(config: ExperimentConfig, logic: ClientLogic) -> ClientLogic:
+    """``logic`` wrapped to take part in secure aggregation when ``aggregation.secure`` asks for it."""
+    return SecureClient(logic) if config.aggregation.secure else logic

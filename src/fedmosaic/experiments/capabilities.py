@@ -49,6 +49,10 @@ FEATURES: dict[str, tuple[str, str]] = {
     "update_attacks": ("sign-flip and scale attacks", "it needs replies that carry the model they were sent"),
     "graph_attacks": ("graph attacks", "it needs clients that upload confidence matrices"),
     "kept_optimizer": ("a kept optimizer state", "its clients must keep the optimizer in their client state"),
+    "secure_aggregation": (
+        "secure aggregation",
+        "it needs every model upload to go through one secure weighted sum and nothing else to reveal an update",
+    ),
 }
 """What each capability flag stands for, in the words of the error message."""
 
@@ -84,6 +88,8 @@ def requested(config: Experiment, run: RunSection) -> list[tuple[str, str]]:
         asked.append(("aggregation.rule", "robust_aggregation"))
     if aggregation.clip_norm is not None:
         asked.append(("aggregation.clip_norm", "robust_aggregation"))
+    if aggregation.secure:
+        asked.append(("aggregation.secure", "secure_aggregation"))
     if attack.fraction > 0 and attack.kind in UPDATE_ATTACKS:
         asked.append(("attack.kind", "update_attacks"))
     if attack.fraction > 0 and attack.kind in GRAPH_ATTACKS:

@@ -23,7 +23,7 @@ from pydantic import Field
 from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.capabilities import check_supported
+from fedmosaic.experiments.capabilities import UPDATE_ATTACKS, check_supported
 from fedmosaic.experiments.inert_keys import check_inert_keys, recorded_document
 from fedmosaic.experiments.overrides import apply_overrides, grid_points, read_toml
 from fedmosaic.experiments.sections import (
@@ -309,6 +309,7 @@ def _check_federation(config: ExperimentConfig) -> None:
             "aggregation.rule",
             "client-level privacy clips and averages by itself: keep aggregation.rule = 'mean' without clip_norm",
         )
+    _check_secure(config)
     if privacy.target_epsilon is not None:  # the noise search fails here, not after a round
         noise_for_epsilon(privacy.target_epsilon, privacy.delta, sample_rate(config, clients), federation.rounds)
     if federation.min_replies > clients:
@@ -316,6 +317,20 @@ def _check_federation(config: ExperimentConfig) -> None:
             "federation.min_replies",
             f"must be <= {source} ({clients}), got {federation.min_replies}",
         )
+
+
+def _check_secure(config: ExperimentConfig) -> None:
+    """Refuse what secure aggregation cannot combine with: whatever needs one client's update at the server."""
+    if not config.aggregation.secure:
+        return
+    hidden = "secure aggregation hides each update from the server"
+    aggregation, attack = config.aggregation, config.attack
+    if aggregation.rule != "mean":
+        raise ConfigError("aggregation.rule", f"{hidden}, and '{aggregation.rule}' needs each one: keep 'mean'")
+    if aggregation.clip_norm is not None:
+        raise ConfigError("aggregation.clip_norm", f"{hidden}, so it cannot bound each one: leave clip_norm unset")
+    if attack.fraction > 0 and attack.kind in UPDATE_ATTACKS:
+        raise ConfigError("attack.kind", f"{hidden}, and '{attack.kind}' is measured on each one: not combined")
 
 
 def _check_noise(config: ExperimentConfig) -> None:

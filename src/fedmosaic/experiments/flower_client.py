@@ -30,6 +30,7 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.experiments.aggregation import secure_client
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, load_config, method_params
 from fedmosaic.experiments.inprocess_engine import job_key
@@ -152,7 +153,8 @@ def _method_client(
     jobs = workload.jobs(run.setting, config)
     job = next(j for j in jobs if j.label == label)
     _, factory = get_method(run.method).build(job.task, method_params(config, run_index))
-    return _Threaded(factory(partition), config)
+    logic = factory(partition)
+    return _Threaded(secure_client(config, logic) if run.setting == "federated" else logic, config)
 
 
 @lru_cache(maxsize=2)

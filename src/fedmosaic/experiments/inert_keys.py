@@ -95,6 +95,11 @@ RULES = (
         "outside aggregation.rule = 'trimmed-mean'",
     ),
     Rule(
+        ("aggregation.secure_threshold", "aggregation.secure_range"),
+        lambda c: c.aggregation.secure,
+        "without aggregation.secure = true",
+    ),
+    Rule(
         ("privacy", "aggregation", "attack"),
         lambda c: any(run.setting == "federated" for run in c.runs),
         "without a federated run (it applies to federated runs only)",

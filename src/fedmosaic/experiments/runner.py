@@ -14,7 +14,7 @@ import numpy as np
 
 from fedmosaic import __version__
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.aggregation import build_aggregation
+from fedmosaic.experiments.aggregation import build_aggregation, build_secure, secure_client
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params, result_fingerprint
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
@@ -184,10 +184,10 @@ def _run(
             "params": params.model_dump(mode="json"),
         }
         for job in jobs:
-            server, client_factory = method.build(job.task, params)
-            aggregator, privacy = (
-                build_aggregation(config, job.schedule.num_clients) if run.setting == "federated" else (None, None)
-            )
+            server, built_clients = method.build(job.task, params)
+            federated = run.setting == "federated"
+            aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if federated else (None, None)
+            client_factory = partial(_client, config, built_clients) if federated else built_clients
             exported: list[tuple[ModelExport, dict[str, dict[str, np.ndarray]]]] = []
             federate = partial(
                 _federate,
@@ -268,6 +268,7 @@ def _federate(
         retries=config.federation.retries,
         aggregator=aggregator,
         privacy=privacy,
+        secure=build_secure(config) if run.setting == "federated" else None,
         observer=(
             MessageLog(out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl")
             if config.federation.audit
@@ -279,6 +280,11 @@ def _federate(
     if export is not None:
         exported.append((export, client_parts(export, grid, client_factory)))
     return history
+
+
+def _client(config: ExperimentConfig, factory: Callable[[int], ClientLogic], client: int) -> ClientLogic:
+    """Client ``client`` of a federated run, taking part in secure aggregation when it is on."""
+    return secure_client(config, factory(client))
 
 
 def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) -> Grid:

@@ -408,11 +408,27 @@ class AggregationSection(Section):
     clip_norm : float or None, default None
         Bound each client's update (what it sends minus what it received) to
         this L2 norm per module (layer) before combining; none when unset.
+    secure : bool, default False
+        Secure aggregation: the server receives masked uploads only and
+        learns the example-weighted mean of the updates, never one client's
+        (with ``rule = 'mean'`` and no ``clip_norm``; see the reliability guide).
+    secure_threshold : float, default 0.66
+        With ``secure``: share of a round's sampled clients that must take
+        part in every step (rounded up, at least 2), in (0, 1]; with fewer
+        the round is skipped. Fewer colluding clients than that learn nothing
+        of another client's update.
+    secure_range : float, default 64.0
+        With ``secure``: each coordinate of an update is clipped to
+        ``[-secure_range, secure_range]`` and encoded in steps of
+        ``secure_range / 2^31``, from 1e-3 to 1e6.
     """
 
     rule: Literal["mean", "median", "trimmed-mean"] = "mean"
     trim: float = Field(default=0.2, ge=0, lt=0.5)
     clip_norm: float | None = Field(default=None, gt=0, le=MAX_NORM)
+    secure: bool = False
+    secure_threshold: float = Field(default=0.66, gt=0, le=1)
+    secure_range: float = Field(default=64.0, ge=1e-3, le=MAX_NORM)
 
 
 class PrivacySection(Section):

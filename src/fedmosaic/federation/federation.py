@@ -17,6 +17,7 @@ from fedmosaic.federation.rng import capture_rng_states, restore_rng_states
 from fedmosaic.federation.robust import Aggregator, Mean
 from fedmosaic.federation.round import MessageObserver, QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
+from fedmosaic.federation.secagg.server import SecureAggregation
 from fedmosaic.federation.validation import ReplyLimits
 
 
@@ -58,6 +59,9 @@ class Federation:
         logic aggregated with noise records the privacy spent so far
         (``dp_epsilon``, ``dp_delta``, ``dp_sample_rate``); a round without
         a noised aggregation records none.
+    secure : SecureAggregation or None, default None
+        Run each round's upload through secure aggregation (the server logic's
+        :meth:`RoundContext.exchange_aggregated`) instead of ``aggregator``.
 
     Examples
     --------
@@ -80,6 +84,7 @@ class Federation:
         observer: MessageObserver | None = None,
         aggregator: Aggregator | None = None,
         privacy: PrivacyBudget | None = None,
+        secure: SecureAggregation | None = None,
     ) -> None:
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
@@ -100,6 +105,7 @@ class Federation:
         self.observer = observer
         self.aggregator = aggregator if aggregator is not None else Mean()
         self.privacy = privacy
+        self.secure = secure
         self._history: list[RoundRecord] = []
 
     def run(self, *, resume: bool = False, on_round: Callable[[RoundRecord], None] | None = None) -> list[RoundRecord]:
@@ -195,6 +201,7 @@ class Federation:
             limits=self.limits,
             observer=self.observer,
             aggregator=self.aggregator,
+            secure=self.secure,
         )
 
     def _save(self, history: list[RoundRecord]) -> None:

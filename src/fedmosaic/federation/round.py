@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -12,8 +13,28 @@ from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.robust import Aggregator, Contribution, Mean
-from fedmosaic.federation.validation import OPEN, ReplyLimits, ReplySpec, check_reply, reply_size
+from fedmosaic.federation.validation import NUM_EXAMPLES, OPEN, ReplyLimits, ReplySpec, check_reply, reply_size
 from fedmosaic.seeding import derive_rng
+
+
+class SecureUpload(Protocol):
+    """Sends a round's upload and averages it without the server seeing any one reply's arrays.
+
+    :class:`~fedmosaic.federation.secagg.server.SecureAggregation` is the
+    implementation; it runs through the round's own exchanges.
+    """
+
+    def run(
+        self,
+        ctx: RoundContext,
+        messages: Mapping[int, Message],
+        expect: ReplySpec | Mapping[int, ReplySpec],
+        reference: Mapping[str, np.ndarray],
+        rng: np.random.Generator,
+    ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
+        """The mean of each array of ``reference`` by the round's rule, and the replies without those arrays."""
+        ...
+
 
 LOG = logging.getLogger("fedmosaic.federation")
 
@@ -50,6 +71,9 @@ class RoundContext:
         Sees every message that crosses (the message audit).
     aggregator : Aggregator
         The rule :meth:`aggregate` applies (the weighted mean by default).
+    secure : SecureUpload or None
+        When set (a :class:`~fedmosaic.federation.secagg.server.SecureAggregation`), :meth:`exchange_aggregated` runs the upload through secure
+        aggregation instead of ``aggregator``.
 
     Attributes
     ----------
@@ -67,6 +91,7 @@ class RoundContext:
     limits: ReplyLimits = field(default_factory=ReplyLimits)
     observer: MessageObserver | None = None
     aggregator: Aggregator = field(default_factory=Mean)
+    secure: SecureUpload | None = None
     aggregations: int = 0
     noised: bool = False
     bytes_down: int = 0
@@ -136,6 +161,46 @@ class RoundContext:
             raise QuorumNotMet(f"{len(replies)} valid replies{detail} < min_replies {self.min_replies}")
         return replies
 
+    def exchange_aggregated(
+        self,
+        messages: Mapping[int, Message],
+        *,
+        expect: ReplySpec | Mapping[int, ReplySpec],
+        reference: Mapping[str, np.ndarray],
+    ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
+        """Send the round's upload and combine the replies' arrays named in ``reference``, weighted by ``num_examples``.
+
+        Each name is combined over the replies that hold it (:meth:`aggregate`
+        with the federation's rule), or, with :attr:`secure`, by secure
+        aggregation, where the server receives only masked uploads and the
+        replies come back without the combined arrays.
+
+        Parameters
+        ----------
+        messages : mapping of int to Message
+            One message per addressed client.
+        expect : ReplySpec or mapping of int to ReplySpec
+            What a reply may contain (as for :meth:`exchange`).
+        reference : mapping of str to ndarray
+            What was sent: the arrays to combine, and what updates are measured from.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The combined arrays (names no reply holds are absent).
+        dict of int to Message
+            The valid replies; with secure aggregation, without the combined arrays.
+        """
+        if self.secure is not None:
+            return self.secure.run(self, messages, expect, reference, self._aggregation_rng())
+        replies = self.exchange(messages, expect=expect)
+        uploads = [
+            ({name: array for name, array in reply.arrays.items() if name in reference}, reply.metrics[NUM_EXAMPLES])
+            for reply in replies.values()
+            if any(name in reference for name in reply.arrays)
+        ]
+        return (self.aggregate(uploads, reference) if uploads else {}), replies
+
     def aggregate(
         self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
@@ -148,14 +213,17 @@ class RoundContext:
         reference : mapping of str to ndarray
             What was sent: updates are measured from it (clipping, noise).
         """
+        return self.aggregator.aggregate(contributions, reference, self._aggregation_rng())
+
+    def _aggregation_rng(self) -> np.random.Generator:
+        """Counts one more aggregation and returns its derived generator (one noised aggregation a round)."""
         if self.noised:
             raise ValueError(
                 f"round {self.round}: a second noised aggregation; the privacy accounting counts one per round"
             )
         self.aggregations += 1
         self.noised = self.aggregator.adds_noise
-        rng = derive_rng(self.seed, self.round, "aggregate", self.aggregations)
-        return self.aggregator.aggregate(contributions, reference, rng)
+        return derive_rng(self.seed, self.round, "aggregate", self.aggregations)
 
     def _observe(self, client: int, direction: str, message: Message) -> None:
         if self.observer is not None:

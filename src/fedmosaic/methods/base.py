@@ -60,6 +60,11 @@ class Capabilities:
         ``train.optimizer_state = "kept"``: the clients train with the one
         training loop and give it their client state to keep the optimizer's
         state in.
+    secure_aggregation : bool, default False
+        ``aggregation.secure``: every upload of the clients' model arrays
+        passes through
+        :meth:`~fedmosaic.federation.round.RoundContext.exchange_aggregated`,
+        and nothing else the clients upload reveals an update.
     """
 
     dp_sgd: bool = False
@@ -68,6 +73,7 @@ class Capabilities:
     update_attacks: bool = False
     graph_attacks: bool = False
     kept_optimizer: bool = False
+    secure_aggregation: bool = False
 
     def names(self) -> tuple[str, ...]:
         """The flags that are set, in declaration order.

@@ -108,10 +108,8 @@ class FedAvgServer(ServerLogic):
     @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays=self.params, config={"round": ctx.round})
-        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=self.reply_spec())
-        weights = [reply.metrics["num_examples"] for reply in replies.values()]
-        self.params = ctx.aggregate(
-            [(reply.arrays, w) for reply, w in zip(replies.values(), weights, strict=True)], reference=self.params
+        self.params, replies = ctx.exchange_aggregated(
+            dict.fromkeys(ctx.clients, message), expect=self.reply_spec(), reference=self.params
         )
         return training_metrics(list(replies.values()))
 

@@ -34,7 +34,7 @@ from fedmosaic.methods.vertical.params import (
 __all__ = ["METHODS", "FedAvgParams", "FedProxParams", "HorizontalTask", "Method", "MethodParams", "get_method"]
 """Also importable from here, where they were defined before: the parameters, the task and the method types."""
 
-MODEL_UPDATES = Capabilities(client_dp=True, robust_aggregation=True, update_attacks=True)
+MODEL_UPDATES = Capabilities(client_dp=True, robust_aggregation=True, update_attacks=True, secure_aggregation=True)
 """Clients train the global model and upload it, and nothing else: every runtime feature but DP-SGD applies."""
 MODEL_AND_MEANS = Capabilities(robust_aggregation=True, update_attacks=True)
 """The model is aggregated by the rule, but means of the clients' data are shared without noise (no client-level DP)."""
@@ -80,7 +80,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedCFAParams,
             build_fedcfa,
-            MODEL_AND_MEANS,
+            replace(MODEL_AND_MEANS, secure_aggregation=True),  # the chunk means stay in the clear
         ),
         Method(
             "fedcfa-reference",
@@ -89,7 +89,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedCFAReferenceParams,
             build_fedcfa,
-            MODEL_AND_MEANS,
+            replace(MODEL_AND_MEANS, secure_aggregation=True),  # the chunk means stay in the clear
         ),
         Method(
             "fedmix",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmosaic.federation import Message, weighted_average
+from fedmosaic.federation import Message, RoundContext
 from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAServer
 from fedmosaic.methods.models import ModelParams, build_model
 
@@ -12,22 +12,17 @@ def _factory():
     return build_model(ModelParams(hidden=[8]), (2,), 3)
 
 
-class ScriptedRound:
-    """Stands for a round's context: records what is sent, answers with fixed replies."""
+class ScriptedRound(RoundContext):
+    """A round's context that records what is sent and answers with fixed replies (the mean as its rule)."""
 
     def __init__(self, rnd: int, replies: dict[int, Message]) -> None:
-        self.round = rnd
-        self.seed = 0
-        self.clients = sorted(replies)
+        super().__init__(round=rnd, clients=sorted(replies), seed=0, grid=None)  # type: ignore[arg-type]
         self.replies = replies
         self.sent: dict[int, Message] = {}
 
     def exchange(self, messages, **options):
         self.sent = dict(messages)
         return self.replies
-
-    def aggregate(self, contributions, reference):
-        return weighted_average(contributions)
 
 
 def _reply(server: FedCFAServer, value: float, examples: float, means: int) -> Message:

@@ -130,10 +130,11 @@ class FCMServer(ServerLogic):
             c: Message(kind=TRAIN, arrays=arrays, config={"graph": graph_text, "round": ctx.round})
             for c, arrays in needed.items()
         }
-        replies = ctx.exchange(messages, expect={c: self._training_spec(arrays) for c, arrays in needed.items()})
-        uploads = [(r.arrays, r.metrics["num_examples"]) for r in replies.values() if r.arrays]
-        load_arrays(model, {**sent, **(ctx.aggregate(uploads, reference=sent) if uploads else {})})
-        trained = {c: r for c, r in replies.items() if r.arrays}
+        averaged, replies = ctx.exchange_aggregated(
+            messages, expect={c: self._training_spec(arrays) for c, arrays in needed.items()}, reference=sent
+        )
+        load_arrays(model, {**sent, **averaged})
+        trained = {c: r for c, r in replies.items() if "train_loss" in r.metrics}
         scores = {
             "val_loss": _weighted_mean(replies, "val_loss", "val_examples"),
             "val_task_loss": _weighted_mean(replies, "val_task_loss", "val_task_examples"),
@@ -141,7 +142,8 @@ class FCMServer(ServerLogic):
         }
         self._track(scores["val_task_loss"], scores["val_loss"], sent, graph_text, ctx.round)
         metrics.update({key: value for key, value in scores.items() if value is not None})
-        metrics["uploaded_tensors"] = float(sum(len(a) for a, _ in uploads))
+        if ctx.secure is None:  # with secure aggregation the server cannot count them
+            metrics["uploaded_tensors"] = float(sum(len(r.arrays) for r in trained.values()))
         spent = [r.metrics[DP_SGD_EPSILON] for r in trained.values() if DP_SGD_EPSILON in r.metrics]
         if spent:
             metrics[f"{DP_SGD_EPSILON}_max"] = max(spent)

@@ -82,12 +82,10 @@ class FedCFAServer(FedAvgServer):
     @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays={**self.params, **self.average}, config={"round": ctx.round})
-        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=self.reply_spec())
-        ordered = [replies[client] for client in sorted(replies)]
-        weights = [reply.metrics["num_examples"] for reply in ordered]
-        self.params = ctx.aggregate(
-            [(without_means(r.arrays), w) for r, w in zip(ordered, weights, strict=True)], reference=self.params
+        self.params, replies = ctx.exchange_aggregated(
+            dict.fromkeys(ctx.clients, message), expect=self.reply_spec(), reference=self.params
         )
+        ordered = [replies[client] for client in sorted(replies)]
         for client in sorted(replies):
             self.cache[client] = {name: replies[client].arrays[name] for name in (CHUNK_X, CHUNK_Y)}
         self.average = self._average_dataset(
