@@ -25,6 +25,7 @@ from rich.table import Table
 from typing_extensions import override
 
 from fedmosaic.deploy.supernode import POLL_INTERVAL_S
+from fedmosaic.devices import resolve_device
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import describe_presets, resolve_experiment
@@ -41,6 +42,10 @@ DEMO_PRESET = "fcm-asia"
 TrackOption = Annotated[
     list[str] | None,
     typer.Option(help="Log the finished run to an experiment tracker: mlflow or tensorboard (repeatable)."),
+]
+DeviceOption = Annotated[
+    str | None,
+    typer.Option(help="Train and evaluate on cpu, cuda, cuda:N, mps or auto (overrides train.device)."),
 ]
 TrackingUriOption = Annotated[
     str | None,
@@ -142,13 +147,14 @@ def run(
     root_certificates: Annotated[
         Path | None, typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
     ] = None,
+    device: DeviceOption = None,
     track: TrackOption = None,
     tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
     for backend in track or []:
         check_backend(backend)
-    overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else [])
+    overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else []) + _device_override(device)
     overrides += [f"federation.engine={engine}"] if engine is not None else []
     overrides += ["federation.engine=flower"] if superlink is not None and engine is None else []
     source = apply_overrides(resolve_experiment(experiment), overrides)
@@ -200,6 +206,7 @@ def deploy(
         float,
         typer.Option(help="Longest fixed wait of a SuperNode in seconds, 0.05 to 3 (3: Flower's own 3 s and 0.5 s)."),
     ] = POLL_INTERVAL_S,
+    device: DeviceOption = None,
     track: TrackOption = None,
     tracking_uri: TrackingUriOption = None,
 ) -> None:
@@ -208,8 +215,10 @@ def deploy(
         check_backend(backend)
     from fedmosaic.deploy.local import deploy_experiment
 
-    source = apply_overrides(resolve_experiment(experiment), list(set_ or []))
-    out_dir = out or Path("runs") / load_config(source).name
+    source = apply_overrides(resolve_experiment(experiment), list(set_ or []) + _device_override(device))
+    config = load_config(source)
+    resolve_device(config.train.device)  # the nodes run here: a device this machine lacks is refused first
+    out_dir = out or Path("runs") / config.name
     results = deploy_experiment(
         source,
         out_dir,
@@ -243,6 +252,11 @@ def track_command(
     if not {"runs", "points"} & set(results):
         raise FedmosaicError(f"{out / 'results.json'}: holds neither runs nor grid points")
     _track(out, results, [backend], tracking_uri)
+
+
+def _device_override(device: str | None) -> list[str]:
+    """``--device``: the ``--set`` override of ``train.device`` it stands for."""
+    return [] if device is None else [f"train.device={device}"]
 
 
 def _track(out_dir: Path, results: dict[str, Any], backends: list[str] | None, uri: str | None) -> None:

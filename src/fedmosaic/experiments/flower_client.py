@@ -19,13 +19,16 @@ Deployment reference: ``fedmosaic.experiments.flower_client:client_app``.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from functools import lru_cache
+from collections.abc import Callable, Iterator
+from functools import lru_cache, partial
 
 from flwr.app import Context
 from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
+from fedmosaic.devices import computing_on
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, load_config, method_params
 from fedmosaic.experiments.table_workload import SCALING, TableWorkload, node_workload
@@ -110,7 +113,7 @@ def _method_client(
     jobs = workload.jobs(run.setting, config)
     job = next(j for j in jobs if j.label == label)
     _, factory = get_method(run.method).build(job.task, method_params(config, run_index))
-    return _Threaded(factory(partition), config)
+    return _Configured(partial(factory, partition), config)
 
 
 @lru_cache(maxsize=2)
@@ -118,13 +121,23 @@ def _workload(experiment: str, data_dir: str | None) -> ClassificationWorkload |
     return prepare_workload(load_config(json.loads(experiment)), data_dir=data_dir)
 
 
-class _Threaded(ClientLogic):
-    """Runs a client logic with the experiment's PyTorch thread count, as the in-process engine does."""
+class _Configured(ClientLogic):
+    """Builds and runs a client logic with the experiment's PyTorch threads and device, as the in-process engine does.
 
-    def __init__(self, logic: ClientLogic, config: ExperimentConfig) -> None:
-        self._logic = logic
+    The device is resolved on the node (``auto``: its GPU when it has one).
+    """
+
+    def __init__(self, build: Callable[[], ClientLogic], config: ExperimentConfig) -> None:
         self._threads = config.federation.threads
+        self._device = config.train.device
+        with self._settings():
+            self._logic = build()
 
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
-        with torch_threads(self._threads):
+        with self._settings():
             return self._logic.handle(message, state, context)
+
+    @contextlib.contextmanager
+    def _settings(self) -> Iterator[None]:
+        with torch_threads(self._threads), computing_on(self._device):
+            yield

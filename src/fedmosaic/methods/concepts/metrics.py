@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fedmosaic.methods.arrays import to_array, to_tensor
 from fedmosaic.methods.concepts.models import ConceptModel
 from fedmosaic.methods.concepts.task import LabeledConcepts
 
@@ -33,12 +34,12 @@ def predictions(model: ConceptModel, test: LabeledConcepts, intervened: Sequence
     """
     model.eval()
     graph = model.graph
-    values = torch.from_numpy(test.aligned(graph.nodes))
-    mask = torch.zeros(values.shape, dtype=torch.bool)
+    values = to_tensor(test.aligned(graph.nodes))
+    mask = torch.zeros(values.shape, dtype=torch.bool, device=values.device)
     for node in intervened:
         mask[:, graph.nodes.index(node)] = True
-    logits = model(torch.from_numpy(test.x), true_values=values, intervene=mask)
-    return {node: logits[node].argmax(dim=1).numpy() for node in graph.nodes}
+    logits = model(to_tensor(test.x), true_values=values, intervene=mask)
+    return {node: to_array(logits[node].argmax(dim=1)) for node in graph.nodes}
 
 
 def task_accuracy(model: ConceptModel, test: LabeledConcepts, intervened: Sequence[str] = ()) -> float:
@@ -145,10 +146,10 @@ def intervention_curve(model: ConceptModel, test: LabeledConcepts, order: Sequen
     same concepts intervened.
     """
     model.eval()
-    values = torch.from_numpy(test.aligned(model.graph.nodes))
+    values = to_tensor(test.aligned(model.graph.nodes))
     truth = test.aligned((model.graph.task,))[:, 0]
-    sweep = model.intervention_sweep(torch.from_numpy(test.x), values, order)
-    return [_accuracy(logits.argmax(dim=1).numpy(), truth) for logits in sweep]
+    sweep = model.intervention_sweep(to_tensor(test.x), values, order)
+    return [_accuracy(to_array(logits.argmax(dim=1)), truth) for logits in sweep]
 
 
 def random_order(concepts: Sequence[str], rng: np.random.Generator) -> list[str]:
