@@ -162,11 +162,12 @@ def run(
     out_dir = out or Path("runs") / config.name
     if superlink is not None and config.federation.engine != "flower":
         raise ConfigError("--superlink", f"needs federation.engine = flower, got {config.federation.engine}")
-    if superlink is not None:
+    if superlink is not None:  # the deployment's machines resolve train.device each for itself
         results = _run_on_superlink(source, out_dir, superlink, root_certificates, data_dir, resume, overwrite)
     elif quiet:
         results = run_experiment(config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, jobs=jobs)
     else:
+        resolve_device(config.train.device)  # refused before the progress display starts
         with RichProgress(err_console) as progress:
             results = run_experiment(
                 config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, jobs=jobs

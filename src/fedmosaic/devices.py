@@ -146,7 +146,7 @@ def computing_on(name: str) -> Iterator[torch.device]:
     device = resolve_device(name)
     previous = _current
     deterministic = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    if device.type == "cuda":
+    if device.type == "cuda":  # only there: the setting's first use costs seconds (imports)
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
         torch.use_deterministic_algorithms(True, warn_only=True)
     _current = device
@@ -154,4 +154,5 @@ def computing_on(name: str) -> Iterator[torch.device]:
         yield device
     finally:
         _current = previous
-        torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        if device.type == "cuda":
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
