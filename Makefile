@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/vfl_bytes.py
 	$(BIN)/python benchmarks/engines.py
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/devices.py
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache
