@@ -55,6 +55,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/own_data.py
 	$(BIN)/python benchmarks/parallel_engine.py
 	$(BIN)/python benchmarks/robustness.py
+	$(BIN)/python benchmarks/devices.py
+	$(BIN)/python benchmarks/secure_aggregation.py
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
+import torch
 from typer.testing import CliRunner
 
 from fedmosaic.cli import app, main
@@ -282,3 +283,23 @@ def test_a_grid_with_parallel_jobs_shows_one_progress_display_and_its_table(tmp_
     assert (tmp_path / "out" / "results.json").exists()
     assert "2/2 done" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the device would be accepted")
+
+
+@NO_CUDA
+@pytest.mark.parametrize("command", ["run", "deploy"])
+def test_a_device_this_machine_lacks_is_one_line_naming_the_setting_before_anything_is_written(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Execute
+    code, stderr = _main_in_process(monkeypatch, capsys, tmp_path, command, "digits-fedavg", "--device", "cuda")
+
+    # Assert
+    assert code == 2
+    assert (
+        stderr
+        == "error: train.device: 'cuda' is not available: this machine has no CUDA device (use 'cpu' or 'auto')\n"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -25,6 +25,7 @@ from rich.table import Table
 from typing_extensions import override
 
 from fedmosaic.deploy.supernode import POLL_INTERVAL_S
+from fedmosaic.devices import resolve_device
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import describe_presets, resolve_experiment
@@ -46,6 +47,10 @@ DEMO_PRESET = "fcm-asia"
 TrackOption = Annotated[
     list[str] | None,
     typer.Option(help="Log the finished run to an experiment tracker: mlflow or tensorboard (repeatable)."),
+]
+DeviceOption = Annotated[
+    str | None,
+    typer.Option(help="Train and evaluate on cpu, cuda, cuda:N, mps or auto (overrides train.device)."),
 ]
 TrackingUriOption = Annotated[
     str | None,
@@ -147,13 +152,14 @@ def run(
     root_certificates: Annotated[
         Path | None, typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
     ] = None,
+    device: DeviceOption = None,
     track: TrackOption = None,
     tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
     for backend in track or []:
         check_backend(backend)
-    overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else [])
+    overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else []) + _device_override(device)
     overrides += [f"federation.engine={engine}"] if engine is not None else []
     overrides += ["federation.engine=flower"] if superlink is not None and engine is None else []
     source = apply_overrides(resolve_experiment(experiment), overrides)
@@ -161,11 +167,12 @@ def run(
     out_dir = out or Path("runs") / config.name
     if superlink is not None and config.federation.engine != "flower":
         raise ConfigError("--superlink", f"needs federation.engine = flower, got {config.federation.engine}")
-    if superlink is not None:
+    if superlink is not None:  # the deployment's machines resolve train.device each for itself
         results = _run_on_superlink(source, out_dir, superlink, root_certificates, data_dir, resume, overwrite)
     elif quiet:
         results = run_experiment(config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, jobs=jobs)
     else:
+        resolve_device(config.train.device)  # refused before the progress display starts
         with RichProgress(err_console) as progress:
             results = run_experiment(
                 config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=progress, jobs=jobs
@@ -205,6 +212,7 @@ def deploy(
         float,
         typer.Option(help="Longest fixed wait of a SuperNode in seconds, 0.05 to 3 (3: Flower's own 3 s and 0.5 s)."),
     ] = POLL_INTERVAL_S,
+    device: DeviceOption = None,
     track: TrackOption = None,
     tracking_uri: TrackingUriOption = None,
 ) -> None:
@@ -213,8 +221,10 @@ def deploy(
         check_backend(backend)
     from fedmosaic.deploy.local import deploy_experiment
 
-    source = apply_overrides(resolve_experiment(experiment), list(set_ or []))
-    out_dir = out or Path("runs") / load_config(source).name
+    source = apply_overrides(resolve_experiment(experiment), list(set_ or []) + _device_override(device))
+    config = load_config(source)
+    resolve_device(config.train.device)  # the nodes run here: a device this machine lacks is refused first
+    out_dir = out or Path("runs") / config.name
     results = deploy_experiment(
         source,
         out_dir,
@@ -248,6 +258,11 @@ def track_command(
     if not {"runs", "points"} & set(results):
         raise FedmosaicError(f"{out / 'results.json'}: holds neither runs nor grid points")
     _track(out, results, [backend], tracking_uri)
+
+
+def _device_override(device: str | None) -> list[str]:
+    """``--device``: the ``--set`` override of ``train.device`` it stands for."""
+    return [] if device is None else [f"train.device={device}"]
 
 
 def _track(out_dir: Path, results: dict[str, Any], backends: list[str] | None, uri: str | None) -> None:

@@ -54,6 +54,11 @@ def test_a_minimal_config_gets_documented_defaults() -> None:
         (_with(partition={"scheme": "random"}), "partition.scheme", "'iid', 'dirichlet' or 'pathological'"),
         (_with(data={"dataset": "cifar"}), "data.dataset", "'digits'"),
         (_with(train={"lr": 0}), "train.lr", "greater than 0"),
+        (
+            _with(train={"device": "gpu"}),
+            "train.device",
+            "expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got 'gpu'",
+        ),
         (_with(runs=[]), "runs", "at least 1"),
         (_with(runs=[{"name": "x", "method": "fedavgg"}]), "runs.0.method", "did you mean 'fedavg'?"),
         (_with(runs=[{"name": "x", "method": "fedprox", "params": {"mu": -1}}]), "runs.0.params.mu", "greater than 0"),
@@ -68,6 +73,18 @@ def test_bad_values_are_reported_with_their_field(source, field: str, expected: 
     error = _error(source)
     assert error.field == field
     assert expected in str(error)
+
+
+def test_every_kind_of_task_takes_the_device_and_a_vertical_one_no_other_training_key() -> None:
+    # Prepare
+    vertical = {**_with(vertical={}, federation={"rounds": 30}), "runs": [{"name": "v", "method": "false-vfl"}]}
+
+    # Execute / Assert
+    assert load_config({**vertical, "train": {"device": "auto"}}).train.device == "auto"
+    assert (
+        load_config(_with(train={"device": "cuda:1"})).train.device == "cuda:1"
+    )  # checked against the machine at run time
+    assert _error({**vertical, "train": {"device": "auto", "lr": 0.1}}).field == "train.lr"
 
 
 def test_unknown_key_lists_accepted_keys() -> None:

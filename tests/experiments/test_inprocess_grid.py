@@ -5,8 +5,10 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
+import torch
 
-from fedmosaic.experiments import runner
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments import inprocess_grid, runner
 from fedmosaic.experiments.config import FederationSection, load_config
 from fedmosaic.experiments.inprocess_grid import make_grid, worker_count
 from fedmosaic.experiments.runner import run_experiment
@@ -101,3 +103,15 @@ def test_one_worker_is_the_plain_in_process_engine_and_more_are_parallel() -> No
     with make_grid(FederationSection(workers=2), lambda c: None, 0, schedule, cores=2) as grid:
         assert isinstance(grid, ParallelGrid)
         assert grid.workers == 2
+
+
+def test_off_the_cpu_clients_run_in_this_process_and_forked_workers_are_refused(monkeypatch) -> None:
+    # Prepare: the run computes on a GPU (only its name is read here)
+    monkeypatch.setattr(inprocess_grid, "compute_device", lambda: torch.device("cuda"))
+    schedule = Schedule(num_clients=4)
+
+    # Execute / Assert: by default one process; workers asked for are refused, naming the setting
+    with make_grid(FederationSection(), lambda c: None, 0, schedule, cores=4) as grid:
+        assert isinstance(grid, InProcessGrid)
+    with pytest.raises(ConfigError, match=r"^federation.workers: worker processes are forked and cannot use cuda"):
+        make_grid(FederationSection(workers=2), lambda c: None, 0, schedule, cores=4)

@@ -6,7 +6,8 @@ built on every tiny task of its kind (``tests/methods/tiny_tasks.py``) with its
 default parameters, made small where it shares a name with
 :data:`tiny_tasks.SMALL`, and
 
-- runs three rounds in process;
+- runs three rounds in process, on the CPU and, where one is present, on
+  CUDA (``train.device``), its messages and states NumPy arrays on either;
 - killed at the end of round 2 (before its checkpoint) and resumed, ends
   exactly like an uninterrupted run: the same round records, and the same
   server (every attribute, not only what ``state_dict`` saves: an attribute
@@ -34,7 +35,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
+from fedmosaic.devices import computing_on
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import load_config
 from fedmosaic.federation import (
@@ -73,6 +76,8 @@ def _case_id(name: str, variant: str) -> str:
 
 IDS = [_case_id(name, variant) for name, variant in CASES]
 NAMES = list(METHODS)
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"))]
+"""The devices every method runs on (``train.device``); CUDA only where one is present."""
 
 
 @dataclass
@@ -147,8 +152,9 @@ def _run(
     privacy: PrivacyBudget | None = None,
     train: dict[str, Any] | None = None,
     secure: SecureAggregation | None = None,
+    device: str = "cpu",
 ) -> Run:
-    """Build ``method`` afresh on the tiny task ``variant`` and run it in process.
+    """Build ``method`` afresh on the tiny task ``variant`` and run it in process on ``device``.
 
     With ``interrupt_at``, the run is killed at the end of that round's work,
     before the round is recorded and checkpointed (its clients have already
@@ -157,25 +163,26 @@ def _run(
     task, clients = tiny_task(variant, ROUNDS)
     if train is not None:
         task = replace(task, train=task.train.model_copy(update=train))
-    server, factory = method.build(task, tiny_params(method))
-    if interrupt_at is not None:
-        server.run_round = _interrupting(server.run_round, interrupt_at)  # type: ignore[method-assign]
-    grid = InProcessGrid(factory if secure is None else lambda client: SecureClient(factory(client)), SEED)
-    schedule = Schedule(num_clients=clients)
-    reaching = grid if wrap is None else wrap(grid)
-    federation = Federation(
-        server,
-        reaching,
-        schedule,
-        seed=SEED,
-        rounds=ROUNDS,
-        checkpoint=checkpoint,
-        fingerprint="contract",
-        aggregator=aggregator,
-        privacy=privacy,
-        secure=secure,
-    )
-    return Run(server, grid, federation.run(resume=resume))
+    with computing_on(device):
+        server, factory = method.build(task, tiny_params(method))
+        if interrupt_at is not None:
+            server.run_round = _interrupting(server.run_round, interrupt_at)  # type: ignore[method-assign]
+        grid = InProcessGrid(factory if secure is None else lambda client: SecureClient(factory(client)), SEED)
+        schedule = Schedule(num_clients=clients)
+        reaching = grid if wrap is None else wrap(grid)
+        federation = Federation(
+            server,
+            reaching,
+            schedule,
+            seed=SEED,
+            rounds=ROUNDS,
+            checkpoint=checkpoint,
+            fingerprint="contract",
+            aggregator=aggregator,
+            privacy=privacy,
+            secure=secure,
+        )
+        return Run(server, grid, federation.run(resume=resume))
 
 
 def _interrupting(run_round: Callable[[RoundContext], dict[str, float]], at: int) -> Callable[..., dict[str, float]]:
@@ -189,9 +196,9 @@ def _interrupting(run_round: Callable[[RoundContext], dict[str, float]], at: int
 
 
 @functools.cache
-def _uninterrupted(name: str, variant: str) -> Run:
-    """The uninterrupted run of method ``name`` (shared by the checks; never modified)."""
-    return _run(METHODS[name], variant)
+def _uninterrupted(name: str, variant: str, device: str = "cpu") -> Run:
+    """The uninterrupted run of method ``name`` on ``device`` (shared by the checks; never modified)."""
+    return _run(METHODS[name], variant, device=device)
 
 
 def _comparable(history: list[RoundRecord]) -> list[dict[str, Any]]:
@@ -210,16 +217,20 @@ def assert_resumes_exactly(
     assert_same(resumed.grid.client_states(), expected.grid.client_states(), "client_states")
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(("name", "variant"), CASES, ids=IDS)
-def test_it_builds_and_runs_rounds_in_process(name: str, variant: str) -> None:
+def test_it_builds_and_runs_rounds_in_process(name: str, variant: str, device: str) -> None:
     # Execute
-    run = _uninterrupted(name, variant)
+    run = _uninterrupted(name, variant, device)
 
     # Assert: every round ran, nothing rejected, evaluated, with finite metrics
     assert [r.status for r in run.history] == ["ok"] * ROUNDS
     assert not any(r.rejected for r in run.history)
     assert all(np.isfinite(list(r.metrics.values())).all() for r in run.history)
     assert 0.0 <= run.history[-1].metrics["accuracy"] <= 1.0
+    # ... and what it keeps between messages is device-free, as what it sends
+    states = [run.server.state_dict(), *run.grid.client_states().values()]
+    assert all(isinstance(array, np.ndarray) for state in states for array in state.arrays.values())
 
 
 @pytest.mark.parametrize(("name", "variant"), CASES, ids=IDS)

@@ -24,6 +24,7 @@ def test_a_run_writes_one_model_per_run_with_weights_card_and_examples(digits_ru
         assert card["kind"] == "classifier"
         assert card["family"] == "mlp"
         assert card["seed"] == 0
+        assert card["device"] == "cpu"
         assert card["inputs"]["shape"] == [1, 8, 8]
         assert len(card["inputs"]["columns"]) == 64
         assert card["classes"] == [str(k) for k in range(10)]
@@ -36,6 +37,24 @@ def test_the_examples_beside_a_model_are_test_rows_it_accepts(digits_run) -> Non
     model = fedmosaic.load_model(digits_run.out / "model" / "00-fedavg")
     examples = model.folder / model.card["examples"]
     assert model.predict(pd.read_csv(examples)).probabilities.shape == (5, 10)
+
+
+def test_a_model_trained_on_a_gpu_loads_on_the_cpu(digits_run, tmp_path: Path) -> None:
+    # Prepare: the same weights, with a card that says they were trained on CUDA
+    trained_here = digits_run.out / "model" / "00-fedavg"
+    folder = copy_of(trained_here, tmp_path)
+    card = json.loads((folder / "card.json").read_text())
+    (folder / "card.json").write_text(json.dumps({**card, "device": "cuda:0"}))
+    examples = pd.read_csv(folder / card["examples"])
+
+    # Execute
+    model = fedmosaic.load_model(folder)
+
+    # Assert: loaded on the CPU, it predicts as the model trained here
+    assert model.card["device"] == "cuda:0"
+    assert {p.device.type for p in model.network.parameters()} == {"cpu"}
+    expected = fedmosaic.load_model(trained_here).predict(examples).probabilities
+    assert (model.predict(examples).probabilities == expected).all()
 
 
 def test_a_folder_without_a_model_is_refused(tmp_path: Path) -> None:

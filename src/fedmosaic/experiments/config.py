@@ -22,6 +22,7 @@ from pydantic import Field
 
 from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
+from fedmosaic.devices import parse_device
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.capabilities import UPDATE_ATTACKS, check_supported
 from fedmosaic.experiments.inert_keys import check_inert_keys, recorded_document
@@ -301,6 +302,7 @@ def _check_federation(config: ExperimentConfig) -> None:
             "federation.clients_per_round", f"must be <= {source} ({clients}), got {federation.clients_per_round}"
         )
     _check_noise(config)
+    parse_device(config.train.device)
     privacy = config.privacy
     if privacy.noise_multiplier > 0 and privacy.target_epsilon is not None:
         raise ConfigError("privacy.target_epsilon", "set either noise_multiplier or target_epsilon, not both")

@@ -16,8 +16,10 @@ from typing import Any
 
 from typing_extensions import override
 
+from fedmosaic.devices import resolve_device
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec, RunFederation
 from fedmosaic.federation import RoundRecord
+from fedmosaic.threads import usable_cores
 
 __all__ = ["DeploymentEngine", "Engine", "InProcessEngine", "JobSpec", "RunFederation", "SimulationEngine"]
 
@@ -52,12 +54,17 @@ class SimulationEngine(Engine):
         to) instead of starting a local Ray instance.
     cpus_per_client : float, default 1.0
         CPUs Ray reserves for each running client.
+    gpus_per_client : float, default 0.0
+        GPUs Ray reserves for each running client (Flower's ``num_gpus``;
+        :func:`gpus_per_client`): a share of one lets clients run side by side
+        on it.
     init_args : dict, default empty
         Further arguments of ``ray.init``.
     """
 
     ray_address: str | None = None
     cpus_per_client: float = 1.0
+    gpus_per_client: float = 0.0
     init_args: dict[str, Any] = field(default_factory=dict)
 
     @override
@@ -85,8 +92,27 @@ class SimulationEngine(Engine):
             client_app=client_app,
             num_supernodes=job.schedule.num_clients,
             backend_config={
-                "client_resources": {"num_cpus": self.cpus_per_client, "num_gpus": 0.0},
+                "client_resources": {"num_cpus": self.cpus_per_client, "num_gpus": self.gpus_per_client},
                 "init_args": init_args,
             },
         )
         return history
+
+
+def gpus_per_client(device: str) -> float:
+    """The GPUs each virtual client of Flower's simulation reserves for ``train.device`` on this machine.
+
+    None off CUDA. On CUDA, the machine's GPUs shared evenly among as many
+    clients as it has cores, one client per core running at a time as on the
+    CPU; Ray then shows each client the GPU it was given as ``cuda``.
+
+    Examples
+    --------
+    >>> gpus_per_client("cpu")
+    0.0
+    """
+    if resolve_device(device).type != "cuda":
+        return 0.0
+    import torch
+
+    return torch.cuda.device_count() / usable_cores()

@@ -21,7 +21,9 @@ Deployment reference: ``fedmosaic.experiments.flower_client:client_app``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -29,6 +31,7 @@ from flwr.app import Context
 from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
+from fedmosaic.devices import computing_on
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.experiments.aggregation import secure_client
 from fedmosaic.experiments.classification import ClassificationWorkload
@@ -153,8 +156,8 @@ def _method_client(
     jobs = workload.jobs(run.setting, config)
     job = next(j for j in jobs if j.label == label)
     _, factory = get_method(run.method).build(job.task, method_params(config, run_index))
-    logic = factory(partition)
-    return _Threaded(secure_client(config, logic) if run.setting == "federated" else logic, config)
+    secure = run.setting == "federated"
+    return _Configured(lambda: secure_client(config, factory(partition)) if secure else factory(partition), config)
 
 
 @lru_cache(maxsize=2)
@@ -162,13 +165,23 @@ def _workload(experiment: str, data_dir: str | None) -> ClassificationWorkload |
     return prepare_workload(load_config(json.loads(experiment)), data_dir=data_dir)
 
 
-class _Threaded(ClientLogic):
-    """Runs a client logic with the experiment's PyTorch thread count, as the in-process engine does."""
+class _Configured(ClientLogic):
+    """Builds and runs a client logic with the experiment's PyTorch threads and device, as the in-process engine does.
 
-    def __init__(self, logic: ClientLogic, config: ExperimentConfig) -> None:
-        self._logic = logic
+    The device is resolved on the node (``auto``: its GPU when it has one).
+    """
+
+    def __init__(self, build: Callable[[], ClientLogic], config: ExperimentConfig) -> None:
         self._threads = config.federation.threads
+        self._device = config.train.device
+        with self._settings():
+            self._logic = build()
 
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
-        with torch_threads(self._threads):
+        with self._settings():
             return self._logic.handle(message, state, context)
+
+    @contextlib.contextmanager
+    def _settings(self) -> Iterator[None]:
+        with torch_threads(self._threads), computing_on(self._device):
+            yield

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedmosaic.errors import ConfigError
+from fedmosaic.methods.training import TrainParams
 
 ExperimentConfig = Any
 """A validated :class:`~fedmosaic.experiments.config.ExperimentConfig` (not imported: it calls this module)."""
@@ -63,6 +64,9 @@ SIMPSON = (
     "train.pretrain_epochs",
 )
 
+VERTICAL_PARAMS = tuple(f"train.{name}" for name in TrainParams.model_fields if name != "device")
+"""The ``[train]`` keys a vertical method takes in its own parameters instead (all but the device, which every method honours)."""
+
 RULES = (
     Rule(("data",), lambda c: c.tables is None, "with [tables] (its sites' files replace [data])"),
     Rule(BNLEARN, _dataset("bnlearn"), "outside data.dataset = 'bnlearn'"),
@@ -87,7 +91,7 @@ RULES = (
         lambda c: c.task_kind == "classification",
         "on a concepts or vertical task (its model is set in runs.N.params)",
     ),
-    Rule(("train",), lambda c: c.task_kind != "vertical", "on a vertical task (set runs.N.params)"),
+    Rule(VERTICAL_PARAMS, lambda c: c.task_kind != "vertical", "on a vertical task (set runs.N.params)"),
     Rule(("train.momentum",), lambda c: c.train.optimizer == "sgd", "with train.optimizer = 'adam'"),
     Rule(
         ("aggregation.trim",),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fedmosaic.devices import compute_device
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import FederationSection
 from fedmosaic.federation import Grid, InProcessGrid, Schedule
@@ -53,15 +54,28 @@ def make_grid(
     cores : int or None, default None
         CPU cores the federation may use (default: all this process may run on).
 
+    Off the CPU (:func:`~fedmosaic.devices.compute_device`), the clients run
+    one after another in this process, on its device: worker processes are
+    forked, and a GPU this process has used cannot be used in a forked one.
+
     Raises
     ------
     ConfigError
-        When ``federation.workers`` asks for workers on a system that cannot fork.
+        When ``federation.workers`` asks for workers on a system that cannot
+        fork, or off the CPU.
     """
     cores = cores or usable_cores()
-    if federation.workers is not None and federation.workers > 1 and not fork_available():
+    asked = federation.workers is not None and federation.workers > 1
+    if asked and not fork_available():
         raise ConfigError("federation.workers", "worker processes need a system with fork (Linux, macOS); use 1")
-    workers = worker_count(federation, schedule, cores)
+    device = compute_device()
+    if asked and device.type != "cpu":
+        raise ConfigError(
+            "federation.workers",
+            f"worker processes are forked and cannot use {device.type}, where train.device puts the clients: "
+            "use 1, or engine 'flower-simulation' for clients side by side on the GPU",
+        )
+    workers = 1 if device.type != "cpu" else worker_count(federation, schedule, cores)
     budget = int(federation.client_memory_mb * 2**20)
     if workers == 1:
         return InProcessGrid(client_factory, seed, cache=federation.client_cache, state_budget_bytes=budget)

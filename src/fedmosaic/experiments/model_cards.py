@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fedmosaic import __version__
+from fedmosaic.devices import compute_device
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.table_cards import (
@@ -115,6 +116,12 @@ def write_job_model(
         ``name``, ``method``, ``setting`` and ``params`` of the run.
     metrics : dict
         The job's final test metrics.
+
+    Notes
+    -----
+    The card's ``device`` is the one the run computed on (its resolved
+    ``train.device``: ``cuda`` for ``auto`` on a GPU); the weights are
+    written from the CPU and load on any machine.
     """
     holders = {export.part: "the server (active party)" if export.client_parts else "the server"}
     holders |= {name: f"passive party {k + 1} (client {k})" for k, name in enumerate(export.client_parts)}
@@ -134,6 +141,7 @@ def write_job_model(
         **export.details,
         "metrics": metrics,
         "seed": config.seed,
+        "device": str(compute_device()),
         "config": config.document(),
     }
     write_model(folder, card, {export.part: export.arrays, **parts}, evaluation_inputs(workload)[:EXAMPLE_ROWS])

@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from fedmosaic import __version__
+from fedmosaic.devices import computing_on, resolve_device
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.aggregation import build_aggregation, build_secure, secure_client
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params, result_fingerprint
-from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine
+from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine, gpus_per_client
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.job import Job
 from fedmosaic.experiments.jobs import combine
@@ -104,6 +105,7 @@ def run_experiment(
             jobs=jobs,
         )
     progress = progress or SilentProgress()
+    resolve_device(config.train.device)  # a device this machine lacks is refused before anything is written
     engine = engine or configured_engine(config)
     workload = prepare_workload(config, data_dir=data_dir)
     document = config.document()
@@ -169,7 +171,7 @@ def _run(
     resume: bool,
     cores: int | None,
 ) -> dict[str, Any]:
-    with torch_threads(config.federation.threads):
+    with torch_threads(config.federation.threads), computing_on(config.train.device):
         run = config.runs[index]
         method = get_method(run.method)
         params = method_params(config, index)
@@ -310,7 +312,9 @@ def configured_engine(config: ExperimentConfig) -> Engine | None:
     """
     name = config.federation.engine
     if name == "flower-simulation":
-        return SimulationEngine(ray_address=config.federation.ray_address)
+        return SimulationEngine(
+            ray_address=config.federation.ray_address, gpus_per_client=gpus_per_client(config.train.device)
+        )
     if name == "flower":
         raise ConfigError(
             "federation.engine",

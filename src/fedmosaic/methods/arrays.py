@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from fedmosaic.devices import to_device
+
 T = TypeVar("T")
 
 
@@ -22,7 +24,35 @@ def model_to_arrays(model: nn.Module) -> dict[str, np.ndarray]:
     >>> sorted(model_to_arrays(nn.Linear(2, 1)))
     ['bias', 'weight']
     """
-    return {name: t.detach().cpu().numpy().copy() for name, t in model.state_dict().items()}
+    return {name: to_array(t).copy() for name, t in model.state_dict().items()}
+
+
+def to_array(tensor: torch.Tensor) -> np.ndarray:
+    """``tensor``'s values as a NumPy array on the CPU: how a tensor leaves for a message.
+
+    A CPU tensor's array shares its memory (copy it to keep it); a tensor on
+    another device is copied to the CPU first.
+
+    Examples
+    --------
+    >>> to_array(torch.ones(2, requires_grad=True)).tolist()
+    [1.0, 1.0]
+    """
+    return tensor.detach().cpu().numpy()
+
+
+def to_tensor(array: np.ndarray) -> torch.Tensor:
+    """``array`` as a tensor on the run's device (:func:`fedmosaic.devices.to_device`).
+
+    On the CPU the tensor shares the array's memory (``torch.from_numpy``):
+    copy a read-only array (one received in a message) first.
+
+    Examples
+    --------
+    >>> to_tensor(np.zeros(2, np.float32)).dtype
+    torch.float32
+    """
+    return to_device(torch.from_numpy(array))
 
 
 def load_arrays(model: nn.Module, arrays: Mapping[str, np.ndarray], *, strict: bool = True) -> None:
@@ -57,7 +87,10 @@ def load_arrays(model: nn.Module, arrays: Mapping[str, np.ndarray], *, strict: b
             target = tensors[name].detach()
             if tuple(target.shape) != tuple(array.shape):
                 raise ValueError(f"{name}: shape {tuple(array.shape)} != model's {tuple(target.shape)}")
-            np.copyto(target.numpy(), array, casting="same_kind")
+            if target.device.type == "cpu":
+                np.copyto(target.numpy(), array, casting="same_kind")
+            else:
+                target.copy_(torch.from_numpy(np.array(array)))
 
 
 def seeded(seed: int, build: Callable[[], T]) -> T:

@@ -19,6 +19,7 @@ from torch.nn import functional as F
 from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.devices import to_device
 from fedmosaic.federation import (
     ArraySpec,
     ClientContext,
@@ -31,7 +32,7 @@ from fedmosaic.federation import (
     derive_seed,
 )
 from fedmosaic.federation.message import as_float, as_int
-from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_tensor
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.models import Classifier
 from fedmosaic.methods.probes import Probe
@@ -83,20 +84,20 @@ class FedAvgServer(ServerLogic):
         self._start: dict[str, float] = {}
         self._model_factory = model_factory
         self._model: nn.Module | None = None
-        self._test_x = torch.from_numpy(test.x)
-        self._test_y = torch.from_numpy(test.y)
+        self._test_x = to_tensor(test.x)
+        self._test_y = to_tensor(test.y)
         self._num_classes = test.num_classes
         self.params: dict[str, np.ndarray] = {}
 
     @override
     def initialize(self, seed: int) -> None:
-        self._model = seeded(derive_seed(seed, "init"), self._model_factory)
+        self._model = to_device(seeded(derive_seed(seed, "init"), self._model_factory))
         if self._pretraining is not None:
             data = self._pretraining.data
             train_epochs(
                 self._model,
-                torch.from_numpy(data.x),
-                torch.from_numpy(data.y),
+                to_tensor(data.x),
+                to_tensor(data.y),
                 params=self._pretraining.params,
                 generator=torch.Generator().manual_seed(derive_seed(seed, "pretrain")),
             )
@@ -153,7 +154,7 @@ class FedAvgServer(ServerLogic):
 
     def _require_model(self) -> nn.Module:
         if self._model is None:
-            self._model = self._model_factory()
+            self._model = to_device(self._model_factory())
         return self._model
 
 
@@ -186,9 +187,9 @@ class FedAvgClient(ClientLogic):
     def __init__(self, model_factory: ModelFactory, data: ArrayDataset, train: TrainParams, mu: float = 0.0) -> None:
         if mu < 0:
             raise ValueError(f"mu must be >= 0, got {mu}")
-        self._model = model_factory()
-        self._x = torch.from_numpy(data.x)
-        self._y = torch.from_numpy(data.y)
+        self._model = to_device(model_factory())
+        self._x = to_tensor(data.x)
+        self._y = to_tensor(data.y)
         self._train = train
         self._mu = mu
 

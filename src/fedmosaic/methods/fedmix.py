@@ -58,6 +58,7 @@ from fedmosaic.federation import (
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.federation.robust import Contribution
 from fedmosaic.limits import BatchSize
+from fedmosaic.methods.arrays import to_tensor
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory
 from fedmosaic.methods.probes import Probe
@@ -267,7 +268,7 @@ class MixingLoss:
 
     def __call__(self, model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
         """The loss of a batch mixed with means drawn from the shared ones."""
-        drawn = torch.randint(len(self.means_x), (len(x),), generator=self.generator)
+        drawn = torch.randint(len(self.means_x), (len(x),), generator=self.generator).to(self.means_x.device)
         return _LOSSES[self.variant](model, x, y, self.means_x[drawn], self.means_y[drawn], self.lam)
 
 
@@ -323,8 +324,8 @@ class FedMixClient(FedAvgClient):
         if "global_x" not in state.arrays:
             return None
         return MixingLoss(
-            means_x=torch.from_numpy(state.arrays["global_x"]),
-            means_y=torch.from_numpy(state.arrays["global_y"]),
+            means_x=to_tensor(state.arrays["global_x"]),
+            means_y=to_tensor(state.arrays["global_y"]),
             lam=self._params.lam,
             variant=self._params.variant,
             generator=torch.Generator().manual_seed(derive_seed(context.seed, "mix")),

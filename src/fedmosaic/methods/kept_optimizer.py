@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from fedmosaic.methods.arrays import to_array
+
 PREFIX = "optimizer/"
 """Prefix of the kept optimizer state in a client's state arrays: ``optimizer/<parameter>/<entry>``."""
 
@@ -45,7 +47,10 @@ def restore_optimizer(
         start = f"{PREFIX}{name}/"
         entries = {key.removeprefix(start): value for key, value in kept.items() if key.startswith(start)}
         if entries and all(v.shape in (parameter.shape, ()) for v in entries.values()):
-            optimizer.state[parameter] = {k: torch.from_numpy(np.array(v)) for k, v in entries.items()}
+            # Moments go to their parameter's device; a step count stays a CPU scalar, as PyTorch keeps it.
+            optimizer.state[parameter] = {
+                k: torch.from_numpy(np.array(v)).to(parameter.device if v.shape else "cpu") for k, v in entries.items()
+            }
 
 
 def keep_optimizer(optimizer: torch.optim.Optimizer, model: nn.Module, kept: MutableMapping[str, np.ndarray]) -> None:
@@ -70,4 +75,4 @@ def keep_optimizer(optimizer: torch.optim.Optimizer, model: nn.Module, kept: Mut
     for name, parameter in names.items():
         for entry, value in optimizer.state.get(parameter, {}).items():
             if isinstance(value, torch.Tensor):
-                kept[f"{PREFIX}{name}/{entry}"] = value.detach().cpu().numpy().copy()
+                kept[f"{PREFIX}{name}/{entry}"] = to_array(value).copy()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
 from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.methods.arrays import to_tensor
 from fedmosaic.methods.training import evaluate_classifier
 
 Probe = Callable[[nn.Module], dict[str, float]]
@@ -43,10 +43,8 @@ class ColourSwapProbe:
 
     def __call__(self, model: nn.Module) -> dict[str, float]:
         """``own_shade_accuracy``, ``swapped_shade_accuracy`` and their difference ``colour_reliance``."""
-        own = evaluate_classifier(model, torch.from_numpy(self.own.x), torch.from_numpy(self.own.y))["accuracy"]
-        swapped = evaluate_classifier(model, torch.from_numpy(self.swapped.x), torch.from_numpy(self.swapped.y))[
-            "accuracy"
-        ]
+        own = evaluate_classifier(model, to_tensor(self.own.x), to_tensor(self.own.y))["accuracy"]
+        swapped = evaluate_classifier(model, to_tensor(self.swapped.x), to_tensor(self.swapped.y))["accuracy"]
         return {"own_shade_accuracy": own, "swapped_shade_accuracy": swapped, "colour_reliance": own - swapped}
 
 
@@ -85,6 +83,6 @@ class HeldOutProbe:
 
     def __call__(self, model: nn.Module) -> dict[str, float]:
         """``<prefix>accuracy`` and the colour-swap numbers of :class:`ColourSwapProbe`, prefixed."""
-        accuracy = evaluate_classifier(model, torch.from_numpy(self.data.x), torch.from_numpy(self.data.y))["accuracy"]
+        accuracy = evaluate_classifier(model, to_tensor(self.data.x), to_tensor(self.data.y))["accuracy"]
         metrics = {"accuracy": accuracy, **self.swap(model)}
         return {f"{self.prefix}{name}": value for name, value in metrics.items()}

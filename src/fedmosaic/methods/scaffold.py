@@ -35,7 +35,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from pydantic import Field
 from torch import Tensor
 from typing_extensions import override
@@ -43,6 +42,7 @@ from typing_extensions import override
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ArraySpec, ClientContext, ClientState, Message, ReplySpec, RoundContext
 from fedmosaic.limits import MAX_LR
+from fedmosaic.methods.arrays import to_tensor
 from fedmosaic.methods.base import Built, MethodParams
 from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer, ModelFactory, training_metrics
 from fedmosaic.methods.gradients import GradientMap, gradient_hooks
@@ -180,7 +180,7 @@ class ScaffoldClient(FedAvgClient):
         start = {n: a for n, a in message.arrays.items() if not n.startswith(CONTROL)}
         local = {n: state.arrays.get(LOCAL_CONTROL + n, np.zeros_like(c)) for n, c in control.items()}
         parameters = dict(self._model.named_parameters())
-        shifts = [(parameters[n], _shifted_by(torch.from_numpy(control[n] - local[n]))) for n in control]
+        shifts = [(parameters[n], _shifted_by(to_tensor(control[n] - local[n]))) for n in control]
         with gradient_hooks(shifts):
             reply = super().handle(replace(message, arrays=start), state, context)
         scale = 1.0 / (self._steps * self._train.lr)

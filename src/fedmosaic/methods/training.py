@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from fedmosaic.devices import generator_on
 from fedmosaic.limits import MAX_EPOCHS, MAX_LR, MAX_NOISE, MAX_NORM, BatchSize, Epochs
 from fedmosaic.methods.kept_optimizer import keep_optimizer, restore_optimizer
 
@@ -55,6 +56,15 @@ class TrainParams(BaseModel):
         DP-SGD's bound on each example's gradient norm.
     dp_delta : float, default 1e-5
         The delta of the (epsilon, delta) each DP-SGD client reports.
+    device : str, default "cpu"
+        Where the clients and the server train and evaluate: ``cpu``,
+        ``cuda`` (``cuda:N`` for the N-th GPU), ``mps`` (Apple's GPUs), or
+        ``auto``: CUDA when PyTorch finds it, else the CPU. A device the
+        machine lacks is refused when the run starts (``--device`` on
+        ``fedmosaic run`` and ``deploy`` sets it). Messages stay NumPy arrays, so
+        parties on different devices work together. The CPU is the default
+        so that a configuration gives the same numbers on every machine (a
+        GPU's kernels round differently).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -70,6 +80,7 @@ class TrainParams(BaseModel):
     dp_noise_multiplier: float = Field(default=0.0, ge=0, le=MAX_NOISE)
     dp_max_grad_norm: float = Field(default=1.0, gt=0, le=MAX_NORM)
     dp_delta: float = Field(default=1e-5, gt=0, lt=1)
+    device: str = "cpu"
 
 
 def make_optimizer(model: nn.Module, params: TrainParams) -> torch.optim.Optimizer:
@@ -142,13 +153,14 @@ def train_epochs(
     private = params.dp_noise_multiplier > 0
     hooks = _per_sample(model) if private else None
     if private:
-        optimizer = _private(optimizer, params, generator)
+        optimizer = _private(optimizer, params, generator_on(x.device, generator))
     model.train()
-    total = torch.zeros(())
+    total = torch.zeros((), device=x.device)
     seen = 0
     try:
         for _ in range(params.epochs):
-            order = torch.randperm(len(x), generator=generator)
+            # Drawn on the CPU, as on every device: the same seed shuffles the same way everywhere.
+            order = torch.randperm(len(x), generator=generator).to(x.device)
             for start in range(0, len(x), params.batch_size):
                 index = order[start : start + params.batch_size]
                 optimizer.zero_grad(set_to_none=True)
@@ -218,11 +230,11 @@ def evaluate_classifier(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: i
         ``{"accuracy": float, "loss": float}``.
     """
     model.eval()
-    correct = torch.zeros((), dtype=torch.long)
-    loss = torch.zeros((), dtype=torch.float64)
+    correct = torch.zeros((), dtype=torch.long, device=x.device)
+    loss = 0.0  # summed in float64 on the CPU: MPS has no float64 tensors
     for start in range(0, len(x), batch_size):
         logits = model(x[start : start + batch_size])
         target = y[start : start + batch_size]
         correct += (logits.argmax(dim=1) == target).sum()
-        loss += F.cross_entropy(logits, target, reduction="sum").double()
-    return {"accuracy": float(correct) / len(x), "loss": float(loss) / len(x)}
+        loss += float(F.cross_entropy(logits, target, reduction="sum"))
+    return {"accuracy": float(correct) / len(x), "loss": loss / len(x)}

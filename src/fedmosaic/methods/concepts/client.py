@@ -8,9 +8,10 @@ import numpy as np
 import torch
 from typing_extensions import override
 
+from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, derive_rng
 from fedmosaic.federation.message import as_int
-from fedmosaic.methods.arrays import load_arrays
+from fedmosaic.methods.arrays import load_arrays, to_array, to_tensor
 from fedmosaic.methods.concepts.models import ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.objective import Objective
 from fedmosaic.methods.concepts.params import FCMParams
@@ -89,8 +90,8 @@ class FCMClient(ClientLogic):
             # Nothing of this model is the client's to train or validate.
             return Message(metrics={"num_examples": float(len(self._data.train)), "val_examples": 0.0})
         validation = self._validation(model, objective, graph.nodes)
-        x = torch.from_numpy(self._data.train.x)
-        values = torch.from_numpy(self._data.train.aligned(graph.nodes))
+        x = to_tensor(self._data.train.x)
+        values = to_tensor(self._data.train.aligned(graph.nodes))
         generator = torch.Generator().manual_seed(context.seed)
         train_loss = train_epochs(
             model,
@@ -102,7 +103,7 @@ class FCMClient(ClientLogic):
             kept=state.arrays if self._train.optimizer_state == "kept" else None,
         )
         uploaded = {
-            name: tensor.detach().numpy().copy()
+            name: to_array(tensor).copy()
             for name, tensor in model.state_dict().items()
             if not masked or name.startswith(trained_prefixes)
         }
@@ -122,7 +123,8 @@ class FCMClient(ClientLogic):
     def _model_for(self, graph_text: str, context: ClientContext) -> ConceptModel:
         if self._model is None or graph_text != self._model_graph:
             graph = decode_graph(graph_text)
-            self._model = build_concept_model(self._data.train.x.shape[1], graph, self._params.model, seed=context.seed)
+            model = build_concept_model(self._data.train.x.shape[1], graph, self._params.model, seed=context.seed)
+            self._model = to_device(model)
             # Opacus records DP-SGD's per-example gradients on each node's own layers as they are called.
             self._model.per_node = self._train.dp_noise_multiplier > 0
             self._model_graph = graph_text
@@ -133,6 +135,6 @@ class FCMClient(ClientLogic):
         if len(self._data.val) == 0:
             return {}
         model.eval()
-        x = torch.from_numpy(self._data.val.x)
-        values = torch.from_numpy(self._data.val.aligned(nodes))
+        x = to_tensor(self._data.val.x)
+        values = to_tensor(self._data.val.aligned(nodes))
         return objective.validation(model, x, values)

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from fedmosaic.methods.arrays import to_array, to_tensor
 from fedmosaic.methods.concepts.models import ConceptModel
 from fedmosaic.methods.concepts.task import LabeledConcepts
 
@@ -34,11 +35,11 @@ def predictions(model: ConceptModel, test: LabeledConcepts, intervened: Sequence
     """
     model.eval()
     graph = model.graph
-    values = torch.from_numpy(test.aligned(graph.nodes))
-    mask = torch.zeros(values.shape, dtype=torch.bool)
+    values = to_tensor(test.aligned(graph.nodes))
+    mask = torch.zeros(values.shape, dtype=torch.bool, device=values.device)
     for node in intervened:
         mask[:, graph.nodes.index(node)] = True
-    logits = model(torch.from_numpy(test.x), true_values=values, intervene=mask)
+    logits = model(to_tensor(test.x), true_values=values, intervene=mask)
     return {node: _argmax(logits[node]) for node in graph.nodes}
 
 
@@ -146,9 +147,9 @@ def intervention_curve(model: ConceptModel, test: LabeledConcepts, order: Sequen
     same concepts intervened.
     """
     model.eval()
-    values = torch.from_numpy(test.aligned(model.graph.nodes))
+    values = to_tensor(test.aligned(model.graph.nodes))
     truth = test.aligned((model.graph.task,))[:, 0]
-    sweep = model.intervention_sweep(torch.from_numpy(test.x), values, order)
+    sweep = model.intervention_sweep(to_tensor(test.x), values, order)
     return [_accuracy(_argmax(logits), truth) for logits in sweep]
 
 
@@ -158,7 +159,7 @@ def _argmax(logits: Tensor) -> np.ndarray:
     A model's logits are transposed views of its ``(cardinality, n)`` outputs, on which ``argmax``
     over the last dimension is about three times slower than on a contiguous copy (same result).
     """
-    return logits.contiguous().argmax(dim=1).numpy()
+    return to_array(logits.contiguous().argmax(dim=1))
 
 
 def random_order(concepts: Sequence[str], rng: np.random.Generator) -> list[str]:

@@ -242,7 +242,7 @@ class ConceptModel(nn.Module):
         names: list[str] = []
         sums, counts = [], []
         for nodes, stacked in self._stacked_logits(x, interventions):
-            target = targets.index_select(0, self._columns_of(nodes))
+            target = targets.index_select(0, self._columns_of(nodes).to(targets.device))
             losses = F.cross_entropy(stacked.permute(2, 1, 0), target.t(), ignore_index=-1, reduction="none")
             names += nodes
             sums.append(losses.sum(dim=0))

@@ -79,10 +79,10 @@ class Objective:
         return 1.0 - self.gamma if node == self.graph.task else self.gamma
 
     def _interventions(self, values: Tensor, generator: torch.Generator) -> Tensor:
-        mask = torch.zeros(values.shape, dtype=torch.bool)
+        mask = torch.zeros(values.shape, dtype=torch.bool, device=values.device)
         columns = [self.graph.nodes.index(n) for n in self.labeled if n != self.graph.task]
         if columns and self.intervention_prob > 0:
-            draws = torch.rand((len(values), len(columns)), generator=generator)
+            draws = torch.rand((len(values), len(columns)), generator=generator).to(values.device)
             mask[:, columns] = (draws < self.intervention_prob) & (
                 values[:, columns] >= 0
             )  # never intervene with an unknown value

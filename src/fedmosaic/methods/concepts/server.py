@@ -10,6 +10,7 @@ import numpy as np
 from typing_extensions import override
 
 from fedmosaic.data.confidence import ConfidenceMatrix
+from fedmosaic.devices import to_device
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import (
     ArraySpec,
@@ -231,7 +232,9 @@ class FCMServer(ServerLogic):
         graph = self._fused_graph(rnd)
         if self.model is None:
             self.model_seed = derive_seed(self.seed, "init")
-            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
+            self.model = to_device(
+                build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
+            )
             return {}
         if self._params.growth == "static" or encode_graph(graph) == encode_graph(self.model.graph):
             return {}
@@ -247,7 +250,9 @@ class FCMServer(ServerLogic):
         else:
             before = _count(self.model)
             self.model_seed = derive_seed(self.seed, "init", rnd)
-            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
+            self.model = to_device(
+                build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
+            )
             after = _count(self.model)
             change = {
                 "round": rnd,
@@ -388,7 +393,9 @@ class FCMServer(ServerLogic):
         return self._best_model() if self.best else self.model
 
     def _best_model(self) -> ConceptModel:
-        model = build_concept_model(self._task.input_dim, decode_graph(self.best_graph), self._params.model, seed=0)
+        model = to_device(
+            build_concept_model(self._task.input_dim, decode_graph(self.best_graph), self._params.model, seed=0)
+        )
         load_arrays(model, self.best)
         return model
 
@@ -448,7 +455,9 @@ class FCMServer(ServerLogic):
         self.model = None
         if config["graph"]:
             graph = decode_graph(str(config["graph"]))
-            self.model = build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
+            self.model = to_device(
+                build_concept_model(self._task.input_dim, graph, self._params.model, seed=self.model_seed)
+            )
             load_arrays(
                 self.model, {k.removeprefix("model/"): v for k, v in state.arrays.items() if k.startswith("model/")}
             )

@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from fedmosaic.methods.arrays import to_array
+
 #: The reference's SGD momentum and weight decay (``setup_optim`` of its serial client trainer).
 MOMENTUM = 0.9
 WEIGHT_DECAY = 5e-4
@@ -52,14 +54,14 @@ def carried_sgd(model: nn.Module, lr: float, state: Mapping[str, np.ndarray]) ->
     for name, parameter in trainable:
         if MOMENTUM_PREFIX + name in state:
             buffer = torch.from_numpy(np.array(state[MOMENTUM_PREFIX + name], dtype=np.float32))
-            optimizer.state[parameter]["momentum_buffer"] = buffer.reshape(parameter.shape)
+            optimizer.state[parameter]["momentum_buffer"] = buffer.reshape(parameter.shape).to(parameter.device)
     return optimizer
 
 
 def momentum_arrays(optimizer: torch.optim.Optimizer, model: nn.Module) -> dict[str, np.ndarray]:
     """The momentum buffers of ``optimizer`` by parameter name of ``model``, as state arrays."""
     return {
-        MOMENTUM_PREFIX + name: optimizer.state[p]["momentum_buffer"].detach().numpy().copy()
+        MOMENTUM_PREFIX + name: to_array(optimizer.state[p]["momentum_buffer"]).copy()
         for name, p in model.named_parameters()
         if optimizer.state.get(p, {}).get("momentum_buffer") is not None
     }

@@ -10,6 +10,7 @@ from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng, derive_seed
+from fedmosaic.methods.arrays import to_tensor
 from fedmosaic.methods.fedavg import FedAvgClient, ModelFactory
 from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, chunk_means, without_means
 from fedmosaic.methods.fedcfa.carried_sgd import carried_sgd, momentum_arrays
@@ -110,6 +111,6 @@ def _received_average(message: Message) -> tuple[torch.Tensor, torch.Tensor] | N
     if AVERAGE_X not in message.arrays or len(message.arrays[AVERAGE_X]) == 0:
         return None
     return (
-        torch.from_numpy(np.array(message.arrays[AVERAGE_X], dtype=np.float32)),
-        torch.from_numpy(np.array(message.arrays[AVERAGE_Y], dtype=np.float32)),
+        to_tensor(np.array(message.arrays[AVERAGE_X], dtype=np.float32)),
+        to_tensor(np.array(message.arrays[AVERAGE_Y], dtype=np.float32)),
     )

@@ -76,7 +76,7 @@ class CounterfactualObjective:
 
     def counterfactual_loss(self, encoder: nn.Module, decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
         """``w_pos CE(positive) + w_neg softCE(negative)`` for detached factors ``z``."""
-        drawn = torch.randint(len(self.average_x), (len(y),), generator=self.generator)
+        drawn = torch.randint(len(self.average_x), (len(y),), generator=self.generator).to(self.average_x.device)
         scores = factor_scores(self.reference_decoder, z, y)
         donor_z = self.encode_means(encoder, drawn)
         k = self.params.replaced(z.shape[1])

@@ -36,19 +36,19 @@ class Votes(NamedTuple):
 
 def single_vote(logits: Tensor) -> Votes:
     """The votes of a baseline with one head: ``logits`` ``(n, C)``."""
-    return Votes(logits[:, None], torch.ones(len(logits), 1, dtype=torch.bool))
+    return Votes(logits[:, None], torch.ones(len(logits), 1, dtype=torch.bool, device=logits.device))
 
 
-def fallback_logits(rows: int, num_classes: int, fallback: int | Tensor) -> Tensor:
-    """``(rows, C)`` logits whose softmax is one-hot on ``fallback`` (a class, or one per row).
+def fallback_logits(rows: int, num_classes: int, fallback: int | Tensor, device: torch.device) -> Tensor:
+    """``(rows, C)`` logits on ``device`` whose softmax is one-hot on ``fallback`` (a class, or one per row there).
 
     Examples
     --------
-    >>> torch.softmax(fallback_logits(2, 3, torch.tensor([2, 0])), -1).tolist()
+    >>> torch.softmax(fallback_logits(2, 3, torch.tensor([2, 0]), torch.device("cpu")), -1).tolist()
     [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
-    logits = torch.full((rows, num_classes), -math.inf)
-    logits[torch.arange(rows), fallback] = 0.0
+    logits = torch.full((rows, num_classes), -math.inf, device=device)
+    logits[torch.arange(rows, device=device), fallback] = 0.0
     return logits
 
 
@@ -76,11 +76,12 @@ def aligned_only(
     partial = ~present.all(1)
     _, heads, classes = votes.logits.shape
     if unaligned == "random":
-        chosen: int | Tensor = torch.randint(classes, (int(partial.sum()),), generator=generator)
+        drawn = torch.randint(classes, (int(partial.sum()),), generator=generator)
+        chosen: int | Tensor = drawn.to(votes.logits.device)
     else:
         chosen = majority
     logits = votes.logits.clone()
-    logits[partial] = fallback_logits(int(partial.sum()), classes, chosen)[:, None].expand(-1, heads, -1)
+    logits[partial] = fallback_logits(int(partial.sum()), classes, chosen, logits.device)[:, None].expand(-1, heads, -1)
     return Votes(logits, votes.voting)
 
 
@@ -160,7 +161,9 @@ class Local(Baseline):
     @override
     def votes(self, head: nn.Module, embeddings: Tensor, present: Tensor, fallback: int) -> Votes:
         logits = head(embeddings[:, 0])
-        return single_vote(torch.where(present[:, :1], logits, fallback_logits(len(logits), logits.shape[1], fallback)))
+        return single_vote(
+            torch.where(present[:, :1], logits, fallback_logits(len(logits), logits.shape[1], fallback, logits.device))
+        )
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ class Concatenation(Baseline):
     def loss(
         self, head: nn.Module, embeddings: Tensor, present: Tensor, y: Tensor, generator: torch.Generator
     ) -> Tensor:
-        kept = torch.rand(present.shape, generator=generator) >= self.dropout
+        kept = torch.rand(present.shape, generator=generator).to(present.device) >= self.dropout
         kept[:, 0] = True
         return F.cross_entropy(head((embeddings * kept[..., None]).flatten(1)), y)
 
@@ -282,7 +285,7 @@ class LaserVFL(Baseline):
         # every block of the row lost to rejected replies: head 0 votes for the majority class
         voting = present.clone()
         voting[unheard, 0] = True
-        logits[unheard, 0] = fallback_logits(int(unheard.sum()), logits.shape[2], fallback)
+        logits[unheard, 0] = fallback_logits(int(unheard.sum()), logits.shape[2], fallback, logits.device)
         return Votes(logits, voting)
 
 
@@ -311,7 +314,8 @@ def laser_weight(observed: Tensor, size: int) -> Tensor:
     >>> laser_weight(torch.tensor([3, 4]), 2).tolist()
     [1.0, 1.5]
     """
-    return torch.tensor([math.comb(int(o) - 1, size - 1) / size for o in observed], dtype=torch.float32)
+    weights = [math.comb(int(o) - 1, size - 1) / size for o in observed]
+    return torch.tensor(weights, dtype=torch.float32, device=observed.device)
 
 
 def sample_subsets(
@@ -348,10 +352,11 @@ def sample_subsets(
     >>> bool((subsets == subsets[0]).all()), subsets.sum(1).tolist()
     (True, [2, 2, 2])
     """
-    keys = torch.rand((1, present.shape[1]) if shared else present.shape, generator=generator).expand(present.shape)
+    keys = torch.rand((1, present.shape[1]) if shared else present.shape, generator=generator)
+    keys = keys.to(present.device).expand(present.shape)
     candidates = present.clone()
     candidates[:, party] = False
-    keys = torch.where(candidates, keys, torch.tensor(math.inf))
+    keys = torch.where(candidates, keys, math.inf)
     chosen = keys.argsort(dim=1)[:, : size - 1]
     subset = torch.zeros_like(present)
     subset.scatter_(1, chosen, True)

@@ -60,9 +60,10 @@ from torch import Tensor, nn
 from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
+from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import as_int
-from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound
 from fedmosaic.methods.vertical.fusion import fuse_posteriors
@@ -111,10 +112,10 @@ class ActiveModel(nn.Module):
         ``z`` is drawn from ``q(z | h)`` with ``generator``; ``loglik`` sums the parties' terms.
         """
         z_mean, z_logvar = self.top_encoder(h)
-        noise = torch.randn(z_mean.shape, generator=generator)
+        noise = torch.randn(z_mean.shape, generator=generator).to(z_mean.device)
         z = z_mean + torch.exp(0.5 * z_logvar) * noise
         h_mean, h_logvar = self.top_decoder(z)
-        log_prior = gaussian_log_prob(z, torch.zeros(()), torch.zeros(()))
+        log_prior = gaussian_log_prob(z, z.new_zeros(()), z.new_zeros(()))
         return (
             log_prior
             + gaussian_log_prob(h, h_mean, h_logvar)
@@ -147,7 +148,7 @@ class FalseVFLServer(ServerLogic):
         self._task, self._params = task, params
         data = task.data
         self._build = partial(ActiveModel, data.widths[0], data.num_classes, params, data.likelihood)
-        self._model: ActiveModel = self._build()
+        self._model: ActiveModel = to_device(self._build())
         self._reset_optimizers()
         self._seed = 0
         self._reset_progress()
@@ -155,7 +156,7 @@ class FalseVFLServer(ServerLogic):
     @override
     def initialize(self, seed: int) -> None:
         self._seed = seed
-        self._model = seeded(derive_seed(seed, "active-party"), self._build)
+        self._model = to_device(seeded(derive_seed(seed, "active-party"), self._build))
         self._reset_optimizers()
         self._reset_progress()
 
@@ -212,7 +213,7 @@ class FalseVFLServer(ServerLogic):
         """Test accuracy of the selected classifier (the current one without validation) and the mean SNIS ESS, per test setting."""
         classifier = self._model.classifier
         if self._best_classifier:
-            classifier = mlp(self._params.latent, self._params.hidden, self._task.data.num_classes)
+            classifier = to_device(mlp(self._params.latent, self._params.hidden, self._task.data.num_classes))
             load_arrays(classifier, self._best_classifier)
         diagnostics: dict[str, float] = {}
 
@@ -285,7 +286,7 @@ class FalseVFLServer(ServerLogic):
         gradients: dict[int, dict[str, np.ndarray]],
         generator: torch.Generator,
     ) -> tuple[float, dict[int, dict[str, np.ndarray]]]:
-        present = torch.from_numpy(split.present[rows])
+        present = to_tensor(split.present[rows])
         replies = ctx.exchange(
             {
                 c: Message(
@@ -310,7 +311,7 @@ class FalseVFLServer(ServerLogic):
         replies = ctx.exchange(
             {
                 c: Message(
-                    arrays={"rows": rows[loglik_rows[c]], "h": h[:, loglik_rows[c]].detach().numpy()},
+                    arrays={"rows": rows[loglik_rows[c]], "h": to_array(h[:, loglik_rows[c]])},
                     config={"action": "loglik", "split": "train", "jacobian": True},
                 )
                 for c in ctx.clients
@@ -321,7 +322,7 @@ class FalseVFLServer(ServerLogic):
         surrogates = {}
         for c, value in remote_loglik.items():
             part = h[:, loglik_rows[c]]
-            jacobian = torch.from_numpy(np.array(replies[c].arrays["dloglik_dh"]))
+            jacobian = tensor(replies[c].arrays["dloglik_dh"])
             surrogates[c] = value + ((part - part.detach()) * jacobian).sum(-1)
         loglik = self._total_loglik(split, rows, present, h, surrogates, loglik_rows, weights)
         samples = [slice(i * kappa, (i + 1) * kappa) for i in range(len(posteriors))]  # each bound's samples
@@ -356,9 +357,10 @@ class FalseVFLServer(ServerLogic):
             with torch.no_grad():
                 self._labeled = self._posterior(ctx, "train", split, labeled)
         generator = torch.Generator().manual_seed(derive_seed(self._seed, ctx.round, "stage2"))
-        mask, scope = self._labeled.heard, self._scope(torch.from_numpy(split.present[labeled]))
+        mask, scope = self._labeled.heard, self._scope(to_tensor(split.present[labeled]))
         if self._params.party_subsets:
-            chosen = (torch.rand(len(labeled), generator=generator) < self._params.subset_rate)[:, None]
+            drawn = torch.rand(len(labeled), generator=generator).to(mask.device)
+            chosen = (drawn < self._params.subset_rate)[:, None]
             subset = random_subsets(mask, 0.5, generator)
             mask, scope = torch.where(chosen, subset, mask), torch.where(chosen, subset, scope)
         kappa, passes = self._params.kappa, self._params.classifier_passes
@@ -366,12 +368,12 @@ class FalseVFLServer(ServerLogic):
             h, log_weights = self._weighted_samples(
                 ctx, "train", split, labeled, self._fuse(self._labeled, mask), generator, kappa * passes, scope
             )
-        y = torch.from_numpy(split.y[labeled])
+        y = to_tensor(split.y[labeled])
         losses = []
         batches = [
             (slice(p * kappa, (p + 1) * kappa), batch)
             for p in range(passes)
-            for batch in torch.randperm(len(labeled), generator=generator).split(self._params.batch_size)
+            for batch in torch.randperm(len(labeled), generator=generator).to(y.device).split(self._params.batch_size)
         ]
         for own, batch in batches:
             log_joint = log_weights[own, batch] + torch.log_softmax(self._model.classifier(h[own, batch]), -1).gather(
@@ -403,11 +405,11 @@ class FalseVFLServer(ServerLogic):
         y = split.y
 
         def hits(probabilities: Tensor) -> float:
-            return float((probabilities.argmax(-1).numpy() == y).mean())
+            return float((to_array(probabilities.argmax(-1)) == y).mean())
 
         with torch.no_grad():
             local = self._posterior(ctx, name, split, rows)
-            scope = self._scope(torch.from_numpy(split.present))
+            scope = self._scope(to_tensor(split.present))
             fused = self._fuse(local, local.heard)
             h, log_weights = self._weighted_samples(
                 ctx, name, split, rows, fused, generator, self._params.predict_samples, scope
@@ -433,7 +435,7 @@ class FalseVFLServer(ServerLogic):
 
     # ---------------------------------------------------------------- helpers
     def _posterior(self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray) -> Posteriors:
-        present = torch.from_numpy(split.present[rows])
+        present = to_tensor(split.present[rows])
         replies = ctx.exchange(
             {
                 c: Message(arrays={"rows": rows}, config={"action": "posterior", "split": name}, kind="evaluate")
@@ -458,12 +460,12 @@ class FalseVFLServer(ServerLogic):
         """Samples of ``q(h | x_obs)`` and their log importance weights (no gradients), over the parties in ``scope``."""
         q_mean, q_logvar = posterior
         h = sample(q_mean, q_logvar, samples, generator)
-        present = torch.from_numpy(split.present[rows])
+        present = to_tensor(split.present[rows])
         loglik_rows = self._loglik_rows(scope)
         replies = ctx.exchange(
             {
                 c: Message(
-                    arrays={"rows": rows[loglik_rows[c]], "h": h[:, loglik_rows[c]].numpy()},
+                    arrays={"rows": rows[loglik_rows[c]], "h": to_array(h[:, loglik_rows[c]])},
                     config={"action": "loglik", "split": name, "jacobian": False},
                     kind="evaluate",
                 )
@@ -480,7 +482,7 @@ class FalseVFLServer(ServerLogic):
         self, split: VerticalSplit, rows: np.ndarray, present: Tensor, remote: dict[int, tuple[Tensor, Tensor]]
     ) -> Posteriors:
         """The posteriors of ``rows`` of the active party and of the parties heard (a party whose reply is missing counts as absent)."""
-        x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
+        x = to_tensor(np.nan_to_num(split.blocks[0][rows]))
         own_mean, own_logvar = self._model.party.encoder(x[present[:, 0]])
         none = (own_mean.new_zeros(0, own_mean.shape[-1]),) * 2
         posteriors = [(own_mean, own_logvar)] + [remote.get(c, none) for c in range(present.shape[1] - 1)]
@@ -514,10 +516,10 @@ class FalseVFLServer(ServerLogic):
         weights: Tensor,
     ) -> Tensor:
         """``sum_k weights[..., k] log p(x^k, m^k | h)`` ``(samples, n)`` over the active party and the parties heard."""
-        x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
+        x = to_tensor(np.nan_to_num(split.blocks[0][rows]))
         total = self._model.party.log_likelihood(x, present[:, 0], h) * weights[..., 0]
         for c, value in remote.items():
-            positions = torch.from_numpy(loglik_rows[c])
+            positions = to_tensor(loglik_rows[c])
             total = total.index_add(1, positions, value * weights[:, positions, c + 1])
         return total
 
@@ -536,7 +538,7 @@ class FalseVFLServer(ServerLogic):
 
     def _loglik_rows(self, scope: Tensor) -> dict[int, np.ndarray]:
         """Positions each client computes log-likelihoods for: where it is in ``scope``."""
-        return {c: np.flatnonzero(scope[:, c + 1].numpy()) for c in range(len(self._task.data.widths) - 1)}
+        return {c: np.flatnonzero(to_array(scope[:, c + 1])) for c in range(len(self._task.data.widths) - 1)}
 
     def _reset_optimizers(self) -> None:
         lr = self._params.lr
@@ -551,7 +553,7 @@ class FalseVFLServer(ServerLogic):
         arrays |= optimizer_to_arrays(self._classifier_optimizer, "opt.classifier.")
         arrays |= {f"best.{k}": v for k, v in self._best_classifier.items()}
         if self._labeled is not None:
-            arrays |= {f"labeled.{k}": v.numpy() for k, v in self._labeled._asdict().items()}
+            arrays |= {f"labeled.{k}": to_array(v) for k, v in self._labeled._asdict().items()}
         config: dict[str, Any] = STATE.save(self)
         config |= {f"steps.{k}": v for k, v in self._steps.items()}
         config |= evaluation_config(self._last_evaluation) | self._selection.config()

@@ -18,13 +18,14 @@ Actions (``message.config["action"]``):
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientState, Message
+from fedmosaic.methods.arrays import to_array, to_tensor
 from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.party_client import PartyClient
+from fedmosaic.methods.vertical.tensors import tensor
 
 
 class FalseVFLClient(PartyClient):
@@ -44,13 +45,13 @@ class FalseVFLClient(PartyClient):
         if action == "posterior":
             with torch.no_grad():
                 mean, logvar = model.encoder(x[present])
-            return Message(arrays={"mean": mean.numpy(), "logvar": logvar.numpy()}, kind=message.kind)
-        h = torch.from_numpy(np.array(message.arrays["h"])).requires_grad_(bool(message.config["jacobian"]))
+            return Message(arrays={"mean": to_array(mean), "logvar": to_array(logvar)}, kind=message.kind)
+        h = tensor(message.arrays["h"]).requires_grad_(bool(message.config["jacobian"]))
         loglik = model.log_likelihood(x, present, h)
-        arrays = {"loglik": loglik.detach().numpy()}
+        arrays = {"loglik": to_array(loglik)}
         if message.config["jacobian"]:
             (gradient,) = torch.autograd.grad(loglik.sum(), h)
-            arrays["dloglik_dh"] = gradient.numpy()
+            arrays["dloglik_dh"] = to_array(gradient)
             self.remember(state, rows=rows, h=message.arrays["h"])
         return Message(arrays=arrays, kind=message.kind)
 
@@ -58,9 +59,7 @@ class FalseVFLClient(PartyClient):
         rows = self.pending(state, "rows")
         x, present = self.features("train", rows)
         mean, logvar = model.encoder(x[present])
-        loglik = model.log_likelihood(x, present, torch.from_numpy(self.pending(state, "h")))
-        grads = {
-            name: torch.from_numpy(np.array(message.arrays[f"grad.{name}"])) for name in ("mean", "logvar", "loglik")
-        }
+        loglik = model.log_likelihood(x, present, to_tensor(self.pending(state, "h")))
+        grads = {name: tensor(message.arrays[f"grad.{name}"]) for name in ("mean", "logvar", "loglik")}
         surrogate = (mean * grads["mean"]).sum() + (logvar * grads["logvar"]).sum() + (loglik * grads["loglik"]).sum()
         self.step(state, model, optimizer, surrogate)

@@ -42,8 +42,9 @@ import torch
 from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
+from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
-from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.baselines import Concatenation
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
@@ -94,7 +95,7 @@ class FedHSSLServer(ServerLogic):
     @override
     def initialize(self, seed: int) -> None:
         self._seed = seed
-        self._model = seeded(derive_seed(seed, "active-party", "ssl"), self._build)
+        self._model = to_device(seeded(derive_seed(seed, "active-party", "ssl"), self._build))
         self._optimizer = self._params.optimizer_spec().build(self._model.parameters())
         self._finetune.initialize(seed)
 
@@ -131,7 +132,7 @@ class FedHSSLServer(ServerLogic):
         replies = ctx.exchange(
             {
                 c: Message(
-                    arrays={"aligned": aligned, "target": targets[:, c + 1].numpy(), **gradients.get(c, {})},
+                    arrays={"aligned": aligned, "target": to_array(targets[:, c + 1]), **gradients.get(c, {})},
                     config={"action": "local"},
                 )
                 for c in ctx.clients
@@ -142,9 +143,9 @@ class FedHSSLServer(ServerLogic):
         local_loss = local_epoch(
             self._model,
             self._optimizer,
-            torch.from_numpy(np.nan_to_num(split.blocks[0][own])),
+            to_tensor(np.nan_to_num(split.blocks[0][own])),
             spread_targets(own, aligned, targets[:, 0]),
-            torch.from_numpy(np.isin(own, aligned)),
+            to_tensor(np.isin(own, aligned)),
             batch_size=self._params.batch_size,
             noise_std=self._params.noise_std,
             mask_rate=self._params.mask_rate,
@@ -172,7 +173,7 @@ class FedHSSLServer(ServerLogic):
             epoch's mean loss.
         """
         parties, width = self._task.data.num_parties, self._params.embedding
-        targets = torch.zeros(len(aligned), parties, width)
+        targets = to_device(torch.zeros(len(aligned), parties, width))
         gradients: dict[int, dict[str, np.ndarray]] = {}
         order = np.random.default_rng(derive_seed(self._seed, ctx.round, "aligned")).permutation(len(aligned))
         batches = (
@@ -191,7 +192,7 @@ class FedHSSLServer(ServerLogic):
                 expect=views_spec(len(rows), width, "train"),
             )
             heard = sorted(replies)
-            z, p = self._model.views(torch.from_numpy(split.blocks[0][rows]))
+            z, p = self._model.views(to_tensor(split.blocks[0][rows]))
             remote = {c: leaf(replies[c].arrays["prediction"]) for c in heard}
             projections = torch.stack([z] + [tensor(replies[c].arrays["projection"]) for c in heard], dim=1)
             predictions = torch.stack([p] + [remote[c] for c in heard], dim=1)

@@ -30,11 +30,12 @@ from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_seed
-from fedmosaic.methods.arrays import load_arrays
+from fedmosaic.methods.arrays import load_arrays, to_array, to_tensor
 from fedmosaic.methods.vertical.optimizer_state import OPTIMIZER_PREFIX
 from fedmosaic.methods.vertical.params import FedHSSLParams
 from fedmosaic.methods.vertical.simsiam import SimSiamParty, local_epoch, spread_targets, top_layers
 from fedmosaic.methods.vertical.split_client import SplitClient
+from fedmosaic.methods.vertical.tensors import tensor
 
 PRETRAINING = frozenset({"cross", "local", "average"})
 ENCODER = "encoder."
@@ -80,7 +81,7 @@ class FedHSSLClient(SplitClient):
                 state,
                 model,
                 optimizer,
-                (prediction * torch.from_numpy(np.array(message.arrays["grad.prediction"]))).sum(),
+                (prediction * tensor(message.arrays["grad.prediction"])).sum(),
             )
         if action == "cross":
             rows = message.arrays["rows"]
@@ -88,7 +89,7 @@ class FedHSSLClient(SplitClient):
             with torch.no_grad():
                 projection, prediction = model.views(self.features("train", rows)[0])
             return Message(
-                arrays={"projection": projection.numpy(), "prediction": prediction.numpy()}, kind=message.kind
+                arrays={"projection": to_array(projection), "prediction": to_array(prediction)}, kind=message.kind
             )
         if action == "average":
             load_arrays(model, dict(message.arrays), strict=False)
@@ -115,8 +116,8 @@ class FedHSSLClient(SplitClient):
             model,
             optimizer,
             self.features("train", held)[0],
-            spread_targets(held, aligned, torch.from_numpy(np.array(message.arrays["target"]))),
-            torch.from_numpy(np.isin(held, aligned)),
+            spread_targets(held, aligned, tensor(message.arrays["target"])),
+            to_tensor(np.isin(held, aligned)),
             batch_size=self._params.batch_size,
             noise_std=self._params.noise_std,
             mask_rate=self._params.mask_rate,

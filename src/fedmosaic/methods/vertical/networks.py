@@ -136,7 +136,7 @@ class PartyModel(nn.Module):
             variant II plus ``log p_psi(m | x)`` with the decoder's mean standing
             in for the features of absent rows.
         """
-        observed = torch.where(present[None, :], self.decoder.log_prob(x, h), torch.zeros(()))
+        observed = torch.where(present[None, :], self.decoder.log_prob(x, h), 0.0)
         if self.mask is None:
             return observed
         expected = self.decoder.mean(h)

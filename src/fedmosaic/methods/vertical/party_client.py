@@ -17,8 +17,9 @@ import torch
 from torch import Tensor, nn
 
 from fedmosaic.data.vertical_data import VerticalSplit
+from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientLogic, ClientState
-from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.vertical.optimizer_state import (
     OPTIMIZER_PREFIX,
     OptimizerSpec,
@@ -50,7 +51,7 @@ class PartyClient(ClientLogic):
     ) -> None:
         self.party = party
         self._splits = {
-            name: (torch.from_numpy(np.nan_to_num(split.blocks[party])), torch.from_numpy(split.present[:, party]))
+            name: (to_tensor(np.nan_to_num(split.blocks[party])), to_tensor(split.present[:, party]))
             for name, split in splits.items()
         }
         self._build = build
@@ -62,12 +63,12 @@ class PartyClient(ClientLogic):
     def features(self, split: str, rows: np.ndarray) -> tuple[Tensor, Tensor]:
         """The party's features of ``rows`` (zeros where absent) and their presence."""
         x, present = self._splits[split]
-        index = torch.from_numpy(np.array(rows, dtype=np.int64))
+        index = to_tensor(np.array(rows, dtype=np.int64))
         return x[index], present[index]
 
     def held_rows(self, split: str) -> np.ndarray:
         """Positions of the rows of ``split`` the party holds."""
-        return np.flatnonzero(self._splits[split][1].numpy())
+        return np.flatnonzero(to_array(self._splits[split][1]))
 
     def load(self, state: ClientState, seed: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         """The model and optimizer kept in ``state`` (built from ``seed`` on first use).
@@ -82,7 +83,7 @@ class PartyClient(ClientLogic):
         """
         saved = self.current(state)
         if self._model is None or not saved:
-            self._model, self._live = seeded(seed, self._build), None
+            self._model, self._live = to_device(seeded(seed, self._build)), None
         model = self._model
         if saved:
             load_arrays(model, saved)
@@ -123,7 +124,7 @@ class PartyClient(ClientLogic):
         kept = self.kept(state)
         if not kept:
             return self.load(state, seed)[0]
-        model = seeded(seed, self._build)
+        model = to_device(seeded(seed, self._build))
         load_arrays(model, kept)
         return model
 

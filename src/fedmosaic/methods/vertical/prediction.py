@@ -10,7 +10,8 @@ from fedmosaic.methods.vertical.bounds import snis_weights
 
 def sample(mean: Tensor, logvar: Tensor, samples: int, generator: torch.Generator) -> Tensor:
     """``samples`` draws of the diagonal Gaussians ``(n, d)``: ``(samples, n, d)``."""
-    return mean + torch.exp(0.5 * logvar) * torch.randn((samples, *mean.shape), generator=generator)
+    noise = torch.randn((samples, *mean.shape), generator=generator).to(mean.device)  # drawn on the CPU, as everywhere
+    return mean + torch.exp(0.5 * logvar) * noise
 
 
 RULE_ACCURACIES = ("snis_accuracy", "mean_accuracy", "ess_accuracy")

@@ -147,7 +147,7 @@ def cross_party_loss(projections: Tensor, predictions: Tensor) -> Tensor:
     """
     parties = projections.shape[1]
     cosines = torch.einsum("nje,nke->njk", F.normalize(predictions, dim=-1), F.normalize(projections.detach(), dim=-1))
-    others = ~torch.eye(parties, dtype=torch.bool)
+    others = ~torch.eye(parties, dtype=torch.bool, device=cosines.device)
     return -(cosines * others).sum((1, 2)).mean() / (parties * (parties - 1))
 
 
@@ -233,8 +233,8 @@ def augment(x: Tensor, noise_std: float, mask_rate: float, generator: torch.Gene
     Tensor
         ``(n, d)``.
     """
-    noisy = x + noise_std * torch.randn(x.shape, generator=generator)
-    return noisy * (torch.rand(x.shape, generator=generator) >= mask_rate)
+    noisy = x + noise_std * torch.randn(x.shape, generator=generator).to(x.device)
+    return noisy * (torch.rand(x.shape, generator=generator) >= mask_rate).to(x.device)
 
 
 def local_epoch(
@@ -288,7 +288,8 @@ def local_epoch(
     if len(x) < 2:
         return 0.0
     total = 0.0
-    for batch in torch.randperm(len(x), generator=generator).tensor_split(batch_count(len(x), batch_size)):
+    order = torch.randperm(len(x), generator=generator).to(x.device)
+    for batch in order.tensor_split(batch_count(len(x), batch_size)):
         rows = x[batch]
         z_a, p_a = model.views(augment(rows, noise_std, mask_rate, generator))
         z_b, p_b = model.views(augment(rows, noise_std, mask_rate, generator))

@@ -22,7 +22,9 @@ import torch
 from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientState, Message
+from fedmosaic.methods.arrays import to_array
 from fedmosaic.methods.vertical.party_client import PartyClient
+from fedmosaic.methods.vertical.tensors import tensor
 
 
 class SplitClient(PartyClient):
@@ -33,7 +35,7 @@ class SplitClient(PartyClient):
         model, optimizer = self.load(state, context.seed)
         if "grad.embedding" in message.arrays:
             x, present = self.features("train", self.pending(state, "rows"))
-            gradient = torch.from_numpy(np.array(message.arrays["grad.embedding"]))
+            gradient = tensor(message.arrays["grad.embedding"])
             self.step(state, model, optimizer, (model(x[present]) * gradient).sum())
         if message.config["action"] == "keep":
             self.keep_best(state)
@@ -47,7 +49,7 @@ class SplitClient(PartyClient):
         embedder = self.load_best(state, context.seed) if message.config.get("best", False) else model
         with torch.no_grad():
             embedding = embedder(selected)
-        return Message(arrays={"embedding": embedding.numpy()}, kind=message.kind)
+        return Message(arrays={"embedding": to_array(embedding)}, kind=message.kind)
 
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
         """The encoder the run tests: the one kept on validation, else the current one."""

@@ -29,9 +29,10 @@ from torch import Tensor, nn
 from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit
+from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import ConfigValue
-from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.baselines import Baseline, accuracy, aligned_only, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
@@ -78,7 +79,7 @@ class SplitServer(ServerLogic):
         self._first_round = first_round
         data = task.data
         self._build = partial(active_model, data.widths[0], data.num_parties, data.num_classes, params, baseline)
-        self._model = self._build()
+        self._model = to_device(self._build())
         self._optimizer = params.optimizer_spec().build(self._model.parameters())
         self._seed = 0
         self._last_evaluation: dict[str, float] = {}
@@ -91,7 +92,7 @@ class SplitServer(ServerLogic):
     @override
     def initialize(self, seed: int) -> None:
         self._seed = seed
-        self._model = seeded(derive_seed(seed, "active-party"), self._build)
+        self._model = to_device(seeded(derive_seed(seed, "active-party"), self._build))
         self._optimizer = self._params.optimizer_spec().build(self._model.parameters())
         self._last_evaluation = {}
         self._selection = Selection(self._params.patience)
@@ -196,13 +197,11 @@ class SplitServer(ServerLogic):
         losses = []
         for batch in np.array_split(order, max(1, math.ceil(len(order) / self._params.batch_size))):
             batch = np.sort(batch)
-            present = torch.from_numpy(split.present[batch])
+            present = to_tensor(split.present[batch])
             remote = {c: leaf(e) for c, e in self._embed(ctx, "train", batch, present, gradients, train=True).items()}
             present = heard(present, remote)
             embeddings = self._embeddings(self._model, split, batch, present, remote)
-            loss = self._baseline.loss(
-                self._model["head"], embeddings, present, torch.from_numpy(split.y[batch]), generator
-            )
+            loss = self._baseline.loss(self._model["head"], embeddings, present, to_tensor(split.y[batch]), generator)
             self._optimizer.zero_grad()
             loss.backward()
             self._optimizer.step()
@@ -219,10 +218,10 @@ class SplitServer(ServerLogic):
     def _evaluate(self, ctx: RoundContext, name: str, split: VerticalSplit, *, best: bool) -> float:
         """Accuracy on ``split``, of the kept models with ``best`` (each party's and the active party's)."""
         rows = np.arange(len(split))
-        present = torch.from_numpy(split.present[rows])
+        present = to_tensor(split.present[rows])
         model = self._model
         if best and self._best:
-            model = self._build()
+            model = to_device(self._build())
             load_arrays(model, self._best)
         with torch.no_grad():
             remote = {
@@ -234,7 +233,7 @@ class SplitServer(ServerLogic):
             votes = self._baseline.votes(model["head"], embeddings, heard_present, self._majority)
             generator = torch.Generator().manual_seed(derive_seed(self._seed, name, "unaligned"))
             votes = aligned_only(votes, heard_present, self._baseline.unaligned, self._majority, generator)
-            return accuracy(votes, torch.from_numpy(split.y))
+            return accuracy(votes, to_tensor(split.y))
 
     def _embed(
         self,
@@ -270,7 +269,7 @@ class SplitServer(ServerLogic):
         self, model: nn.ModuleDict, split: VerticalSplit, rows: np.ndarray, filled: Tensor, remote: dict[int, Tensor]
     ) -> Tensor:
         """``(n, K, e)`` embeddings, zeros for parties absent from ``filled`` (or not taking part)."""
-        x = torch.from_numpy(np.nan_to_num(split.blocks[0][rows]))
+        x = to_tensor(np.nan_to_num(split.blocks[0][rows]))
         own = model["encoder"](x[filled[:, 0]])
         return stack_embeddings(
             [own] + [remote.get(party - 1) for party in range(1, self._task.data.num_parties)], filled

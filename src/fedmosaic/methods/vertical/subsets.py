@@ -32,7 +32,7 @@ def random_subsets(present: Tensor, keep: float, generator: torch.Generator) -> 
     >>> subsets.sum(1).tolist(), bool((subsets <= present).all())
     ([1, 1], True)
     """
-    kept = present & (torch.rand(present.shape, generator=generator) < keep)
-    keys = torch.rand(present.shape, generator=generator).masked_fill(~present, -1.0)
+    kept = present & (torch.rand(present.shape, generator=generator) < keep).to(present.device)
+    keys = torch.rand(present.shape, generator=generator).to(present.device).masked_fill(~present, -1.0)
     one = torch.zeros_like(present).scatter_(1, keys.argmax(1, keepdim=True), True) & present
     return torch.where(kept.any(1, keepdim=True), kept, one)

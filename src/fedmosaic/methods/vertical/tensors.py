@@ -9,22 +9,24 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from fedmosaic.methods.arrays import to_array, to_tensor
+
 EVALUATION = "evaluation."
 
 
 def leaf(array: np.ndarray) -> Tensor:
     """A received array as a tensor whose gradient will be sent back."""
-    return torch.from_numpy(np.array(array)).requires_grad_(True)
+    return to_tensor(np.array(array)).requires_grad_(True)
 
 
 def tensor(array: np.ndarray) -> Tensor:
-    """A received array as a tensor (copied: received arrays are read-only)."""
-    return torch.from_numpy(np.array(array))
+    """A received array as a tensor on the run's device (copied: received arrays are read-only)."""
+    return to_tensor(np.array(array))
 
 
 def gradient(value: Tensor) -> np.ndarray:
     """The gradient of a :func:`leaf` (zeros if the loss did not reach it)."""
-    return (value.grad if value.grad is not None else torch.zeros_like(value)).numpy()
+    return to_array(value.grad if value.grad is not None else torch.zeros_like(value))
 
 
 def spread(values: Tensor, present: Tensor) -> Tensor:
@@ -36,7 +38,7 @@ def spread(values: Tensor, present: Tensor) -> Tensor:
     [[0.0, 0.0], [1.0, 1.0]]
     """
     full = values.new_zeros((len(present), values.shape[-1]))
-    return full.index_put((torch.from_numpy(np.flatnonzero(present.numpy())),), values)
+    return full.index_put((present.nonzero().squeeze(1),), values)
 
 
 def evaluation_config(metrics: Mapping[str, float]) -> dict[str, Any]:
