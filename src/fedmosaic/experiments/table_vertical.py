@@ -167,7 +167,7 @@ def align_tables(
 
     passive = unaligned.passive
     spec = JobSpec(
-        document=config.model_dump(mode="json", exclude_none=True),
+        document=config.document(),
         run=0,
         label=ALIGNMENT,
         schedule=schedule,
