@@ -87,11 +87,6 @@ def test_clients_dropping_beyond_the_threshold_skip_the_round_with_a_one_line_re
         ({"aggregation": {"secure": True, "clip_norm": 1.0}}, "aggregation.clip_norm", "cannot bound each one"),
         ({"aggregation": {"secure": True}, "attack": {"fraction": 0.3, "kind": "sign-flip"}}, "attack.kind", "sign"),
         ({"aggregation": {"secure_range": 2.0}}, "aggregation.secure_range", "without aggregation.secure"),
-        (
-            {"aggregation": {"secure": True}, "runs": [{"name": "S", "method": "scaffold"}]},
-            "aggregation.secure",
-            "SCAFFOLD",
-        ),
     ],
 )
 def test_what_secure_aggregation_cannot_combine_with_is_refused_on_one_line(

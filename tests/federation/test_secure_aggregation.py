@@ -47,6 +47,15 @@ class PartialClient(ClientLogic):
         return Message(arrays=moved, metrics={"num_examples": 10.0 * (context.client_id + 1)})
 
 
+class ChangingClient(PartialClient):
+    """:class:`PartialClient` that also reports a change ``delta`` it was not sent, ``id + 1`` (as SCAFFOLD's)."""
+
+    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        reply = super().handle(message, state, context)
+        reply.arrays["delta"] = np.full(2, context.client_id + 1.0)
+        return reply
+
+
 class StageFailures(Grid):
     """Forwards to a grid; the clients of ``failing`` never answer messages of the kinds in ``kinds``."""
 
@@ -104,6 +113,30 @@ def test_the_server_gets_each_arrays_weighted_mean_over_the_clients_holding_it(c
         np.testing.assert_allclose(means[name], expected[name], atol=TOLERANCE, rtol=0)
     assert all(not r.arrays for r in replies.values())
     assert [r.metrics["num_examples"] for r in replies.values()] == [10.0 * (c + 1) for c in clients]
+
+
+@pytest.mark.parametrize("secure", [SECURE, None], ids=["secure", "plain"])
+def test_summed_arrays_get_their_unweighted_sum_beside_the_weighted_means(secure: SecureAggregation | None) -> None:
+    # Prepare
+    clients = [0, 1, 2]
+    client = ChangingClient()
+    grid = InProcessGrid(lambda c: client if secure is None else SecureClient(client), seed=0)
+    summed = {"delta": np.zeros(2)}
+    spec = ReplySpec.like({**REFERENCE, **summed}, metrics={"num_examples"}, partial=True)
+    ctx = _round(grid, clients, secure)
+
+    # Execute
+    combined, replies = ctx.exchange_aggregated(
+        dict.fromkeys(clients, Message(arrays=REFERENCE)), expect=spec, reference=REFERENCE, summed=summed
+    )
+
+    # Assert
+    np.testing.assert_allclose(combined.pop("delta"), [6.0, 6.0], atol=TOLERANCE, rtol=0)
+    expected = _plain_mean(clients)
+    assert sorted(combined) == sorted(expected)
+    for name in expected:
+        np.testing.assert_allclose(combined[name], expected[name], atol=TOLERANCE, rtol=0)
+    assert all(not r.arrays for r in replies.values()) == (secure is not None)
 
 
 def test_with_client_level_dp_the_clients_clip_and_the_server_noises_the_sum() -> None:

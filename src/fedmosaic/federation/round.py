@@ -31,8 +31,9 @@ class SecureUpload(Protocol):
         expect: ReplySpec | Mapping[int, ReplySpec],
         reference: Mapping[str, np.ndarray],
         rng: np.random.Generator,
+        summed: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
-        """The mean of each array of ``reference`` by the round's rule, and the replies without those arrays."""
+        """The mean of each array of ``reference`` by the round's rule, the sum of each of ``summed``, the replies without them."""
         ...
 
 
@@ -167,6 +168,7 @@ class RoundContext:
         *,
         expect: ReplySpec | Mapping[int, ReplySpec],
         reference: Mapping[str, np.ndarray],
+        summed: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
         """Send the round's upload and combine the replies' arrays named in ``reference``, weighted by ``num_examples``.
 
@@ -183,23 +185,33 @@ class RoundContext:
             What a reply may contain (as for :meth:`exchange`).
         reference : mapping of str to ndarray
             What was sent: the arrays to combine, and what updates are measured from.
+        summed : mapping of str to ndarray or None
+            Further arrays of the replies, given by their shape, summed over
+            the replies that hold them without weights and without the rule
+            (SCAFFOLD's control variate changes).
 
         Returns
         -------
         dict of str to ndarray
-            The combined arrays (names no reply holds are absent).
+            The combined arrays, and the float64 sum of each array of
+            ``summed`` (names no reply holds are absent).
         dict of int to Message
-            The valid replies; with secure aggregation, without the combined arrays.
+            The valid replies; with secure aggregation, without the combined and summed arrays.
         """
         if self.secure is not None:
-            return self.secure.run(self, messages, expect, reference, self._aggregation_rng())
+            return self.secure.run(self, messages, expect, reference, self._aggregation_rng(), summed)
         replies = self.exchange(messages, expect=expect)
         uploads = [
             ({name: array for name, array in reply.arrays.items() if name in reference}, reply.metrics[NUM_EXAMPLES])
             for reply in replies.values()
             if any(name in reference for name in reply.arrays)
         ]
-        return (self.aggregate(uploads, reference) if uploads else {}), replies
+        combined = self.aggregate(uploads, reference) if uploads else {}
+        for name, like in (summed or {}).items():
+            holding = [reply.arrays[name] for reply in replies.values() if name in reply.arrays]
+            if holding:
+                combined[name] = sum((a.astype(np.float64) for a in holding), start=np.zeros(like.shape))
+        return combined, replies
 
     def aggregate(
         self, contributions: Sequence[Contribution], reference: Mapping[str, np.ndarray]

@@ -434,7 +434,9 @@ class _SharingRound(RoundContext):
     Messages go through ``outer`` with the means each client lacks attached;
     replies come back with the uploaded means taken out (and kept by the
     relay). Bytes, trips and repliers are counted by ``outer``, the
-    federation's round.
+    federation's round, and the model upload is combined by ``outer``'s
+    rule or secure aggregation: the model is masked, the means travel in
+    the clear.
     """
 
     def __init__(
@@ -463,15 +465,33 @@ class _SharingRound(RoundContext):
         expect: ReplySpec | Mapping[int, ReplySpec] | None = None,
     ) -> dict[int, Message]:
         """The outer round's exchange, with the means attached and every spec extended by the uploaded means."""
-        attached = {client: self._relay.attach(client, m) for client, m in messages.items()}
-        spec: ReplySpec | dict[int, ReplySpec]
-        if isinstance(expect, Mapping):
-            spec = {client: self._extended(one) for client, one in expect.items()}
-        else:
-            spec = self._extended(expect or ReplySpec(open=True))
-        return self._relay.collect(self._outer.exchange(attached, quorum=quorum, expect=spec))
+        replies = self._outer.exchange(self._attached(messages), quorum=quorum, expect=self._extended(expect))
+        return self._relay.collect(replies)
 
-    def _extended(self, spec: ReplySpec) -> ReplySpec:
+    @override
+    def exchange_aggregated(
+        self,
+        messages: Mapping[int, Message],
+        *,
+        expect: ReplySpec | Mapping[int, ReplySpec],
+        reference: Mapping[str, np.ndarray],
+        summed: Mapping[str, np.ndarray] | None = None,
+    ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
+        """The outer round's combined upload, with the means attached and taken out of the replies as in :meth:`exchange`."""
+        combined, replies = self._outer.exchange_aggregated(
+            self._attached(messages), expect=self._extended(expect), reference=reference, summed=summed
+        )
+        return combined, self._relay.collect(replies)
+
+    def _attached(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+        return {client: self._relay.attach(client, m) for client, m in messages.items()}
+
+    def _extended(self, expect: ReplySpec | Mapping[int, ReplySpec] | None) -> ReplySpec | dict[int, ReplySpec]:
+        if isinstance(expect, Mapping):
+            return {client: self._extended_one(one) for client, one in expect.items()}
+        return self._extended_one(expect or ReplySpec(open=True))
+
+    def _extended_one(self, spec: ReplySpec) -> ReplySpec:
         return spec.extended(optional_arrays=self._means, checks=(self._check,))
 
     @override

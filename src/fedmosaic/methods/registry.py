@@ -72,7 +72,8 @@ METHODS: dict[str, Method] = {
             "classification",
             ScaffoldParams,
             build_scaffold,
-            Capabilities(update_attacks=True),  # the control variates bypass the rule and the noise
+            # the control variates bypass the rule and the noise; secure aggregation sums them unweighted
+            Capabilities(update_attacks=True, secure_aggregation=True),
         ),
         Method(
             "fedcfa",
@@ -97,7 +98,7 @@ METHODS: dict[str, Method] = {
             "classification",
             FedMixParams,
             build_fedmix,
-            MODEL_AND_MEANS,
+            replace(MODEL_AND_MEANS, secure_aggregation=True),  # the shared means stay in the clear
         ),
         Method(
             "naivemix",
@@ -105,7 +106,7 @@ METHODS: dict[str, Method] = {
             "classification",
             NaiveMixParams,
             build_fedmix,
-            replace(MODEL_AND_MEANS, dp_sgd=True),
+            replace(MODEL_AND_MEANS, dp_sgd=True, secure_aggregation=True),  # the shared means stay in the clear
         ),
         Method(
             "fcm",

@@ -22,7 +22,11 @@ replies (``server_lr = 1``: the average itself, as FedAvg) and updates
     ``c <- c + (1 / N) sum_i (c_i+ - c_i)``
 
 over the ``N`` clients of the federation (the paper's ``|S| / N`` times the
-mean over the ``|S|`` replies). The correction is added to each parameter's
+mean over the ``|S|`` replies). Both come from the round's
+:meth:`~fedmosaic.federation.round.RoundContext.exchange_aggregated`, the
+model as the weighted mean and the changes as the unweighted sum, so that
+with secure aggregation the server sees neither a client's model nor its
+change of control variate. The correction is added to each parameter's
 gradient before the optimizer's step, so momentum and weight decay act on the
 corrected gradient, as in common implementations.
 """
@@ -124,18 +128,21 @@ class ScaffoldServer(FedAvgServer):
     @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
         message = Message(arrays={**self.params, **_prefixed(CONTROL, self.control)}, config={"round": ctx.round})
-        replies = ctx.exchange(dict.fromkeys(ctx.clients, message), expect=self.reply_spec())
-        ordered = [replies[client] for client in sorted(replies)]
-        models = [({n: a for n, a in r.arrays.items() if n in self.params}, r.metrics["num_examples"]) for r in ordered]
-        average = ctx.aggregate(models, reference=self.params)
+        combined, replies = ctx.exchange_aggregated(
+            dict.fromkeys(ctx.clients, message),
+            expect=self.reply_spec(),
+            reference=self.params,
+            summed=_prefixed(CONTROL_DELTA, self.control),
+        )
+        average = {n: combined[n] for n in self.params}
         step = self._params.server_lr
         if step != 1.0:
             average = {n: (x + step * (average[n] - x)).astype(x.dtype) for n, x in self.params.items()}
         self.params = average
         for name, c in self.control.items():
-            change = sum(r.arrays[CONTROL_DELTA + name].astype(np.float64) for r in ordered)
+            change = combined[CONTROL_DELTA + name]
             self.control[name] = (c + change / self._num_clients).astype(c.dtype)
-        return training_metrics(ordered)
+        return training_metrics([replies[client] for client in sorted(replies)])
 
     def reply_spec(self) -> ReplySpec:
         """The model as sent and the change of the client's control variate."""

@@ -26,6 +26,7 @@ from fedmosaic.federation.secagg.crypto import (
 from fedmosaic.federation.secagg.encoding import Layout, encode
 from fedmosaic.federation.secagg.protocol import (
     CLIP_RANGE,
+    COUNTED,
     DROPPED,
     KEY_SHARE,
     KEYS,
@@ -44,6 +45,7 @@ from fedmosaic.federation.secagg.protocol import (
     UPLOADED,
     addressed,
     clients_of,
+    names_of,
     without_protocol,
 )
 from fedmosaic.federation.state import ClientState
@@ -136,7 +138,8 @@ class SecureClient(ClientLogic):
         sent = without_protocol(message)
         reply = self._wrapped(sent, state, context)
         layout = Layout.from_text(str(message.config[LAYOUT]))
-        uploaded = {name: reply.arrays[name] for name in layout.names if name in reply.arrays}
+        counted = set(names_of(message.config[COUNTED])) if COUNTED in message.config else set()
+        uploaded = {name: reply.arrays[name] for name in layout.names if name in reply.arrays and name not in counted}
         received = {name: _received(sent, name) for name in uploaded}
         weight = round(reply.metrics[NUM_EXAMPLES]) if uploaded else 0
         if MODULE_BOUND in message.config:  # client-level DP: bounded, unweighted updates
@@ -146,7 +149,9 @@ class SecureClient(ClientLogic):
             name: np.asarray(array, np.float64) - np.asarray(received[name], np.float64)
             for name, array in uploaded.items()
         }
-        vector = encode(layout, updates, weight, as_float(message.config[CLIP_RANGE]))
+        clip_range = as_float(message.config[CLIP_RANGE])
+        counts = {name: reply.arrays[name] for name in counted if name in reply.arrays}
+        vector = encode(layout, updates, weight, clip_range) + encode(layout, counts, 1, clip_range)
         vector += mask(as_bytes(state.arrays[SEED]), layout.size)
         keys = agreed_keys(
             as_bytes(state.arrays[PRIVATE + MASK_KEY]), [as_bytes(state.arrays[addressed(MASK_KEY, p)]) for p in others]

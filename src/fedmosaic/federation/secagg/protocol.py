@@ -39,6 +39,8 @@ LAYOUT = PREFIX + "layout"
 """Config: the names and shapes of the arrays summed (:class:`~fedmosaic.federation.secagg.encoding.Layout`)."""
 CLIP_RANGE = PREFIX + "clip_range"
 """Config: the fixed-point encoding's range."""
+COUNTED = PREFIX + "counted"
+"""Config: the layout's arrays a client uploads as they are, weighed 1 (summed unweighted), rather than as updates."""
 MODULE_BOUND = PREFIX + "module_bound"
 """Config, with client-level DP: clip each module's update to this L2 norm and weigh every upload 1."""
 PEERS = PREFIX + "peers"
@@ -82,6 +84,21 @@ def clients_of(values: ConfigValue) -> list[int]:
     >>> clients_of([3, 1])
     [3, 1]
     """
+    return [int(v) for v in _listed(values, "clients")]
+
+
+def names_of(values: ConfigValue) -> list[str]:
+    """A config list of array names as strs.
+
+    Examples
+    --------
+    >>> names_of(["b", "a"])
+    ['b', 'a']
+    """
+    return [str(v) for v in _listed(values, "names")]
+
+
+def _listed(values: ConfigValue, what: str) -> list[int] | list[float] | list[str] | list[bool]:
     if not isinstance(values, list):
-        raise TypeError(f"expected a list of clients, got {type(values).__name__}")
-    return [int(v) for v in values]
+        raise TypeError(f"expected a list of {what}, got {type(values).__name__}")
+    return values

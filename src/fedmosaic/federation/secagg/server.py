@@ -18,6 +18,7 @@ from fedmosaic.federation.secagg.crypto import agreed_keys, as_bytes, is_public_
 from fedmosaic.federation.secagg.encoding import Layout, decode
 from fedmosaic.federation.secagg.protocol import (
     CLIP_RANGE,
+    COUNTED,
     DROPPED,
     KEY_SHARE,
     KEYS,
@@ -94,6 +95,7 @@ class SecureAggregation:
         expect: ReplySpec | Mapping[int, ReplySpec],
         reference: Mapping[str, np.ndarray],
         rng: np.random.Generator,
+        summed: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[int, Message]]:
         """Send the method's ``messages`` as the masked upload of a secure round.
 
@@ -103,18 +105,28 @@ class SecureAggregation:
         each sum: client-level DP on what the server releases (the server
         itself sees the sum before the noise).
 
+        Parameters
+        ----------
+        summed : mapping of str to ndarray or None
+            Further arrays of the replies, given by their shape, that are
+            summed as they are, each upload weighed 1 (SCAFFOLD's control
+            variate changes), in the same masked vector; neither clipped nor
+            noised.
+
         Returns
         -------
         dict of str to ndarray
             The weighted mean of each array of ``reference`` uploaded by at
             least one client (with the Gaussian mechanism: the noised mean of
-            the clipped updates).
+            the clipped updates), and the float64 sum of each array of
+            ``summed`` uploaded by at least one client.
         dict of int to Message
-            The uploaders' replies without the averaged arrays (metrics and
-            any other arrays, which stay in the clear).
+            The uploaders' replies without the averaged and summed arrays
+            (metrics and any other arrays, which stay in the clear).
         """
         mechanism = _mechanism(ctx.aggregator)
-        layout = Layout.of(reference)
+        summed = summed or {}
+        layout = Layout.of({**reference, **summed})
         needed = self.needed(len(messages))
         sampled = len(messages)
         keys = _step(
@@ -138,6 +150,8 @@ class SecureAggregation:
         protocol: dict[str, ConfigValue] = {LAYOUT: layout.to_text(), CLIP_RANGE: self.clip_range, PEERS: peers}
         if mechanism is not None:
             protocol[MODULE_BOUND] = mechanism.module_bound(reference)
+        if summed:
+            protocol[COUNTED] = sorted(summed)
         uploads = _step(
             ctx,
             "sent masked updates",
@@ -184,17 +198,19 @@ class SecureAggregation:
                 pairwise = mask(key, layout.size)
                 total = total - pairwise if peer < client else total + pairwise
         sums, weights = decode(layout, total, self.clip_range)
+        uploaded_by = {name: weight for name, weight in weights.items() if weight > 0}
         if mechanism is not None and mechanism.adds_noise:
             std = mechanism.noise_multiplier * mechanism.clip_norm
-            for name, weight in weights.items():
-                if weight > 0 and reference[name].dtype.kind == "f":
+            for name in uploaded_by:
+                if name in reference and reference[name].dtype.kind == "f":
                     sums[name] = sums[name] + rng.normal(0.0, std, size=sums[name].shape)
         means = {
             name: cast_to_dtype(np.asarray(reference[name], np.float64) + sums[name] / weight, reference[name].dtype)
-            for name, weight in weights.items()
-            if weight > 0
+            for name, weight in uploaded_by.items()
+            if name in reference
         }
-        return means, {c: without_protocol(uploads[c]) for c in uploaded}
+        totals = {name: sums[name] for name in uploaded_by if name in summed}
+        return {**means, **totals}, {c: without_protocol(uploads[c]) for c in uploaded}
 
 
 def _unreadable_key(reply: Message) -> str | None:
