@@ -1,6 +1,7 @@
 """A real run killed with SIGKILL at random moments resumes to exactly the uninterrupted results.
 
-``benchmarks/kill_resume.py`` runs 20 or more such trials; these are a few.
+``benchmarks/kill_resume.py`` runs 20 or more such trials; these are a few,
+one of them through a secure round skipped for dropouts.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tomli_w
 
 import fedmosaic
+from fedmosaic.experiments import outputs
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.runner import run_experiment
 
 SOURCE = {
     "name": "killed",
@@ -28,6 +33,12 @@ SOURCE = {
     "aggregation": {"rule": "median"},
     "runs": [{"name": "FedAvg", "method": "fedavg"}],
 }
+SKIPPED_SECURE_ROUND = SOURCE | {
+    "federation": {"rounds": 4, "audit": True, "failures": [{"round": 1, "clients": [0, 1]}]},
+    "aggregation": {"secure": True},
+}
+"""Secure aggregation, round 1 skipped (1 of 3 clients left, the threshold is 2): every kill comes after it."""
+SKIPPED_REASON = "secure aggregation: 1 of 3 sampled clients sent keys, fewer than the threshold 2"
 
 
 def _start(folder: Path, out: str, *resume: str) -> subprocess.Popen:
@@ -60,16 +71,22 @@ def _outcome(folder: Path) -> tuple[dict, dict[str, str]]:
     return results, {p.name: p.read_text() for p in sorted((folder / "messages").glob("*.jsonl"))}
 
 
-def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_results(tmp_path: Path) -> None:
-    # Prepare: the uninterrupted reference, its rounds timed from the first checkpoint.
-    (tmp_path / "exp.toml").write_text(tomli_w.dumps(SOURCE))
-    process = _start(tmp_path, "reference")
-    _until_first_checkpoint(process, tmp_path / "reference")
-    began = time.monotonic()
-    assert process.wait() == 0
-    duration = time.monotonic() - began
+@pytest.mark.parametrize(
+    ("source", "reasons", "trials"),
+    [(SOURCE, [""] * 8, 1), (SKIPPED_SECURE_ROUND, [SKIPPED_REASON, "", "", ""], 1)],
+    ids=["median", "secure-round-skipped"],
+)
+def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_results(
+    source: dict, reasons: list[str], trials: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: the uninterrupted reference, run in process (as the command line runs it, without its report)
+    monkeypatch.setattr(outputs, "write_report", lambda results, out_dir: None)
+    (tmp_path / "exp.toml").write_text(tomli_w.dumps(source))
+    history = run_experiment(load_config(source), tmp_path / "reference")["runs"][0]["history"]
+    assert [row["reason"] for row in history] == reasons
+    duration = sum(row["wall_time_s"] for row in history[1:])  # from the first checkpoint
     reference = _outcome(tmp_path / "reference")
-    delays = np.random.default_rng(11).uniform(0.0, duration, size=2)
+    delays = np.random.default_rng(11).uniform(0.0, duration, size=trials)
 
     for index, delay in enumerate(delays):
         # Execute: kill after the delay (wherever the rounds are), then resume to the end.
