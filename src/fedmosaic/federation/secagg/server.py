@@ -51,8 +51,9 @@ class SecureAggregation:
 
     The server learns, for each array the round averages, the weighted sum
     of the updates over the clients that uploaded it and their total weight,
-    and from those the weighted mean; it sees no client's update, nor which
-    arrays a client uploaded. Clients that drop out at any step, down to
+    and from those the weighted mean (for an array summed without weights,
+    its sum and the number of clients); it sees no client's update, nor
+    which arrays a client uploaded. Clients that drop out at any step, down to
     ``threshold`` of those sampled, leave the round to the others; with
     fewer, the round is skipped (:class:`~fedmosaic.federation.round.QuorumNotMet`)
     with the step and the counts as its reason.
