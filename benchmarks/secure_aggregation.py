@@ -3,7 +3,10 @@
 Two presets on the in-process engine with one worker (clients run in the
 calling process, so their CPU time can be told from the server's):
 
-* ``digits-fedavg``'s FedAvg run (10 clients, 30 rounds);
+* ``digits-fedavg``'s FedAvg run (10 clients, 30 rounds), and the same run
+  with SCAFFOLD (whose control variate changes are summed unweighted in the
+  same masked vector) and with FedMix (whose shared means stay in the
+  clear), each with its default parameters;
 * ``fcm-asia``'s F-CMs run (20 clients, 10 joining at round 10, 60 rounds),
   whose plain clients upload only the modules they trained and whose secure
   clients upload every module masked, with a weight per tensor.
@@ -33,8 +36,13 @@ from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.presets import preset_source
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
 
-PRESETS = {"digits-fedavg": "FedAvg", "fcm-asia": "F-CMs"}
-"""The preset and its run compared."""
+COMPARED = (
+    ("digits-fedavg", "FedAvg", None),
+    ("digits-fedavg", "FedAvg", ("SCAFFOLD", "scaffold")),
+    ("digits-fedavg", "FedAvg", ("FedMix", "fedmix")),
+    ("fcm-asia", "F-CMs", None),
+)
+"""The preset, its run compared, and the name and method that replace the run's (None: the run as it is)."""
 COMMAND = "python benchmarks/secure_aggregation.py --out docs/results/secure-aggregation.json --markdown docs/results/secure-aggregation.md"
 
 
@@ -62,15 +70,20 @@ def timed(client: Callable[..., ClientLogic]) -> Callable[..., ClientLogic]:
     return lambda *args: Timed(client(*args))
 
 
-def measure(preset: str, secure: bool, rounds: int | None, work: Path) -> dict[str, Any]:
-    """One run of ``preset``'s compared run, plain or secure."""
+def measure(
+    preset: str, run: str, replaced: tuple[str, str] | None, secure: bool, rounds: int | None, work: Path
+) -> dict[str, Any]:
+    """One run of ``preset``'s run ``run`` (renamed and with another method where ``replaced``), plain or secure."""
     source = copy.deepcopy(preset_source(preset))
-    source["runs"] = [r for r in source["runs"] if r["name"] == PRESETS[preset]]
+    swap = dict(zip(("name", "method"), replaced, strict=True)) if replaced else {}
+    source["runs"] = [r | swap for r in source["runs"] if r["name"] == run]
     source["federation"] = {**source.get("federation", {}), "workers": 1, **({"rounds": rounds} if rounds else {})}
     source["aggregation"] = {"secure": secure}
     Timed.spent = 0.0
     began, cpu = time.perf_counter(), time.process_time()
-    results = runner.run_experiment(load_config(source), work / f"{preset}-{secure}", overwrite=True)
+    results = runner.run_experiment(
+        load_config(source), work / f"{preset}-{source['runs'][0]['name']}-{secure}", overwrite=True
+    )
     total_cpu = time.process_time() - cpu
     entry = results["runs"][0]
     history = [row for row in entry["history"] if row["status"] == "ok"]
@@ -88,14 +101,14 @@ def measure(preset: str, secure: bool, rounds: int | None, work: Path) -> dict[s
     }
 
 
-def compare(preset: str, rounds: int | None, work: Path) -> dict[str, Any]:
-    """Plain and secure runs of ``preset`` side by side, with the largest accuracy difference in points."""
-    plain = measure(preset, False, rounds, work)
-    secure = measure(preset, True, rounds, work)
+def compare(preset: str, run: str, replaced: tuple[str, str] | None, rounds: int | None, work: Path) -> dict[str, Any]:
+    """Plain and secure runs side by side, with the largest accuracy difference in points."""
+    plain = measure(preset, run, replaced, False, rounds, work)
+    secure = measure(preset, run, replaced, True, rounds, work)
     gaps = [abs(secure["final"][k] - v) * 100 for k, v in plain["final"].items() if k in secure["final"]]
     return {
         "preset": preset,
-        "run": PRESETS[preset],
+        "run": replaced[0] if replaced else run,
         "plain": plain,
         "secure": secure,
         "max_accuracy_gap_points": max(gaps),
@@ -109,6 +122,9 @@ def markdown(document: dict[str, Any]) -> str:
         "",
         f"Produced by `{COMMAND}` (in-process engine, one worker, seed 0). "
         "Plain: each client uploads its arrays in the clear (F-CMs: only the modules it trained). "
+        "SCAFFOLD and FedMix are digits-fedavg's FedAvg run with their method and its default parameters: "
+        "SCAFFOLD's control variate changes go in the masked vector, summed unweighted; "
+        "FedMix's shared means stay in the clear in both. "
         "Secure: `aggregation.secure = true`, every sampled client uploads all averaged arrays as masked 64-bit "
         "integers plus one weight per tensor, after two key exchanges, and answers one unmasking request. "
         "Client CPU is the time inside the clients, summed over a round's clients (training included); "
@@ -133,7 +149,7 @@ def markdown(document: dict[str, Any]) -> str:
         up = row["secure"]["bytes_up_per_round"] / row["plain"]["bytes_up_per_round"]
         down = row["secure"]["bytes_down_per_round"] / row["plain"]["bytes_down_per_round"]
         lines.append("")
-        lines.append(f"{row['preset']}: secure uploads {up:.2f}x the plain bytes, downloads {down:.2f}x.")
+        lines.append(f"{row['preset']}, {row['run']}: secure uploads {up:.2f}x the plain bytes, downloads {down:.2f}x.")
     return "\n".join(lines) + "\n"
 
 
@@ -150,7 +166,7 @@ def main() -> None:
         document = {
             "machine": machine(),
             "command": COMMAND,
-            "results": [compare(preset, args.rounds, work) for preset in PRESETS],
+            "results": [compare(preset, run, replaced, args.rounds, work) for preset, run, replaced in COMPARED],
         }
     emit(document, args.out)
     if args.markdown is not None:
