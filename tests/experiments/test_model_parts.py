@@ -6,8 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedmosaic.errors import FedmosaicError
-from fedmosaic.experiments.model_parts import EXPORT_PART, PartWriter, export_parts
+from fedmosaic.experiments.model_parts import PartWriter, export_parts
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, InProcessGrid, Message
 from fedmosaic.models.export import ModelExport
 
@@ -35,13 +34,19 @@ def test_each_client_writes_its_part_under_its_root_and_replies_with_its_digest_
         assert written[name] == hashlib.sha256((folder / f"{name}.safetensors").read_bytes()).hexdigest()
 
 
-def test_other_messages_reach_the_wrapped_client_and_a_client_with_no_root_refuses_to_export() -> None:
+def test_other_messages_reach_the_wrapped_client_and_a_client_with_no_root_says_it_wrote_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     # Prepare
-    writer = PartWriter(_Party(), None)
-    context = ClientContext(0, 1, 0)
-    # Execute / Assert
-    assert writer.handle(Message(), ClientState(), context).kind == "echo"
-    with pytest.raises(
-        FedmosaicError, match='no folder to write its part of the model to \\(node config "state-dir"\\)'
-    ):
-        writer.handle(Message(kind=EXPORT_PART, config={"part": "party-1", "folder": "m"}), ClientState(), context)
+    grid = InProcessGrid(lambda client: PartWriter(_Party(), None), seed=0)
+    export = ModelExport("split-vfl", {}, {}, part="party-0", client_parts=("party-1",))
+    # Execute
+    echo = grid.send_and_receive({0: Message()}, 1, frozenset())
+    written = export_parts(grid, export, "model/00-run", rnd=2)
+    # Assert
+    assert echo[0].kind == "echo"
+    assert written == {}
+    assert (
+        'client 0 did not write its part of the model: no folder to write it to (node config "state-dir")'
+        in caplog.text
+    )

@@ -138,7 +138,7 @@ def _party_client(
     if label == ALIGNMENT:
         return AlignmentClient(ids)
     key = job_key(json.loads(str(header["experiment"])), 0, ALIGNMENT)
-    site = site_states(context)
+    site = site_states(context, header)
     alignment = load_state(context, key, str(context.run_id)) or (
         site.load_before(key, partition, 2) if site is not None else None
     )

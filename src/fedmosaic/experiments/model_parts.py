@@ -13,12 +13,14 @@ card records; the weights never travel. The root is where the client runs:
 - in process, the run's output folder, so the parts land beside the
   coordinator's card in the run's model folder;
 - on a Flower node, ``<state-dir>/<experiment>/`` (:func:`node_parts_root`),
-  the node's own disk: a node without a ``state-dir`` writes nothing and
-  its reply is an error, so its part is listed in the card as not written.
+  the node's own disk. A node without a ``state-dir`` (the virtual nodes
+  of Flower's simulation) writes nothing and says so; the coordinator logs
+  it, and the card lists that part without a digest.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,6 @@ from typing import Any
 import numpy as np
 from typing_extensions import override
 
-from fedmosaic.errors import FedmosaicError
 from fedmosaic.experiments.aggregation import secure_client
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.model_cards import slug
@@ -39,6 +40,10 @@ from fedmosaic.models.parts import write_part
 EXPORT_PART = "query.fedmosaic-export-part"
 """Kind of the message asking a client to write its part of the model."""
 PART, FOLDER, SHA256 = "part", "folder", "sha256"
+NOT_WRITTEN = "not-written"
+"""Config entry of a reply whose client wrote nothing: why."""
+
+log = logging.getLogger("fedmosaic.model-parts")
 
 
 class PartWriter(ClientLogic):
@@ -50,8 +55,8 @@ class PartWriter(ClientLogic):
         The method's client (its :meth:`~ClientLogic.exported_part` is the part).
     root : Path or None
         Where the client writes: the part goes to ``root / <message's folder>``.
-        None: it has nowhere to write, and an export message fails with a
-        one-line error.
+        None: it has nowhere to write, and says so in its reply (logged by
+        the coordinator; the card lists the part without a digest).
     details : mapping, default empty
         JSON-ready facts for the part card (the party's standardisation).
     """
@@ -66,9 +71,7 @@ class PartWriter(ClientLogic):
         if message.kind != EXPORT_PART:
             return self._logic.handle(message, state, context)
         if self._root is None:
-            raise FedmosaicError(
-                f'client {context.client_id} has no folder to write its part of the model to (node config "state-dir")'
-            )
+            return Message(kind=EXPORT_PART, config={NOT_WRITTEN: 'no folder to write it to (node config "state-dir")'})
         arrays = self._logic.exported_part(state)
         if arrays is None:
             return Message(kind=EXPORT_PART)
@@ -117,6 +120,9 @@ def export_parts(grid: Grid, export: ModelExport, folder: str, rnd: int) -> dict
     if not messages:
         return {}
     replies = grid.send_and_receive(messages, rnd, frozenset())
+    for client, reply in replies.items():
+        if NOT_WRITTEN in reply.config:
+            log.warning("client %d did not write its part of the model: %s", client, reply.config[NOT_WRITTEN])
     return {
         export.client_parts[client]: str(reply.config[SHA256])
         for client, reply in replies.items()
