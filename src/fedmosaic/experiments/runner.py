@@ -26,6 +26,7 @@ from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.table_vertical import Scale
 from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
+from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
@@ -188,9 +189,7 @@ def _run(
             server, built_clients = method.build(job.task, params)
             federated = run.setting == "federated"
             aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if federated else (None, None)
-            client_factory = partial(
-                _client, config, built_clients, out_dir, getattr(workload, "scales", ()), secure=federated
-            )
+            client_factory = partial(_client, config, built_clients, out_dir, _party_scales(workload), secure=federated)
             model = model_path(Path(), index, slug(run.name), job.label if len(jobs) > 1 else None)
             exported: list[tuple[ModelExport, dict[str, str]]] = []
             federate = partial(
@@ -199,7 +198,6 @@ def _run(
                 index=index,
                 job=job,
                 server=server,
-                client_factory=client_factory,
                 aggregator=aggregator,
                 privacy=privacy,
                 out_dir=out_dir,
@@ -250,7 +248,6 @@ def _federate(
     index: int,
     job: Job,
     server: ServerLogic,
-    client_factory: Callable[[int], ClientLogic],
     aggregator: Aggregator | None,
     privacy: PrivacyBudget | None,
     out_dir: Path,
@@ -306,6 +303,11 @@ def _client(
 ) -> ClientLogic:
     """Client ``client`` of a run in process (:func:`~fedmosaic.experiments.model_parts.run_client`): its part goes to ``out_dir``."""
     return run_client(config, factory(client), out_dir, party_details(scales, client), secure=secure)
+
+
+def _party_scales(workload: ClassificationWorkload | ConceptWorkload) -> Sequence[Scale | None]:
+    """Each party's standardisation on parties' own vertical tables (in process, all at hand); else none."""
+    return workload.scales if isinstance(workload, VerticalWorkload) else ()
 
 
 def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) -> Grid:
