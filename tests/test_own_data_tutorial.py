@@ -8,9 +8,11 @@ commands run in their own tests, which audit the table files each SuperNode open
 import json
 import os
 import shlex
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -206,3 +208,28 @@ def test_the_vertical_deployment_equals_the_in_process_run_and_each_party_opens_
     assert opened.get("node-0", set()) & tables == {"lab.csv"}, opened
     assert opened.get("node-1", set()) & tables == {"imaging.csv"}, opened
     assert opened.get("superlink", set()) & tables == {"clinic.csv"}, opened
+    # Assert: each passive party's node wrote its part on its own disk; joined, the parts predict the run's accuracy
+    from fedmosaic.experiments.config import load_config
+    from fedmosaic.experiments.presets import resolve_experiment
+    from fedmosaic.experiments.table_workload import prepare_tables_run
+    from fedmosaic.experiments.workloads import prepare_workload
+
+    model, joined = out / "model" / "00-plugvfl", Path("joined")
+    shutil.copytree(model, joined)
+    for node, part in ((0, "party-1"), (1, "party-2")):
+        written = out / "site-states" / f"node-{node}" / "clinic-lab-imaging" / "model" / "00-plugvfl"
+        assert sorted(p.name for p in written.iterdir()) == [f"{part}.json", f"{part}.safetensors"]
+        assert not (model / f"{part}.safetensors").exists()
+        for file in written.iterdir():
+            shutil.copy(file, joined)
+    run_command(
+        ["predict", "joined", "vertical/clinic.csv", "vertical/lab.csv", "vertical/imaging.csv", "--out", "p.csv"]
+    )
+    config = load_config(resolve_experiment("vertical/vertical.toml"))
+    test = prepare_tables_run(prepare_workload(config), config, None, {}).test_rows
+    predicted = pd.read_csv("p.csv").iloc[test]
+    labels = pd.read_csv("vertical/clinic.csv")["diagnosis"].to_numpy()[test]
+    accuracy = float(
+        (np.where(predicted["class=malignant"] > predicted["class=benign"], "malignant", "benign") == labels).mean()
+    )
+    assert accuracy == pytest.approx(deployed["runs"][0]["final"]["accuracy"], abs=1e-9)

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from safetensors.numpy import load_file
 
 import fedmosaic
 from fedmosaic.models.card import ModelFileError
+from fedmosaic.models.parts import write_arrays
 
 
 def copy_of(folder: Path, tmp_path: Path) -> Path:
@@ -102,6 +104,28 @@ def test_a_missing_part_names_who_keeps_it(vfl_run, tmp_path: Path) -> None:
     folder = copy_of(vfl_run.out / "model" / "00-false-vfl", tmp_path)
     (folder / "party-1.safetensors").unlink()
     with pytest.raises(ModelFileError, match=r"part 'party-1' is not here; passive party 1 \(client 0\) keeps it"):
+        fedmosaic.load_model(folder)
+
+
+def test_each_passive_party_writes_its_part_with_a_part_card_whose_digest_the_card_records(vfl_run) -> None:
+    folder = vfl_run.out / "model" / "00-false-vfl"
+    card = json.loads((folder / "card.json").read_text())
+    part = json.loads((folder / "party-1.json").read_text())
+    assert part["part"] == "party-1"
+    assert part["model"] == "model/00-false-vfl"
+    assert part["sha256"] == card["parts"]["party-1"]["sha256"]
+    assert "sha256" not in card["parts"]["party-0"]  # the coordinator's own part
+
+
+def test_a_part_of_another_run_is_refused_by_its_digest(vfl_run, tmp_path: Path) -> None:
+    # Prepare: party 1's file replaced by other weights of the same shapes
+    folder = copy_of(vfl_run.out / "model" / "00-false-vfl", tmp_path)
+    arrays = load_file(folder / "party-1.safetensors")
+    write_arrays(folder / "party-1.safetensors", "party-1", {k: v + 1 for k, v in arrays.items()})
+    # Execute / Assert
+    with pytest.raises(
+        ModelFileError, match=r"party-1.safetensors: not the part 'party-1' this model was trained with"
+    ):
         fedmosaic.load_model(folder)
 
 

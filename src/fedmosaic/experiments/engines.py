@@ -11,6 +11,9 @@ logic from the job header every message carries.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +69,19 @@ class SimulationEngine(Engine):
     cpus_per_client: float = 1.0
     gpus_per_client: float = 0.0
     init_args: dict[str, Any] = field(default_factory=dict)
+    _states: str | None = field(default=None, init=False, repr=False)
+
+    def _state_dir(self) -> str:
+        """A folder of this machine where the virtual nodes keep their client states from one job to the next.
+
+        Each job is a simulation of its own, whose nodes start with an empty
+        ``context.state``: a vertical task's passive parties find there the
+        row alignment its alignment job left. Removed with the engine.
+        """
+        if self._states is None:
+            self._states = tempfile.mkdtemp(prefix="fedmosaic-simulation-")
+            weakref.finalize(self, shutil.rmtree, self._states, ignore_errors=True)
+        return self._states
 
     @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
@@ -75,13 +91,15 @@ class SimulationEngine(Engine):
 
         from fedmosaic.experiments.flower_client import client_app
         from fedmosaic.federation.flower.grid import FlowerGrid
+        from fedmosaic.federation.flower.site_state import STATE_DIR
 
         history: list[RoundRecord] = []
         server_app = ServerApp()
+        header = job.header() | {STATE_DIR: self._state_dir()}
 
         @server_app.main()
         def main(grid: FlowerGridApi, context: Any) -> None:
-            history.extend(federate(FlowerGrid(grid, job.header(), timeout_s=job.reply_timeout_s)))
+            history.extend(federate(FlowerGrid(grid, header, timeout_s=job.reply_timeout_s)))
 
         init_args: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, **self.init_args}
         if self.ray_address is not None:

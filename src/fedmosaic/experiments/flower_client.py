@@ -9,7 +9,8 @@ sites' own tables (``[tables]``) it reads only its own site's table: the
 ``data-file`` node config (and ``graph-file``, its graph belief), else, in a
 simulation, the experiment's file of its partition. A passive party of a vertical task
 reads its own table the same way and serves the rows its row alignment
-left in its client state.
+left in its client state; asked after training, it writes its part of the
+model under its ``state-dir`` (:mod:`fedmosaic.experiments.model_parts`).
 Client state lives in Flower's ``context.state``; what is kept in the
 process is a cache of prepared data and of built client logics (keyed by
 job, partition and node config), both deterministic: a process that handles
@@ -25,6 +26,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterator
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from flwr.app import Context
@@ -33,16 +35,18 @@ from flwr.clientapp import ClientApp
 
 from fedmosaic.devices import computing_on
 from fedmosaic.errors import FedmosaicError
-from fedmosaic.experiments.aggregation import secure_client
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, load_config, method_params
 from fedmosaic.experiments.inprocess_engine import job_key
+from fedmosaic.experiments.model_parts import node_parts_root, run_client
+from fedmosaic.experiments.table_cards import scale_entry
 from fedmosaic.experiments.table_vertical import ALIGNMENT, node_block, node_data, read_party
 from fedmosaic.experiments.table_workload import NODE_FILE, SCALING, TableWorkload, node_workload
 from fedmosaic.experiments.vertical_workload import TEST_ROWS, VerticalWorkload
 from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
 from fedmosaic.federation.flower.client import handle_flower_message, load_state, site_states
+from fedmosaic.federation.flower.site_state import STATE_DIR
 from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.tables.alignment import AlignmentClient
@@ -107,10 +111,10 @@ def build_client_logic(header: dict[str, ConfigValue], partition: int, context: 
         tables = node_workload(config, partition, context.node_config, header)
         if label == SCALING:
             return ScalingClient(tables.features(partition))
-        return _method_client(config, run_index, label, tables, partition)
+        return _method_client(config, run_index, label, tables, partition, context)
     node_dir = context.node_config.get("data-dir", header.get("data-dir"))
     data_dir = None if node_dir is None else str(node_dir)
-    return _method_client(config, run_index, label, _workload(experiment, data_dir), partition)
+    return _method_client(config, run_index, label, _workload(experiment, data_dir), partition, context)
 
 
 def _party_client(
@@ -134,15 +138,16 @@ def _party_client(
     if label == ALIGNMENT:
         return AlignmentClient(ids)
     key = job_key(json.loads(str(header["experiment"])), 0, ALIGNMENT)
-    site = site_states(context)
+    site = site_states(context, header)
     alignment = load_state(context, key, str(context.run_id)) or (
         site.load_before(key, partition, 2) if site is not None else None
     )
     if alignment is None or "rows" not in alignment.arrays:
         raise FedmosaicError(f"passive party {party}: this node holds no row alignment of the experiment")
     test = np.asarray(header[TEST_ROWS], dtype=np.int64)
-    workload = VerticalWorkload(node_data(tables, party, node_block(x, alignment)[0], test))
-    return _method_client(config, run_index, label, workload, partition)
+    block, scale = node_block(x, alignment)
+    workload = VerticalWorkload(node_data(tables, party, block, test))
+    return _method_client(config, run_index, label, workload, partition, context, {"standardise": scale_entry(scale)})
 
 
 def _method_client(
@@ -151,13 +156,17 @@ def _method_client(
     label: str,
     workload: ClassificationWorkload | ConceptWorkload | TableWorkload | VerticalWorkload,
     partition: int,
+    context: Context,
+    details: dict[str, Any] | None = None,
 ) -> ClientLogic:
+    """The run's client of ``partition``; it writes its part of the model under the node's ``state-dir`` when asked."""
     run = config.runs[run_index]
     jobs = workload.jobs(run.setting, config)
     job = next(j for j in jobs if j.label == label)
     _, factory = get_method(run.method).build(job.task, method_params(config, run_index))
+    root = node_parts_root(context.node_config.get(STATE_DIR), config.name)
     secure = run.setting == "federated"
-    return _Configured(lambda: secure_client(config, factory(partition)) if secure else factory(partition), config)
+    return _Configured(lambda: run_client(config, factory(partition), root, details or {}, secure=secure), config)
 
 
 @lru_cache(maxsize=2)

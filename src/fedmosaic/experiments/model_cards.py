@@ -9,8 +9,9 @@ metrics, the configuration and the seed.
 
 from __future__ import annotations
 
+import re
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,12 @@ from fedmosaic.experiments.table_cards import (
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.experiments.workloads import ConceptWorkload
-from fedmosaic.federation import ClientLogic, Grid
 from fedmosaic.models.card import CARD_FORMAT
 from fedmosaic.models.export import ModelExport
-from fedmosaic.models.files import EXAMPLES, SUFFIX, write_model
+from fedmosaic.models.files import EXAMPLES, write_model
 from fedmosaic.models.inputs import input_schema
 from fedmosaic.models.loader import MODEL_DIR
+from fedmosaic.models.parts import SUFFIX
 
 Workload = ClassificationWorkload | ConceptWorkload | VerticalWorkload | TableWorkload
 EXAMPLE_ROWS = 5
@@ -68,37 +69,34 @@ SCALING: dict[str, str] = {
 """How each dataset's features were scaled in training."""
 
 
+def slug(name: str) -> str:
+    """A name as a folder name: lower case, runs of other characters as one ``-``.
+
+    Examples
+    --------
+    >>> slug("FALSE-VFL (paper)"), slug("!")
+    ('false-vfl-paper', 'run')
+    """
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "run"
+
+
 def model_path(out_dir: Path, run_index: int, run_slug: str, job_label: str | None) -> Path:
     """The model folder of a run's job (``job_label`` None: the run has one job)."""
     folder = out_dir / MODEL_DIR / f"{run_index:02d}-{run_slug}"
     return folder if job_label is None else folder / job_label
 
 
-def client_parts(
-    export: ModelExport, grid: Grid, client_factory: Callable[[int], ClientLogic]
-) -> dict[str, dict[str, np.ndarray]]:
-    """The parts the clients keep, read from the states the grid holds (none on Flower, where each party keeps its own)."""
-    if not export.client_parts:
-        return {}
-    parts = {}
-    for client, state in grid.client_states().items():
-        arrays = client_factory(client).exported_part(state)
-        if arrays is not None:
-            parts[export.client_parts[client]] = arrays
-    return parts
-
-
 def write_job_model(
     folder: Path,
     export: ModelExport,
-    parts: Mapping[str, Mapping[str, np.ndarray]],
+    written: Mapping[str, str],
     *,
     config: ExperimentConfig,
     workload: Workload,
     run: dict[str, Any],
     metrics: dict[str, float],
 ) -> None:
-    """Write the model of one job: its parts and its card.
+    """Write the model of one job: the server's part and the card (the clients write theirs).
 
     Parameters
     ----------
@@ -106,8 +104,10 @@ def write_job_model(
         The model folder (:func:`model_path`).
     export : ModelExport
         What the method's server exported.
-    parts : mapping
-        The clients' parts (:func:`client_parts`).
+    written : mapping of str to str
+        The SHA-256 of each part a client wrote itself, by part name
+        (:func:`~fedmosaic.experiments.model_parts.export_parts`); the card
+        records it, so that a part gathered from its party is checked.
     config : ExperimentConfig
         The experiment.
     workload : Workload
@@ -135,7 +135,10 @@ def write_job_model(
         "setting": run["setting"],
         "params": run["params"],
         "architecture": export.architecture,
-        "parts": {name: {"file": name + SUFFIX, "holder": holder} for name, holder in holders.items()},
+        "parts": {
+            name: {"file": name + SUFFIX, "holder": holder} | ({"sha256": written[name]} if name in written else {})
+            for name, holder in holders.items()
+        },
         **describe_data(config, workload, export.architecture.get("graph", {}).get("nodes")),
         "examples": EXAMPLES,
         **export.details,
@@ -144,7 +147,7 @@ def write_job_model(
         "device": str(compute_device()),
         "config": config.document(),
     }
-    write_model(folder, card, {export.part: export.arrays, **parts}, evaluation_inputs(workload)[:EXAMPLE_ROWS])
+    write_model(folder, card, {export.part: export.arrays}, evaluation_inputs(workload)[:EXAMPLE_ROWS])
 
 
 def _family(export: ModelExport) -> str:

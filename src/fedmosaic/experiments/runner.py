@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 import base64
-import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fedmosaic import __version__
 from fedmosaic.devices import computing_on, resolve_device
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.aggregation import build_aggregation, build_secure, secure_client
+from fedmosaic.experiments.aggregation import build_aggregation, build_secure
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params, result_fingerprint
 from fedmosaic.experiments.engines import Engine, InProcessEngine, JobSpec, SimulationEngine, gpus_per_client
 from fedmosaic.experiments.grid import run_grid
 from fedmosaic.experiments.job import Job
 from fedmosaic.experiments.jobs import combine
-from fedmosaic.experiments.model_cards import client_parts, model_path, write_job_model
+from fedmosaic.experiments.model_cards import model_path, slug, write_job_model
+from fedmosaic.experiments.model_parts import export_parts, party_details, run_client
 from fedmosaic.experiments.outputs import CHECKPOINTS, claim_out_dir, finish_run, summary_rows
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
+from fedmosaic.experiments.table_vertical import Scale
 from fedmosaic.experiments.table_workload import job_header, prepare_tables_run
+from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, Grid, HostileGrid, ReplyLimits, RoundRecord, hostile_clients
 from fedmosaic.federation.audit import MessageLog
@@ -189,21 +189,22 @@ def _run(
             server, built_clients = method.build(job.task, params)
             federated = run.setting == "federated"
             aggregator, privacy = build_aggregation(config, job.schedule.num_clients) if federated else (None, None)
-            client_factory = partial(_client, config, built_clients) if federated else built_clients
-            exported: list[tuple[ModelExport, dict[str, dict[str, np.ndarray]]]] = []
+            client_factory = partial(_client, config, built_clients, out_dir, _party_scales(workload), secure=federated)
+            model = model_path(Path(), index, slug(run.name), job.label if len(jobs) > 1 else None)
+            exported: list[tuple[ModelExport, dict[str, str]]] = []
             federate = partial(
                 _federate,
                 config=config,
                 index=index,
                 job=job,
                 server=server,
-                client_factory=client_factory,
                 aggregator=aggregator,
                 privacy=privacy,
                 out_dir=out_dir,
                 document=document,
                 resume=resume,
                 progress=progress,
+                model=model,
                 exported=exported,
             )
 
@@ -221,10 +222,11 @@ def _run(
             federated_engine = engine if engine is not None and run.setting == "federated" else None
             histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))
             artifacts.append(server.artifacts())
-            for export, parts in exported:
-                folder = model_path(out_dir, index, _slug(run.name), job.label if len(jobs) > 1 else None)
+            for export, written in exported:
                 metrics = _final_metrics([record.to_dict() for record in histories[-1]])
-                write_job_model(folder, export, parts, config=config, workload=workload, run=run_info, metrics=metrics)
+                write_job_model(
+                    out_dir / model, export, written, config=config, workload=workload, run=run_info, metrics=metrics
+                )
         progress.finish_run(run.name)
         history = combine(run.setting, histories, jobs[0].pooled_bytes)
         return {
@@ -246,16 +248,21 @@ def _federate(
     index: int,
     job: Job,
     server: ServerLogic,
-    client_factory: Callable[[int], ClientLogic],
     aggregator: Aggregator | None,
     privacy: PrivacyBudget | None,
     out_dir: Path,
     document: dict[str, Any],
     resume: bool,
     progress: ProgressSink,
-    exported: list[tuple[ModelExport, dict[str, dict[str, np.ndarray]]]],
+    model: Path,
+    exported: list[tuple[ModelExport, dict[str, str]]],
 ) -> list[RoundRecord]:
-    """Run ``job`` of run ``index`` on an engine's ``grid``; the model it exports is appended to ``exported``."""
+    """Run ``job`` of run ``index`` on an engine's ``grid``; the model it exports is appended to ``exported``.
+
+    The clients that keep parts of it write them into their ``model``
+    folder (:func:`~fedmosaic.experiments.model_parts.export_parts`); with
+    the model goes the SHA-256 of each part written.
+    """
     run = config.runs[index]
     federation = Federation(
         server,
@@ -264,7 +271,7 @@ def _federate(
         seed=config.seed,
         rounds=config.federation.rounds,
         evaluate_every=config.federation.evaluate_every,
-        checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{_slug(run.name)}" / f"{job.label}.npz",
+        checkpoint=out_dir / CHECKPOINTS / f"{index:02d}-{slug(run.name)}" / f"{job.label}.npz",
         fingerprint=fingerprint([result_fingerprint(document), index, job.label]),
         limits=ReplyLimits(config.federation.max_reply_bytes, config.federation.max_examples),
         retries=config.federation.retries,
@@ -272,7 +279,7 @@ def _federate(
         privacy=privacy,
         secure=build_secure(config) if run.setting == "federated" else None,
         observer=(
-            MessageLog(out_dir / MESSAGES / f"{index:02d}-{_slug(run.name)}-{job.label}.jsonl")
+            MessageLog(out_dir / MESSAGES / f"{index:02d}-{slug(run.name)}-{job.label}.jsonl")
             if config.federation.audit
             else None
         ),
@@ -280,13 +287,27 @@ def _federate(
     history = federation.run(resume=resume, on_round=partial(progress.advance, run.name))
     export = server.exported_model()
     if export is not None:
-        exported.append((export, client_parts(export, grid, client_factory)))
+        written = export_parts(grid, export, model.as_posix(), config.federation.rounds + 1)
+        exported.append((export, written))
     return history
 
 
-def _client(config: ExperimentConfig, factory: Callable[[int], ClientLogic], client: int) -> ClientLogic:
-    """Client ``client`` of a federated run, taking part in secure aggregation when it is on."""
-    return secure_client(config, factory(client))
+def _client(
+    config: ExperimentConfig,
+    factory: Callable[[int], ClientLogic],
+    out_dir: Path,
+    scales: Sequence[Scale | None],
+    client: int,
+    *,
+    secure: bool,
+) -> ClientLogic:
+    """Client ``client`` of a run in process (:func:`~fedmosaic.experiments.model_parts.run_client`): its part goes to ``out_dir``."""
+    return run_client(config, factory(client), out_dir, party_details(scales, client), secure=secure)
+
+
+def _party_scales(workload: ClassificationWorkload | ConceptWorkload) -> Sequence[Scale | None]:
+    """Each party's standardisation on parties' own vertical tables (in process, all at hand); else none."""
+    return workload.scales if isinstance(workload, VerticalWorkload) else ()
 
 
 def _grid(config: ExperimentConfig, setting: str, num_clients: int, grid: Grid) -> Grid:
@@ -345,7 +366,3 @@ def _final_metrics(history: list[dict[str, Any]]) -> dict[str, float]:
         if row["metrics"]:
             return dict(row["metrics"])
     return {}
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "run"

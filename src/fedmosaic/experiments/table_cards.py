@@ -40,8 +40,8 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
     }
 
 
-VERTICAL_SCALING = "each party's columns standardised by that party (the active party over all its rows, a passive party over the rows it serves; the statistics stay with it)"
-"""The card's description of a vertical table model's inputs, where a party's statistics are not at hand."""
+VERTICAL_PARTS = "raw values of each party's columns; the model standardises them with that party's mean and standard deviation, the active party's in this card (inputs.party_standardise), each passive party's in its part card (<part>.json), which comes with its part"
+"""The card's description of a vertical table model's inputs on a deployment, where the passive parties' statistics stay with their parts."""
 VERTICAL_RAW = "raw values of each party's columns; the model standardises them with that party's mean and standard deviation (the active party's over all its rows, a passive party's over the rows it served)"
 """The card's description of a vertical table model's inputs, where every party's statistics are at hand (in process)."""
 
@@ -49,8 +49,12 @@ VERTICAL_RAW = "raw values of each party's columns; the model standardises them 
 def describe_vertical_tables(tables: TablesSection, scales: Sequence[Scale | None]) -> dict[str, Any]:
     """The card's ``inputs`` (the parties' columns, party by party, and the ID column) and ``classes`` of a vertical table task.
 
-    With every party's standardisation at hand (``scales``), the model reads
-    raw columns and standardises them itself.
+    With every party's standardisation at hand (``scales``, in process), the
+    model reads raw columns and standardises them itself. On a deployment
+    the passive parties' stay with them: ``inputs.party_standardise`` holds
+    the active party's and null for the others, whose part cards hold
+    theirs (:func:`fedmosaic.models.parts.with_party_scales` joins them once
+    the parts are gathered).
     """
     columns = [column for party in tables.parties for column in party.features]
     known = [scale for scale in scales if scale is not None]
@@ -58,15 +62,28 @@ def describe_vertical_tables(tables: TablesSection, scales: Sequence[Scale | Non
     schema = input_schema(
         columns,
         (len(columns),),
-        VERTICAL_RAW if raw else VERTICAL_SCALING,
+        VERTICAL_RAW if raw else VERTICAL_PARTS,
         missing="NaN in every column of a party: that party does not hold the row",
         standardise=(
             ([float(v) for m, _ in known for v in m], [float(v) for _, s in known for v in s]) if raw else None
         ),
     )
+    if not raw:
+        schema["party_standardise"] = [None if scale is None else scale_entry(scale) for scale in scales]
     schema["parties"] = [list(party.features) for party in tables.parties]
     schema["id"] = tables.id
     return {"inputs": schema, "classes": list(tables.classes)}
+
+
+def scale_entry(scale: Scale) -> dict[str, list[float]]:
+    """A party's standardisation as a card writes it.
+
+    Examples
+    --------
+    >>> scale_entry((np.array([1.0]), np.array([2.0])))
+    {'mean': [1.0], 'std': [2.0]}
+    """
+    return {"mean": [float(v) for v in scale[0]], "std": [float(v) for v in scale[1]]}
 
 
 def raw_vertical_inputs(blocks: Sequence[np.ndarray], scales: Sequence[Scale | None]) -> np.ndarray:

@@ -55,12 +55,7 @@ def read_card(folder: Path) -> dict[str, Any]:
         raise ModelFileError(
             f"{folder}: no model here (expected {CARD_FILE}; a run writes its models under <run>/model/)"
         )
-    try:
-        card = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ModelFileError(f"{path}: not a readable model card ({error})") from None
-    if not isinstance(card, dict):
-        raise ModelFileError(f"{path}: a model card must be a JSON object")
+    card = read_json_object(path, "model card")
     missing = [name for name in REQUIRED if name not in card]
     if missing:
         raise ModelFileError(f"{path}: model card lacks {', '.join(missing)}")
@@ -80,6 +75,23 @@ def read_card(folder: Path) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ModelFileError(f"{path}: the card's fields disagree: {error}") from None
     return card
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in ``path``, a ``what`` (``"model card"``).
+
+    Raises
+    ------
+    ModelFileError
+        If the file cannot be read, is not JSON, or holds no JSON object.
+    """
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFileError(f"{path}: not a readable {what} ({error})") from None
+    if not isinstance(document, dict):
+        raise ModelFileError(f"{path}: a {what} must be a JSON object")
+    return document
 
 
 def _check_agreement(card: dict[str, Any]) -> None:

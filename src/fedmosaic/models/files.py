@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -9,12 +10,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from safetensors import SafetensorError
-from safetensors.numpy import load_file, save
+from safetensors.numpy import load
 
 from fedmosaic.atomic import atomic_write_bytes, write_json
 from fedmosaic.models.card import CARD_FILE, ModelFileError
+from fedmosaic.models.parts import PART_CARD_SUFFIX, write_arrays
 
-SUFFIX = ".safetensors"
 EXAMPLES = "examples.csv"
 """A few test rows written beside the weights, with the card's column names: inputs to try the model on."""
 
@@ -32,13 +33,13 @@ def write_model(
         The model card; its ``parts`` names every part with its ``file``.
     parts : mapping of str to mapping of str to numpy.ndarray
         The parts at hand, by name; a part of the card that is missing here
-        (held by a party that writes its own) is listed but not written.
+        (held by a party that writes its own, :mod:`fedmosaic.models.parts`)
+        is listed but not written.
     examples : numpy.ndarray
         A few input rows, flat, in the order of the card's ``inputs.columns``.
     """
     for name, arrays in parts.items():
-        payload = save({key: np.ascontiguousarray(value) for key, value in arrays.items()}, metadata={"part": name})
-        atomic_write_bytes(folder / card["parts"][name]["file"], payload)
+        write_arrays(folder / card["parts"][name]["file"], name, arrays)
     table = pd.DataFrame(examples, columns=card["inputs"]["columns"]).to_csv(index=False).encode()
     atomic_write_bytes(folder / EXAMPLES, table)
     write_json(folder / CARD_FILE, card)
@@ -51,7 +52,8 @@ def read_part(folder: Path, card: dict[str, Any], name: str) -> tuple[dict[str, 
     ------
     ModelFileError
         If the card has no such part, names a file outside ``folder``, or the
-        file is missing, unreadable or holds a value that is not finite.
+        file is missing, unreadable, not the file the card's SHA-256 names (a
+        part of another run) or holds a value that is not finite.
     """
     entry = card["parts"].get(name)
     if not isinstance(entry, dict) or "file" not in entry:
@@ -63,11 +65,18 @@ def read_part(folder: Path, card: dict[str, Any], name: str) -> tuple[dict[str, 
         )
     if not path.is_file():
         holder = entry.get("holder", "its holder")
-        raise ModelFileError(f"{path}: part {name!r} is not here; {holder} keeps it: copy its file into {folder}")
+        raise ModelFileError(
+            f"{path}: part {name!r} is not here; {holder} keeps it: copy its {path.name} and {name}{PART_CARD_SUFFIX} into {folder}"
+        )
     try:
-        arrays = load_file(path)
+        payload = path.read_bytes()
+        arrays = load(payload)
     except (SafetensorError, OSError, ValueError) as error:
         raise ModelFileError(f"{path}: not a readable safetensors file ({error})") from None
+    if "sha256" in entry and hashlib.sha256(payload).hexdigest() != entry["sha256"]:
+        raise ModelFileError(
+            f"{path}: not the part {name!r} this model was trained with (its SHA-256 differs from the card's): copy the file its party wrote for this run"
+        )
     for key, array in arrays.items():
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ModelFileError(f"{path}: tensor {key!r} holds values that are not finite (NaN or infinity)")

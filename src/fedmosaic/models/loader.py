@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fedmosaic.models.card import CARD_FILE, ModelFileError, read_card
 from fedmosaic.models.loaded import ClassifierModel, ConceptModelFile, LoadedModel
+from fedmosaic.models.parts import with_party_scales
 from fedmosaic.models.vertical import FalseVFLModel, SplitVFLModel
 
 MODEL_DIR = "model"
@@ -28,7 +29,9 @@ def load_model(path: str | Path) -> LoadedModel:
     ----------
     path : str or Path
         A model folder (it holds ``card.json``), or a folder holding exactly
-        one, such as a run's output folder or its ``model/``.
+        one, such as a run's output folder or its ``model/``. A vertical
+        model's parties' parts are read from it: on a deployment each party
+        writes its own (:mod:`fedmosaic.models.parts`), and they are copied here.
 
     Returns
     -------
@@ -42,7 +45,7 @@ def load_model(path: str | Path) -> LoadedModel:
         If ``path`` holds no model or several, or the model cannot be read.
     """
     folder = model_folder(Path(path))
-    card = read_card(folder)
+    card = with_party_scales(folder, read_card(folder))
     kind = card["kind"]
     if kind not in KINDS:
         raise ModelFileError(

@@ -127,3 +127,23 @@ def test_a_message_for_another_partition_is_refused(fake_flower_grid, toy_client
 def test_a_node_without_a_partition_id_is_told_how_to_set_it() -> None:
     with pytest.raises(FedmosaicError, match="partition-id"):
         partition_of(_context({}))
+
+
+def test_a_simulated_node_without_node_config_keeps_its_states_in_the_folder_the_header_names(
+    fake_flower_grid, toy_client, tmp_path: Path
+) -> None:
+    """Flower's simulation runs each job afresh (an empty context.state); the next job's node continues from the disk."""
+    # Prepare
+    header = {"seed": 0, "client": 0, "job": "0/federated", "state-dir": str(tmp_path / "simulation")}
+
+    def logic(header, partition, context):
+        return toy_client(partition)
+
+    model = Message(arrays={"w": np.zeros(3)})
+    handle_flower_message(_to_node(model, header | {"round": 1}), _context({"partition-id": 0}, 1), logic)
+
+    # Execute
+    reply = handle_flower_message(_to_node(model, header | {"round": 2}), _context({"partition-id": 0}, 2), logic)
+
+    # Assert
+    assert from_record_dict(reply.content)[0].config["handled"] == 2

@@ -5,14 +5,15 @@ nothing is kept in module globals: the client's :class:`ClientState` lives in
 Flower's ``context.state`` (one pair of records per job, marked with the
 Flower run that wrote them), and the caller's ``logic_for`` gives the client
 logic for each message. A node with a ``state-dir`` node config also keeps
-each state on its disk (:mod:`fedmosaic.federation.flower.site_state`), and a
+each state on its disk (:mod:`fedmosaic.federation.flower.site_state`; on
+Flower's simulation, the folder the header names), and a
 run that finds no state of its own in ``context.state`` (a restarted
 SuperNode, a resumed run) continues from there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import cast
 
@@ -77,7 +78,7 @@ def handle_flower_message(message: FlowerMessage, context: Context, logic_for: L
     rnd = as_int(header["round"])
     key = str(header["job"])
     run = str(context.run_id)
-    site = site_states(context)
+    site = site_states(context, header)
     state = load_state(context, key, run)
     if state is None:  # this run's first message here: continue from the site's disk, if it keeps states
         state = (site.load_before(key, partition, rnd) if site is not None else None) or ClientState()
@@ -90,9 +91,14 @@ def handle_flower_message(message: FlowerMessage, context: Context, logic_for: L
     return FlowerMessage(to_record_dict(reply), reply_to=message)
 
 
-def site_states(context: Context) -> SiteStates | None:
-    """The client states the node keeps on its disk (its ``state-dir`` node config), if it keeps them."""
-    folder = context.node_config.get(STATE_DIR)
+def site_states(context: Context, header: Mapping[str, ConfigValue]) -> SiteStates | None:
+    """The client states the node keeps on its disk, if it keeps them.
+
+    In its ``state-dir`` node config, else in the message header's
+    ``state-dir`` (Flower's simulation, whose virtual nodes have no node
+    config of their own and share the machine).
+    """
+    folder = context.node_config.get(STATE_DIR) or header.get(STATE_DIR)
     return None if folder in (None, "") else SiteStates(Path(str(folder)))
 
 
