@@ -179,17 +179,15 @@ class _StackedParameters:
         self.names = list(names)
         self.shapes = [first[name].shape for name in names]
         self.sizes = [first[name].numel() for name in names]
-        rows = []
+        rows, trainable = [], []
         for model in self.models:
             own = dict(model.named_parameters())
             if [tuple(own[n].shape) for n in names] != [tuple(s) for s in self.shapes]:
                 raise ValueError("clients trained together need models of the same parameters")
             rows.append(torch.cat([own[name].detach().reshape(-1) for name in names]))
+            trainable.append([own[name].requires_grad for name in names])
         self.flat = torch.stack(rows).requires_grad_()
-        self.trainable = torch.tensor(
-            [[dict(model.named_parameters())[name].requires_grad for name in names] for model in self.models],
-            device=self.flat.device,
-        )
+        self.trainable = torch.tensor(trainable, device=self.flat.device)
 
     def views(self) -> dict[str, Tensor]:
         """Each parameter of every client, ``(clients, *shape)``, named as :class:`_Losses` names it."""
@@ -243,10 +241,10 @@ class _StackedAdam:
         """One Adam step of the clients marked ``active`` (clients,) from the stacked gradient."""
         stepping = self.stacked.trainable & active.unsqueeze(1)
         self.steps += stepping
-        where = stepping[:, self.owner]
+        where = stepping.index_select(1, self.owner)
         steps = self.steps.clamp(min=1)
-        step_size = (self.lr / (1 - self.beta1**steps)).to(grad.dtype)[:, self.owner]
-        correction = ((1 - self.beta2**steps) ** 0.5).to(grad.dtype)[:, self.owner]
+        step_size = (self.lr / (1 - self.beta1**steps)).to(grad.dtype).index_select(1, self.owner)
+        correction = ((1 - self.beta2**steps) ** 0.5).to(grad.dtype).index_select(1, self.owner)
         with torch.no_grad():
             parameters = self.stacked.flat
             if self.weight_decay != 0:
