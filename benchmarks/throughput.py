@@ -14,7 +14,7 @@ fills a scratch cache first, in a process of its own whose wall and CPU seconds 
 
 Usage::
 
-    python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE]
+    python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE [--update]]
     python benchmarks/throughput.py --table FILE    # a written result as the Markdown table of docs/performance.md
 """
 
@@ -173,6 +173,9 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--table", type=Path, default=None, help="print this result file as a Markdown table")
+    parser.add_argument(
+        "--update", action="store_true", help="with --out: replace only the measured workloads' rows of that file"
+    )
     args = parser.parse_args()
     if args.table is not None:
         print(markdown_table(json.loads(args.table.read_text())))
@@ -198,6 +201,11 @@ def main() -> None:
                 )
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+    if args.update and args.out is not None and args.out.exists():
+        measured = {row["workload"] for row in rows}
+        kept = [row for row in json.loads(args.out.read_text())["workloads"] if row["workload"] not in measured]
+        order = [w.name for w in WORKLOADS]
+        rows = sorted(kept + rows, key=lambda row: order.index(row["workload"]))
     emit({"benchmark": "throughput", "baseline": args.baseline, "workloads": rows, "machine": machine()}, args.out)
 
 

@@ -1,5 +1,7 @@
 """ClientHost: builds clients on use, keeps a bounded number built, keeps every state."""
 
+from typing import ClassVar
+
 import numpy as np
 
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
@@ -47,3 +49,29 @@ def test_states_past_the_memory_budget_go_to_disk_without_changing_results() -> 
     assert _run(host) == _run(ClientHost(lambda c: Accumulator(), seed=0))
     assert host.states.spilled == [0, 1]
     host.close()
+
+
+class BatchedAccumulator(Accumulator):
+    """An accumulator that declares its messages batchable and records the groups it is handed."""
+
+    groups: ClassVar[list[list[int]]] = []
+
+    def batch_key(self, message: Message) -> str:
+        return "add"
+
+    @classmethod
+    def handle_many(cls, jobs):  # type: ignore[no-untyped-def]
+        cls.groups.append([job.context.client_id for job in jobs])
+        return super().handle_many(jobs)
+
+
+def test_batchable_messages_are_handled_together_at_most_cache_clients_at_a_time() -> None:
+    # Prepare
+    BatchedAccumulator.groups = []
+
+    # Execute
+    batched = _run(ClientHost(lambda c: BatchedAccumulator(), seed=0, cache=3), rounds=2)
+
+    # Assert
+    assert batched == _run(ClientHost(lambda c: Accumulator(), seed=0), rounds=2)
+    assert BatchedAccumulator.groups == [[0, 1, 2], [0, 1, 2]]  # client 3 alone each round: handled by handle

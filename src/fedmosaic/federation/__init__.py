@@ -9,7 +9,7 @@ from fedmosaic.federation.federation import Federation
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.hostile import ATTACKS, HostileGrid, hostile_clients
 from fedmosaic.federation.inprocess import InProcessGrid
-from fedmosaic.federation.logic import ClientContext, ClientLogic, ServerLogic
+from fedmosaic.federation.logic import ClientContext, ClientJob, ClientLogic, ServerLogic
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.record import RoundRecord
 from fedmosaic.federation.round import QuorumNotMet, RoundContext
@@ -22,6 +22,7 @@ __all__ = [
     "ATTACKS",
     "ArraySpec",
     "ClientContext",
+    "ClientJob",
     "ClientLogic",
     "ClientState",
     "Federation",

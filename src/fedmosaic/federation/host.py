@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 
-from fedmosaic.federation.logic import ClientContext, ClientLogic
+from fedmosaic.federation.logic import ClientContext, ClientJob, ClientLogic
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.state import ClientState
 from fedmosaic.federation.store import StateStore
@@ -22,6 +22,10 @@ class ClientHost:
     dropped and rebuilt when needed again: :class:`ClientLogic` keeps what it
     must remember in its state, so that costs time, never results. States
     live in a :class:`StateStore` with a memory budget.
+
+    :meth:`handle_all` hands the messages that the clients' logic can handle
+    together (:meth:`ClientLogic.batch_key`) to :meth:`ClientLogic.handle_many`,
+    at most ``cache`` clients at a time.
 
     Parameters
     ----------
@@ -58,15 +62,53 @@ class ClientHost:
         The message and the reply are handed over as read-only views, not
         copies: a client that modifies a received array in place fails at once.
         """
-        logic = self._logic(client_id)
-        context = ClientContext(client_id, rnd, derive_seed(self._seed, rnd, client_id, "client"))
-        return logic.handle(message.read_only(), self.states.get(client_id), context).read_only()
+        return self.handle_batch({client_id: message}, rnd)[client_id]
 
     def handle_all(self, messages: Mapping[int, Message], rnd: int) -> dict[int, Message]:
-        """Handle several clients' messages in ascending client order."""
-        replies = {client: self.handle(client, messages[client], rnd) for client in sorted(messages)}
+        """Handle several clients' messages, together where their logic can (:meth:`batches`); replies in ascending client order."""
+        replies: dict[int, Message] = {}
+        for batch in self.batches(messages):
+            replies.update(self.handle_batch({client: messages[client] for client in batch}, rnd))
         self.states.trim()
-        return replies
+        return dict(sorted(replies.items()))
+
+    def batches(self, messages: Mapping[int, Message]) -> Iterator[list[int]]:
+        """The clients of ``messages`` in groups to handle together, in ascending client order.
+
+        Clients are taken ``cache`` at a time (all at once without a cache), so
+        a group's logics stay built while it is handled; within such a chunk,
+        clients whose logics are of one class and give their messages the same
+        :meth:`ClientLogic.batch_key` form one group, every other client a
+        group of its own. Handle each group before asking for the next.
+        """
+        clients = sorted(messages)
+        chunk = max(1, len(clients) if self._cache is None else self._cache)
+        for start in range(0, len(clients), chunk):
+            groups: dict[Hashable, list[int]] = {}
+            for client in clients[start : start + chunk]:
+                logic = self._logic(client)
+                key = logic.batch_key(messages[client])
+                groups.setdefault(client if key is None else (type(logic), key), []).append(client)
+            yield from groups.values()
+
+    def handle_batch(self, messages: Mapping[int, Message], rnd: int) -> dict[int, Message]:
+        """Let the clients of ``messages`` (of one :meth:`batches` group) handle them together; their replies."""
+        clients = sorted(messages)
+        jobs = [
+            ClientJob(
+                self._logic(client),
+                messages[client].read_only(),
+                self.states.get(client),
+                ClientContext(client, rnd, derive_seed(self._seed, rnd, client, "client")),
+            )
+            for client in clients
+        ]
+        if len(jobs) == 1:
+            job = jobs[0]
+            replies = [job.logic.handle(job.message, job.state, job.context)]
+        else:
+            replies = jobs[0].logic.handle_many(jobs)
+        return {client: reply.read_only() for client, reply in zip(clients, replies, strict=True)}
 
     def client_states(self) -> dict[int, ClientState]:
         """Every client's state (for checkpoints)."""

@@ -8,6 +8,7 @@ so the same code runs on any engine that implements
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,17 +42,49 @@ class ClientContext:
     seed: int
 
 
+@dataclass(frozen=True)
+class ClientJob:
+    """One client's message, with the logic, state and context that handle it."""
+
+    logic: ClientLogic
+    message: Message
+    state: ClientState
+    context: ClientContext
+
+
 class ClientLogic(ABC):
     """A client's side of a method: turns a message and its state into a reply.
 
     A client logic object holds the client's private data and its
     hyper-parameters. Everything it must remember between messages goes to
     ``state``; any other attribute is a cache that may be lost at any time.
+
+    A method may also handle several clients' messages at once
+    (:meth:`batch_key`, :meth:`handle_many`); engines that run clients in one
+    process use that where the method offers it, the others call :meth:`handle`.
     """
 
     @abstractmethod
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         """Handle one message, updating ``state`` in place, and return the reply."""
+
+    def batch_key(self, message: Message) -> Hashable | None:
+        """A key under which ``message`` may be handled together with other clients' messages of the same key.
+
+        Messages whose logics are of one class and share a key go to that
+        class's :meth:`handle_many` together. None (the default): handled alone.
+        """
+        return None
+
+    @classmethod
+    def handle_many(cls, jobs: Sequence[ClientJob]) -> list[Message]:
+        """Handle several clients' messages of one :meth:`batch_key` together; the replies in the order of ``jobs``.
+
+        Each reply, and each state left behind, must be what :meth:`handle`
+        gives for that job alone (up to float rounding). The default handles
+        the jobs one after another.
+        """
+        return [job.logic.handle(job.message, job.state, job.context) for job in jobs]
 
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
         """The part of the model this client keeps in ``state`` (named arrays), read after the run.

@@ -2,7 +2,8 @@
 
 Each client always runs in the same worker (client ``c`` in worker ``c mod
 workers``), which builds its logic once, keeps its state between rounds and
-answers in ascending client order; the replies are put back in ascending
+answers in ascending client order, handling its share of a round's messages
+together where the method can (:meth:`~fedmosaic.federation.host.ClientHost.batches`); the replies are put back in ascending
 client order. Every random draw is derived from (seed, round, client), so the
 results are identical to :class:`~fedmosaic.federation.inprocess.InProcessGrid`'s.
 Large arrays travel through shared memory (:mod:`fedmosaic.federation.shared`).
@@ -173,14 +174,13 @@ class _WorkerHandler:
         rnd, handle, batch = args
         messages = _unpack((handle, batch), unlink=False)
         replies = {}
-        for client in sorted(messages):
+        for batch in self._host.batches(messages):
             try:
-                replies[client] = self._host.handle(client, messages[client], rnd)
+                replies.update(self._host.handle_batch({client: messages[client] for client in batch}, rnd))
             except Exception as error:
                 detail = " ".join(str(error).split())
-                raise ClientFailed(
-                    f"client {client} failed in round {rnd}: {type(error).__name__}: {detail}"
-                ) from error
+                who = f"client {batch[0]}" if len(batch) == 1 else f"one of clients {batch}"
+                raise ClientFailed(f"{who} failed in round {rnd}: {type(error).__name__}: {detail}") from error
         self._host.states.trim()
         return _pack(replies, f"{self._prefix}up-")
 

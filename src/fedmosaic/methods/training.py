@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, Literal
 
 import numpy as np
@@ -158,26 +158,42 @@ def train_epochs(
     total = torch.zeros((), device=x.device)
     seen = 0
     try:
-        for _ in range(params.epochs):
-            # Drawn on the CPU, as on every device: the same seed shuffles the same way everywhere.
-            order = torch.randperm(len(x), generator=generator).to(x.device)
-            for start in range(0, len(x), params.batch_size):
-                index = order[start : start + params.batch_size]
-                optimizer.zero_grad(set_to_none=True)
-                loss = loss_fn(model, x[index], y[index])
-                with warnings.catch_warnings():
-                    # Opacus's hooks fire on the first layer, whose input needs no gradient: expected.
-                    warnings.filterwarnings("ignore", message="Full backward hook is firing")
-                    loss.backward()
-                optimizer.step()
-                total += loss.detach() * len(index)
-                seen += len(index)
+        for index in batch_indices(len(x), params, generator, x.device):
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model, x[index], y[index])
+            with warnings.catch_warnings():
+                # Opacus's hooks fire on the first layer, whose input needs no gradient: expected.
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                loss.backward()
+            optimizer.step()
+            total += loss.detach() * len(index)
+            seen += len(index)
     finally:
         if hooks is not None:
             hooks._close()  # removes Opacus's hooks and per-example gradients from the model
     if kept is not None:
         keep_optimizer(base, model, kept)
     return float(total) / max(seen, 1)
+
+
+def batch_indices(n: int, params: TrainParams, generator: torch.Generator, device: torch.device) -> Iterator[Tensor]:
+    """The rows of each mini-batch of ``params.epochs`` shuffled epochs over ``n`` rows.
+
+    Each epoch's order is drawn from ``generator`` when its first batch is
+    asked for, so draws made between batches (a loss's own) keep their place.
+    The order is drawn on the CPU, as on every device: the same seed shuffles
+    the same way everywhere.
+
+    Examples
+    --------
+    >>> batches = batch_indices(5, TrainParams(batch_size=2), torch.Generator().manual_seed(0), torch.device("cpu"))
+    >>> [len(index) for index in batches]
+    [2, 2, 1]
+    """
+    for _ in range(params.epochs):
+        order = torch.randperm(n, generator=generator).to(device)
+        for start in range(0, n, params.batch_size):
+            yield order[start : start + params.batch_size]
 
 
 def _per_sample(model: nn.Module) -> Any:

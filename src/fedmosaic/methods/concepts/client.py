@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import torch
 from typing_extensions import override
 
 from fedmosaic.devices import to_device
-from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message, derive_rng
+from fedmosaic.federation import ClientContext, ClientJob, ClientLogic, ClientState, Message, derive_rng
 from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, to_array, to_tensor
 from fedmosaic.methods.concepts.models import ConceptModel, build_concept_model
 from fedmosaic.methods.concepts.objective import Objective
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.privacy import randomized_response
+from fedmosaic.methods.concepts.stacked import LocalFit, stackable, train_stacked
 from fedmosaic.methods.concepts.task import ConceptClientData, decode_graph
 from fedmosaic.methods.fedavg import DP_SGD_EPSILON
 from fedmosaic.methods.training import TrainParams, dp_sgd_epsilon, train_epochs
@@ -73,7 +76,51 @@ class FCMClient(ClientLogic):
             metrics={"num_examples": float(len(self._data.train))},
         )
 
+    @override
+    def batch_key(self, message: Message) -> tuple[str, str, str] | None:
+        """Training messages of one graph and training settings are trained together (:mod:`~fedmosaic.methods.concepts.stacked`).
+
+        Not with DP-SGD (Opacus clips each client's per-example gradients) nor with SGD.
+        """
+        if message.kind != TRAIN or not stackable(self._train):
+            return None
+        return TRAIN, str(message.config["graph"]), self._train.model_dump_json()
+
+    @override
+    @classmethod
+    def handle_many(cls, jobs: Sequence[ClientJob]) -> list[Message]:
+        fits: dict[int, LocalFit] = {}
+        replies: dict[int, Message] = {}
+        for k, job in enumerate(jobs):
+            client = cast(FCMClient, job.logic)
+            prepared = client._prepare(job.message, job.state, job.context)
+            if isinstance(prepared, Message):
+                replies[k] = prepared
+            else:
+                fits[k] = prepared
+        losses = train_stacked(list(fits.values()), cast(FCMClient, jobs[0].logic)._train) if fits else []
+        for (k, fit), loss in zip(fits.items(), losses, strict=True):
+            replies[k] = cast(FCMClient, jobs[k].logic)._reply(fit, loss, jobs[k].state)
+        return [replies[k] for k in range(len(jobs))]
+
     def _fit(self, message: Message, state: ClientState, context: ClientContext) -> Message:
+        prepared = self._prepare(message, state, context)
+        if isinstance(prepared, Message):
+            return prepared
+        fit = prepared
+        train_loss = train_epochs(
+            fit.model,
+            fit.x,
+            fit.values,
+            params=self._train,
+            generator=fit.generator,
+            loss_fn=lambda model, xb, vb: fit.objective.loss(fit.model, xb, vb, fit.generator),
+            kept=fit.kept,
+        )
+        return self._reply(fit, train_loss, state)
+
+    def _prepare(self, message: Message, state: ClientState, context: ClientContext) -> LocalFit | Message:
+        """The received model, objective and data of a training message; the reply where there is nothing to train."""
         graph_text = str(message.config["graph"])
         graph = decode_graph(graph_text)
         model = self._model_for(graph_text, context)
@@ -89,30 +136,32 @@ class FCMClient(ClientLogic):
         if not labeled:
             # Nothing of this model is the client's to train or validate.
             return Message(metrics={"num_examples": float(len(self._data.train)), "val_examples": 0.0})
-        validation = self._validation(model, objective, graph.nodes)
-        x = to_tensor(self._data.train.x)
-        values = to_tensor(self._data.train.aligned(graph.nodes))
-        generator = torch.Generator().manual_seed(context.seed)
-        train_loss = train_epochs(
-            model,
-            x,
-            values,
-            params=self._train,
-            generator=generator,
-            loss_fn=lambda _, xb, vb: objective.loss(model, xb, vb, generator),
+        return LocalFit(
+            model=model,
+            objective=objective,
+            x=to_tensor(self._data.train.x),
+            values=to_tensor(self._data.train.aligned(graph.nodes)),
+            generator=torch.Generator().manual_seed(context.seed),
             kept=state.arrays if self._train.optimizer_state == "kept" else None,
+            uploaded=trained_prefixes if masked else None,
+            validation=self._validation(model, objective, graph.nodes),
         )
+
+    def _reply(self, fit: LocalFit, train_loss: float, state: ClientState) -> Message:
+        """The reply after training: the trained modules, sample counts, losses (and DP-SGD's epsilon)."""
         uploaded = {
             name: to_array(tensor).copy()
-            for name, tensor in model.state_dict().items()
-            if not masked or name.startswith(trained_prefixes)
+            for name, tensor in fit.model.state_dict().items()
+            if fit.uploaded is None or name.startswith(fit.uploaded)
         }
         metrics = {
             "num_examples": float(len(self._data.train)),
             "train_loss": train_loss,
             "val_examples": float(len(self._data.val)),
-            "val_task_examples": float(len(self._data.val)) if graph.task in labeled else 0.0,
-            **validation,
+            "val_task_examples": float(len(self._data.val))
+            if fit.objective.graph.task in fit.objective.labeled
+            else 0.0,
+            **fit.validation,
         }
         if self._train.dp_noise_multiplier > 0:
             rounds = as_int(state.config.get("dp_rounds", 0)) + 1

@@ -39,14 +39,18 @@ Messages = dict[str | None, Tensor]
 class _StackedLayer:
     """One linear layer of a group's nodes and where each of their elements goes when stacked."""
 
-    weights: tuple[Tensor, ...]
-    biases: tuple[Tensor, ...]
+    linears: tuple[nn.Linear, ...]
     weight_index: Tensor  # (G, out, in) into the concatenated weights, whose last element is a zero
     bias_index: Tensor  # (G, out, 1) into the concatenated biases, likewise
 
     def stacked(self) -> StackedLinear:
-        """The zero-padded ``(G, out, in)`` weight and ``(G, out, 1)`` bias."""
-        return StackedLinear(_gather(self.weights, self.weight_index), _gather(self.biases, self.bias_index))
+        """The zero-padded ``(G, out, in)`` weight and ``(G, out, 1)`` bias.
+
+        The layers' parameters are read now, so that :func:`torch.func.functional_call` can substitute them.
+        """
+        weights = [linear.weight for linear in self.linears]
+        biases = [linear.bias for linear in self.linears]
+        return StackedLinear(_gather(weights, self.weight_index), _gather(biases, self.bias_index))
 
 
 def _gather(parameters: Sequence[Tensor], index: Tensor) -> Tensor:
@@ -73,8 +77,7 @@ def _stacked_layer(
         bias_index[g, placed, 0] = bias_start + torch.arange(out)
         weight_start, bias_start = weight_start + out * inputs, bias_start + out
     return _StackedLayer(
-        weights=tuple(lin.weight for lin in linears),
-        biases=tuple(lin.bias for lin in linears),
+        linears=tuple(linears),
         weight_index=weight_index.to(device),
         bias_index=bias_index.to(device),
     )

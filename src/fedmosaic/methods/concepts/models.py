@@ -210,7 +210,7 @@ class ConceptModel(nn.Module):
         return {node: logits[node] for node in self.graph.nodes}
 
     def cross_entropies(
-        self, x: Tensor, true_values: Tensor, *, intervene: Tensor | None = None
+        self, x: Tensor, true_values: Tensor, *, intervene: Tensor | None = None, check: bool = True
     ) -> tuple[tuple[str, ...], Tensor, Tensor]:
         """Each node's summed cross-entropy over the rows that know its value, and how many rows do.
 
@@ -221,6 +221,10 @@ class ConceptModel(nn.Module):
             The targets, -1 where unknown (such rows do not count); also the values fed
             where ``intervene`` says, as for :meth:`forward`.
         intervene : bool Tensor of shape (n, len(graph.nodes)), optional
+        check : bool, default True
+            Check that no true value reaches its node's cardinality; pass False for
+            values checked beforehand (under :func:`torch.func.vmap`, which cannot
+            branch on a tensor's values).
 
         Returns
         -------
@@ -237,7 +241,7 @@ class ConceptModel(nn.Module):
         >>> nodes, counts.tolist()
         (('a', 'y'), [2, 1])
         """
-        interventions = self._interventions(len(x), true_values, intervene)
+        interventions = self._interventions(len(x), true_values, intervene, check=check)
         targets = true_values.t().long()
         names: list[str] = []
         sums, counts = [], []
@@ -445,8 +449,14 @@ class ConceptModel(nn.Module):
             if old != new:
                 raise FedmosaicError(f"adapt: cardinality of {node!r} cannot change ({old} -> {new})")
 
+    def check_values(self, true_values: Tensor) -> None:
+        """Raise ValueError if a value of ``true_values`` (columns in ``graph.nodes`` order) reaches its node's cardinality."""
+        cards = torch.tensor([self.graph.cardinalities[node] for node in self.graph.nodes], device=true_values.device)
+        if (true_values >= cards).any():
+            raise ValueError("true_values: a value is >= its node's cardinality")
+
     def _interventions(
-        self, n: int, true_values: Tensor | None, intervene: Tensor | None
+        self, n: int, true_values: Tensor | None, intervene: Tensor | None, *, check: bool = True
     ) -> tuple[Tensor, Tensor] | None:
         """The true values (unknown ones as 0) and where to feed them, or None without interventions."""
         if intervene is None:
@@ -457,9 +467,8 @@ class ConceptModel(nn.Module):
         for name, tensor in (("true_values", true_values), ("intervene", intervene)):
             if tuple(tensor.shape) != shape:
                 raise ValueError(f"{name} must have shape {shape} (got {tuple(tensor.shape)})")
-        cards = torch.tensor([self.graph.cardinalities[node] for node in self.graph.nodes], device=true_values.device)
-        if (true_values >= cards).any():
-            raise ValueError("true_values: a value is >= its node's cardinality")
+        if check:
+            self.check_values(true_values)
         known = true_values >= 0
         return true_values.long().clamp(min=0), intervene.bool() & known
 

@@ -42,43 +42,66 @@ class Objective:
     intervention_prob: float
     concept_mean: bool = False
 
-    def loss(self, model: ConceptModel, x: Tensor, values: Tensor, generator: torch.Generator | None = None) -> Tensor:
-        """The loss of a batch; with a generator, training-time interventions are drawn."""
-        intervene = None if generator is None else self._interventions(values, generator)
-        return self._weighted(*self._terms(model, x, values, intervene))
+    def loss(
+        self,
+        model: ConceptModel,
+        x: Tensor,
+        values: Tensor,
+        generator: torch.Generator | None = None,
+        *,
+        intervene: Tensor | None = None,
+    ) -> Tensor:
+        """The loss of a batch; with a generator, training-time interventions are drawn (:meth:`interventions`).
+
+        ``intervene`` gives interventions drawn beforehand instead.
+        """
+        if generator is not None:
+            intervene = self.interventions(values, generator)
+        nodes, sums, counts = model.cross_entropies(x, values, intervene=intervene)
+        return self.weighted(nodes, sums, counts, self.node_weights(nodes))
 
     @torch.no_grad()
     def validation(self, model: ConceptModel, x: Tensor, values: Tensor) -> dict[str, float]:
         """The loss without interventions (``val_loss``) and, with task labels, the task's cross-entropy (``val_task_loss``)."""
-        nodes, means, counted = self._terms(model, x, values, None)
-        scores = {"val_loss": float(self._weighted(nodes, means, counted))}
+        nodes, sums, counts = model.cross_entropies(x, values)
+        scores = {"val_loss": float(self.weighted(nodes, sums, counts, self.node_weights(nodes)))}
         task = nodes.index(self.graph.task)
-        if self.graph.task in self.labeled and bool(counted[task]):
-            scores["val_task_loss"] = float(means[task])
+        if self.graph.task in self.labeled and bool(counts[task] > 0):
+            scores["val_task_loss"] = float(sums[task] / counts[task])
         return scores
 
-    def _terms(
-        self, model: ConceptModel, x: Tensor, values: Tensor, intervene: Tensor | None
-    ) -> tuple[tuple[str, ...], Tensor, Tensor]:
-        """Every node's mean cross-entropy over the rows that label it, and whether any row does."""
-        nodes, sums, counts = model.cross_entropies(x, values, intervene=intervene)
-        return nodes, sums / counts.clamp(min=1), counts > 0
+    def node_weights(self, nodes: tuple[str, ...]) -> Tensor:
+        """Each of ``nodes``' weight in the loss: ``gamma`` for a labeled concept, ``1 - gamma`` for a labeled task, else 0."""
+        return torch.tensor([self._weight(node) for node in nodes])
 
-    def _weighted(self, nodes: tuple[str, ...], means: Tensor, counted: Tensor) -> Tensor:
-        """``gamma`` times the labeled concepts' terms plus ``1 - gamma`` times the task's, over counted nodes."""
-        weights = torch.tensor([self._weight(node) for node in nodes], dtype=means.dtype, device=means.device)
-        used = counted & (weights > 0)
+    def weighted(self, nodes: tuple[str, ...], sums: Tensor, counts: Tensor, weights: Tensor) -> Tensor:
+        """The loss from ``nodes``' summed cross-entropies and label counts (:meth:`ConceptModel.cross_entropies`).
+
+        Each node's mean cross-entropy over the rows that label it, times its
+        weight (:meth:`node_weights`), summed over the nodes some row labels;
+        with ``concept_mean`` the concepts' weights are divided by how many
+        such concepts there are. The node dimension is the last: several
+        clients' stacked terms and weights give each client's loss.
+        """
+        means = sums / counts.clamp(min=1)
+        weights = weights.to(means)
+        used = (counts > 0) & (weights > 0)
         if self.concept_mean:
             concepts = used & torch.tensor([node != self.graph.task for node in nodes], device=means.device)
-            weights = torch.where(concepts, weights / concepts.sum().clamp(min=1), weights)
-        return torch.where(used, weights * means, means.new_zeros(())).sum()
+            weights = torch.where(concepts, weights / concepts.sum(dim=-1, keepdim=True).clamp(min=1), weights)
+        return torch.where(used, weights * means, means.new_zeros(())).sum(dim=-1)
 
     def _weight(self, node: str) -> float:
         if node not in self.labeled:
             return 0.0
         return 1.0 - self.gamma if node == self.graph.task else self.gamma
 
-    def _interventions(self, values: Tensor, generator: torch.Generator) -> Tensor:
+    def interventions(self, values: Tensor, generator: torch.Generator) -> Tensor:
+        """Where a batch is intervened on: each labeled concept's known value with ``intervention_prob``.
+
+        Draws one uniform number per (row, labeled concept) from ``generator``
+        (none without such concepts or with a zero probability).
+        """
         mask = torch.zeros(values.shape, dtype=torch.bool, device=values.device)
         columns = [self.graph.nodes.index(n) for n in self.labeled if n != self.graph.task]
         if columns and self.intervention_prob > 0:
