@@ -9,7 +9,7 @@ from fedmosaic.federation.federation import Federation
 from fedmosaic.federation.grid import Grid
 from fedmosaic.federation.hostile import ATTACKS, HostileGrid, hostile_clients
 from fedmosaic.federation.inprocess import InProcessGrid
-from fedmosaic.federation.logic import ClientContext, ClientLogic, ServerLogic
+from fedmosaic.federation.logic import ClientCall, ClientContext, ClientLogic, ServerLogic
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.record import RoundRecord
 from fedmosaic.federation.round import QuorumNotMet, RoundContext
@@ -21,6 +21,7 @@ from fedmosaic.seeding import derive_rng, derive_seed
 __all__ = [
     "ATTACKS",
     "ArraySpec",
+    "ClientCall",
     "ClientContext",
     "ClientLogic",
     "ClientState",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
-from fedmosaic.federation.logic import ClientContext, ClientLogic
+from fedmosaic.federation.logic import ClientCall, ClientContext, ClientLogic
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.state import ClientState
 from fedmosaic.federation.store import StateStore
@@ -58,15 +58,36 @@ class ClientHost:
         The message and the reply are handed over as read-only views, not
         copies: a client that modifies a received array in place fails at once.
         """
-        logic = self._logic(client_id)
-        context = ClientContext(client_id, rnd, derive_seed(self._seed, rnd, client_id, "client"))
-        return logic.handle(message.read_only(), self.states.get(client_id), context).read_only()
+        call = self._call(client_id, message, rnd)
+        return call.logic.handle(call.message, call.state, call.context).read_only()
 
     def handle_all(self, messages: Mapping[int, Message], rnd: int) -> dict[int, Message]:
-        """Handle several clients' messages in ascending client order."""
-        replies = {client: self.handle(client, messages[client], rnd) for client in sorted(messages)}
+        """Handle several clients' messages in ascending client order.
+
+        Clients whose logic :attr:`~fedmosaic.federation.logic.ClientLogic.handles_together`
+        (all of one class) get theirs in one
+        :meth:`~fedmosaic.federation.logic.ClientLogic.handle_together`.
+        """
+        clients = sorted(messages)
+        together = len(clients) > 1 and type(self._logic(clients[0])).handles_together
+        if not together:
+            replies = {client: self.handle(client, messages[client], rnd) for client in clients}
+        else:
+            calls = [self._call(client, messages[client], rnd) for client in clients]
+            kinds = {type(call.logic) for call in calls}
+            handled = (
+                kinds.pop().handle_together(calls)
+                if len(kinds) == 1
+                else [call.logic.handle(call.message, call.state, call.context) for call in calls]
+            )
+            replies = {client: reply.read_only() for client, reply in zip(clients, handled, strict=True)}
         self.states.trim()
         return replies
+
+    def _call(self, client_id: int, message: Message, rnd: int) -> ClientCall:
+        """What ``client_id`` needs to handle ``message`` of round ``rnd``: its logic, state and context."""
+        context = ClientContext(client_id, rnd, derive_seed(self._seed, rnd, client_id, "client"))
+        return ClientCall(self._logic(client_id), message.read_only(), self.states.get(client_id), context)
 
     def client_states(self) -> dict[int, ClientState]:
         """Every client's state (for checkpoints)."""

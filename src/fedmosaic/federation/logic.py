@@ -8,8 +8,9 @@ so the same code runs on any engine that implements
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -41,6 +42,16 @@ class ClientContext:
     seed: int
 
 
+@dataclass(frozen=True)
+class ClientCall:
+    """One client's message as a process hands it over: the client's logic, the message, its state and context."""
+
+    logic: ClientLogic
+    message: Message
+    state: ClientState
+    context: ClientContext
+
+
 class ClientLogic(ABC):
     """A client's side of a method: turns a message and its state into a reply.
 
@@ -49,9 +60,29 @@ class ClientLogic(ABC):
     ``state``; any other attribute is a cache that may be lost at any time.
     """
 
+    handles_together: ClassVar[bool] = False
+    """Whether :meth:`handle_together` does better than one :meth:`handle` after another.
+
+    An engine that runs several clients of this class in one process hands
+    them an exchange's messages at once when it is true; on any other engine
+    (one client per node) each message goes to :meth:`handle`.
+    """
+
     @abstractmethod
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
         """Handle one message, updating ``state`` in place, and return the reply."""
+
+    @classmethod
+    def handle_together(cls, calls: Sequence[ClientCall]) -> list[Message]:
+        """Handle several clients' messages of one exchange; the replies in the order of ``calls``.
+
+        An override (with :attr:`handles_together` set) evaluates the clients
+        in one computation, but must leave every state and reply as
+        :meth:`handle` would, up to float rounding: the same method then
+        gives the same numbers where each client is a node of its own.
+        The default handles them one after another.
+        """
+        return [call.logic.handle(call.message, call.state, call.context) for call in calls]
 
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
         """The part of the model this client keeps in ``state`` (named arrays), read after the run.

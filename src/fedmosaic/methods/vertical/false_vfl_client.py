@@ -14,22 +14,34 @@ Actions (``message.config["action"]``):
     ``rows`` and ``h`` for the coming gradients.
 ``update``
     Apply the gradients of the previous step; reply with nothing.
+
+Parties held in one process handle an exchange together
+(:meth:`FalseVFLClient.handle_together`): their networks run stacked
+(:mod:`fedmosaic.methods.vertical.stacked`), with the same replies and
+states as one party after another, up to float rounding.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import ClassVar
+
 import torch
+from torch import Tensor
 from typing_extensions import override
 
-from fedmosaic.federation import ClientContext, ClientState, Message
+from fedmosaic.federation import ClientCall, ClientContext, ClientState, Message
 from fedmosaic.methods.arrays import to_array, to_tensor
 from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.party_client import PartyClient
-from fedmosaic.methods.vertical.tensors import tensor
+from fedmosaic.methods.vertical.stacked import StackedParties, pad_to
+from fedmosaic.methods.vertical.tensors import spread, tensor
 
 
 class FalseVFLClient(PartyClient):
     """A passive party of FALSE-VFL (see the module docstring for its messages)."""
+
+    handles_together: ClassVar[bool] = True
 
     @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
@@ -63,3 +75,94 @@ class FalseVFLClient(PartyClient):
         grads = {name: tensor(message.arrays[f"grad.{name}"]) for name in ("mean", "logvar", "loglik")}
         surrogate = (mean * grads["mean"]).sum() + (logvar * grads["logvar"]).sum() + (loglik * grads["loglik"]).sum()
         self.step(state, model, optimizer, surrogate)
+
+    @classmethod
+    @override
+    def handle_together(cls, calls: Sequence[ClientCall]) -> list[Message]:
+        """The parties' replies to one exchange, their networks evaluated stacked."""
+        actions = {call.message.config["action"] for call in calls}
+        if len(calls) < 2 or len(actions) != 1:
+            return super().handle_together(calls)
+        parties = [_Party.of(call) for call in calls]
+        updating = [party for party in parties if "grad.loglik" in party.call.message.arrays]
+        if updating:
+            _apply_together(updating)
+        action = actions.pop()
+        if action == "update":
+            return [Message(kind=call.message.kind) for call in calls]
+        split = str(calls[0].message.config["split"])
+        features = [party.logic.features(split, party.call.message.arrays["rows"]) for party in parties]
+        stacked = StackedParties([party.model for party in parties])
+        x, present = _stack_features(features, stacked.width)
+        if action == "posterior":
+            with torch.no_grad():
+                means, logvars = stacked.encode(x)
+            return [
+                Message(
+                    arrays={"mean": to_array(mean[: len(p)][p]), "logvar": to_array(logvar[: len(p)][p])},
+                    kind=call.message.kind,
+                )
+                for call, mean, logvar, (_, p) in zip(calls, means, logvars, features, strict=True)
+            ]
+        jacobian = bool(calls[0].message.config["jacobian"])
+        received = [tensor(call.message.arrays["h"]) for call in calls]
+        h = torch.stack([pad_to(part, (part.shape[0], x.shape[1], part.shape[2])) for part in received])
+        with torch.set_grad_enabled(jacobian):
+            h.requires_grad_(jacobian)
+            loglik = stacked.log_likelihood(x, present, h)
+            gradients = torch.autograd.grad(loglik.sum(), h)[0] if jacobian else None
+        replies = []
+        for k, (call, part) in enumerate(zip(calls, received, strict=True)):
+            arrays = {"loglik": to_array(loglik[k, :, : part.shape[1]].detach())}
+            if gradients is not None:
+                arrays["dloglik_dh"] = to_array(gradients[k, :, : part.shape[1]])
+                parties[k].logic.remember(call.state, rows=call.message.arrays["rows"], h=call.message.arrays["h"])
+            replies.append(Message(arrays=arrays, kind=call.message.kind))
+        return replies
+
+
+class _Party:
+    """One call of :meth:`FalseVFLClient.handle_together` with the party's loaded model and optimizer."""
+
+    def __init__(self, call: ClientCall, logic: FalseVFLClient, model: PartyModel, optimizer: torch.optim.Optimizer):
+        self.call, self.logic, self.model, self.optimizer = call, logic, model, optimizer
+
+    @classmethod
+    def of(cls, call: ClientCall) -> _Party:
+        logic = call.logic
+        assert isinstance(logic, FalseVFLClient)  # handle_together is called on the class of every call's logic
+        model, optimizer = logic.load(call.state, call.context.seed)
+        assert isinstance(model, PartyModel)
+        return cls(call, logic, model, optimizer)
+
+
+def _stack_features(features: Sequence[tuple[Tensor, Tensor]], width: int) -> tuple[Tensor, Tensor]:
+    """The parties' ``(n_k, w_k)`` features and ``(n_k,)`` presence as ``(K, n, width)`` and ``(K, n)`` (zeros, absent)."""
+    rows = max(len(present) for _, present in features)
+    x = torch.stack([pad_to(block, (rows, width)) for block, _ in features])
+    present = torch.stack([pad_to(p, (rows,)) for _, p in features])
+    return x, present
+
+
+def _apply_together(parties: Sequence[_Party]) -> None:
+    """Each party's step on the gradients its message carries (:meth:`FalseVFLClient._apply`), in one backward pass."""
+    features = [party.logic.features("train", party.logic.pending(party.call.state, "rows")) for party in parties]
+    stacked = StackedParties([party.model for party in parties])
+    x, present = _stack_features(features, stacked.width)
+    pending = [to_tensor(party.logic.pending(party.call.state, "h")) for party in parties]
+    h = torch.stack([pad_to(part, (part.shape[0], x.shape[1], part.shape[2])) for part in pending])
+    mean, logvar = stacked.encode(x)
+    loglik = stacked.log_likelihood(x, present, h)
+    surrogate = mean.new_zeros(())
+    for k, (party, (_, held)) in enumerate(zip(parties, features, strict=True)):
+        arrays = party.call.message.arrays
+        rows = len(held)
+        surrogate = surrogate + (mean[k, :rows] * spread(tensor(arrays["grad.mean"]), held)).sum()
+        surrogate = surrogate + (logvar[k, :rows] * spread(tensor(arrays["grad.logvar"]), held)).sum()
+        surrogate = surrogate + (loglik[k, :, :rows] * tensor(arrays["grad.loglik"])).sum()
+    for party in parties:
+        party.optimizer.zero_grad()
+    surrogate.backward()
+    for party in parties:
+        party.optimizer.step()
+        party.logic.save(party.call.state, party.model, party.optimizer)
