@@ -14,8 +14,11 @@ fills a scratch cache first, in a process of its own whose wall and CPU seconds 
 
 Usage::
 
-    python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE]
+    python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE] [--update FILE]
     python benchmarks/throughput.py --table FILE    # a written result as the Markdown table of docs/performance.md
+
+``--update FILE`` replaces, in a result written earlier, the rows of the workloads measured now and
+keeps the others (so ``--only`` refreshes some rows of ``docs/results/throughput.json``).
 """
 
 from __future__ import annotations
@@ -165,6 +168,20 @@ def markdown_table(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def updated(document: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``document`` with its rows of the workloads in ``rows`` replaced by those (in place), new ones appended.
+
+    Examples
+    --------
+    >>> old = {"workloads": [{"workload": "a", "x": 1}, {"workload": "b", "x": 1}]}
+    >>> [row["x"] for row in updated(old, [{"workload": "b", "x": 2}])["workloads"]]
+    [1, 2]
+    """
+    fresh = {row["workload"]: row for row in rows}
+    kept = [fresh.pop(row["workload"], row) for row in document["workloads"]]
+    return {**document, "workloads": kept + list(fresh.values())}
+
+
 def main() -> None:
     """Measure the chosen workloads on both trees and print the comparison as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -173,6 +190,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--table", type=Path, default=None, help="print this result file as a Markdown table")
+    parser.add_argument("--update", type=Path, default=None, help="replace the measured rows in this result file")
     args = parser.parse_args()
     if args.table is not None:
         print(markdown_table(json.loads(args.table.read_text())))
@@ -198,7 +216,11 @@ def main() -> None:
                 )
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
-    emit({"benchmark": "throughput", "baseline": args.baseline, "workloads": rows, "machine": machine()}, args.out)
+    document = {"benchmark": "throughput", "baseline": args.baseline, "workloads": rows, "machine": machine()}
+    emit(document, args.out)
+    if args.update is not None:
+        merged = updated(json.loads(args.update.read_text()), rows)
+        args.update.write_text(json.dumps(merged, indent=2) + "\n")
 
 
 if __name__ == "__main__":
