@@ -8,7 +8,8 @@ import torch
 
 from fedmosaic.data.missingness import Missingness
 from fedmosaic.data.vertical_data import VerticalData, vertical_split
-from fedmosaic.federation import Federation, InProcessGrid, Schedule
+from fedmosaic.federation import ClientCall, ClientContext, ClientState, Federation, InProcessGrid, Message, Schedule
+from fedmosaic.methods.vertical import false_vfl_client
 from fedmosaic.methods.vertical.build import build_false_vfl
 from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
 from fedmosaic.methods.vertical.networks import PartyModel
@@ -92,3 +93,25 @@ def test_parties_handled_together_give_the_records_and_states_of_parties_handled
         assert arrays.keys() == one_by_one[1][client].keys()
         for name, value in arrays.items():
             np.testing.assert_allclose(value, one_by_one[1][client][name], rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize(("budget", "one_by_one"), [(60, []), (59, [0, 1, 2])])
+def test_a_log_likelihood_exchange_over_the_stacking_budget_is_handled_one_party_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, budget: int, one_by_one: list[int]
+) -> None:
+    # Prepare: three parties asked for 4 samples of 5 rows each (60 latent rows stacked)
+    _, factory = build_false_vfl(VerticalTask(_data(), 3), FALSE_VFL)
+    h = np.random.default_rng(0).normal(size=(4, 5, FALSE_VFL.latent)).astype(np.float32)
+    message = Message(
+        arrays={"rows": np.arange(5), "h": h}, config={"action": "loglik", "split": "train", "jacobian": False}
+    )
+    calls = [ClientCall(factory(c), message, ClientState(), ClientContext(c, 1, c)) for c in range(3)]
+    monkeypatch.setattr(false_vfl_client, "STACKED_ROWS", budget)
+    handled: list[int] = []
+    monkeypatch.setattr(FalseVFLClient, "handle", lambda self, m, s, context: handled.append(context.client_id))
+
+    # Execute
+    FalseVFLClient.handle_together(calls)
+
+    # Assert: within the budget stacked, past it each party's own handle
+    assert handled == one_by_one
