@@ -16,6 +16,9 @@ Usage::
 
     python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE [--update]]
     python benchmarks/throughput.py --table FILE    # a written result as the Markdown table of docs/performance.md
+
+``--update`` replaces, in the result ``--out`` names, the rows of the workloads measured now and
+keeps the others (so ``--only`` refreshes some rows of ``docs/results/throughput.json``).
 """
 
 from __future__ import annotations
@@ -165,6 +168,20 @@ def markdown_table(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def updated(document: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``document`` with its rows of the workloads in ``rows`` replaced by those (in place), new ones appended.
+
+    Examples
+    --------
+    >>> old = {"workloads": [{"workload": "a", "x": 1}, {"workload": "b", "x": 1}]}
+    >>> [row["x"] for row in updated(old, [{"workload": "b", "x": 2}])["workloads"]]
+    [1, 2]
+    """
+    fresh = {row["workload"]: row for row in rows}
+    kept = [fresh.pop(row["workload"], row) for row in document["workloads"]]
+    return {**document, "workloads": kept + list(fresh.values())}
+
+
 def main() -> None:
     """Measure the chosen workloads on both trees and print the comparison as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -201,12 +218,10 @@ def main() -> None:
                 )
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+    workloads = rows
     if args.update and args.out is not None and args.out.exists():
-        measured = {row["workload"] for row in rows}
-        kept = [row for row in json.loads(args.out.read_text())["workloads"] if row["workload"] not in measured]
-        order = [w.name for w in WORKLOADS]
-        rows = sorted(kept + rows, key=lambda row: order.index(row["workload"]))
-    emit({"benchmark": "throughput", "baseline": args.baseline, "workloads": rows, "machine": machine()}, args.out)
+        workloads = updated(json.loads(args.out.read_text()), rows)["workloads"]
+    emit({"benchmark": "throughput", "baseline": args.baseline, "workloads": workloads, "machine": machine()}, args.out)
 
 
 if __name__ == "__main__":

@@ -115,3 +115,36 @@ def test_off_the_cpu_clients_run_in_this_process_and_forked_workers_are_refused(
         assert isinstance(grid, InProcessGrid)
     with pytest.raises(ConfigError, match=r"^federation.workers: worker processes are forked and cannot use cuda"):
         make_grid(FederationSection(workers=2), lambda c: None, 0, schedule, cores=4)
+
+
+class _Stopped(Exception):
+    """Raised by a recording engine once it has seen the job."""
+
+
+def test_a_vertical_method_runs_its_parties_in_one_process_unless_workers_are_asked(monkeypatch, tmp_path) -> None:
+    # Prepare: an engine that records the job of a vertical run, then stops
+    jobs = []
+
+    def record(engine, job, federate):  # type: ignore[no-untyped-def]
+        jobs.append(job)
+        raise _Stopped
+
+    monkeypatch.setattr(runner.InProcessEngine, "run_job", record)
+    vertical = {
+        "name": "vertical",
+        "data": {"dataset": "digits"},
+        "vertical": {"num_parties": 4, "label_budget": 40, "train_rows": 120, "test_rows": 60},
+        "federation": {"rounds": 2},
+        "runs": [{"name": "FALSE-VFL", "method": "false-vfl", "params": {"stage1_rounds": 1}}],
+    }
+
+    # Execute
+    with pytest.raises(_Stopped):
+        run_experiment(load_config(vertical), tmp_path / "vertical")
+
+    # Assert: the job is sequential, and its grid one process; workers asked for are still given
+    assert [job.sequential for job in jobs] == [True]
+    schedule = Schedule(num_clients=7)
+    with make_grid(FederationSection(), lambda c: None, 0, schedule, cores=2, sequential=True) as grid:
+        assert isinstance(grid, InProcessGrid)
+    assert worker_count(FederationSection(workers=2), schedule, cores=2, sequential=True) == 2

@@ -49,6 +49,12 @@ class JobSpec:
     extra : dict, default empty
         Further header entries the clients need (e.g. the federated feature
         scaling of sites' own tables).
+    sequential : bool, default False
+        Run the clients in the run's process unless ``federation.workers``
+        asks for workers (in-process engine). Vertical methods exchange with
+        every party on every batch: a worker process would add a pickle and
+        a pipe trip per batch, and parties in one process handle an exchange
+        together (:meth:`~fedmosaic.federation.logic.ClientLogic.handle_many`).
     """
 
     document: dict[str, Any]
@@ -60,6 +66,7 @@ class JobSpec:
     data_dir: str | None = None
     reply_timeout_s: float = 300.0
     extra: dict[str, ConfigValue] = field(default_factory=dict)
+    sequential: bool = False
 
     def header(self) -> dict[str, ConfigValue]:
         """What every Flower message of this job carries so a client can rebuild its logic.
@@ -117,5 +124,7 @@ class InProcessEngine(Engine):
 
     @override
     def run_job(self, job: JobSpec, federate: RunFederation) -> list[RoundRecord]:
-        with make_grid(self.federation, job.client_factory, job.seed, job.schedule, cores=self.cores) as grid:
+        with make_grid(
+            self.federation, job.client_factory, job.seed, job.schedule, cores=self.cores, sequential=job.sequential
+        ) as grid:
             return federate(grid)

@@ -12,10 +12,11 @@ from fedmosaic.federation.processes import fork_available
 from fedmosaic.threads import usable_cores
 
 
-def worker_count(federation: FederationSection, schedule: Schedule, cores: int) -> int:
+def worker_count(federation: FederationSection, schedule: Schedule, cores: int, *, sequential: bool = False) -> int:
     """Worker processes for a federation: ``federation.workers``, else one per core when a round has several clients.
 
-    Never more than a round's clients.
+    Never more than a round's clients. A ``sequential`` job (a vertical
+    method's) gets one unless ``federation.workers`` asks for more.
 
     Examples
     --------
@@ -26,8 +27,11 @@ def worker_count(federation: FederationSection, schedule: Schedule, cores: int) 
     1
     >>> worker_count(FederationSection(workers=8), Schedule(num_clients=3), cores=4)
     3
+    >>> worker_count(FederationSection(), Schedule(num_clients=7), cores=4, sequential=True)
+    1
     """
-    wanted = federation.workers if federation.workers is not None else (cores if fork_available() else 1)
+    default = 1 if sequential or not fork_available() else cores
+    wanted = federation.workers if federation.workers is not None else default
     return max(1, min(wanted, schedule.largest_sample()))
 
 
@@ -38,6 +42,7 @@ def make_grid(
     schedule: Schedule,
     *,
     cores: int | None = None,
+    sequential: bool = False,
 ) -> Grid:
     """The in-process engine, with parallel workers when :func:`worker_count` gives more than one.
 
@@ -53,6 +58,9 @@ def make_grid(
         Who takes part when (its largest round bounds the workers).
     cores : int or None, default None
         CPU cores the federation may use (default: all this process may run on).
+    sequential : bool, default False
+        One process unless ``federation.workers`` asks for workers
+        (:attr:`~fedmosaic.experiments.inprocess_engine.JobSpec.sequential`).
 
     Off the CPU (:func:`~fedmosaic.devices.compute_device`), the clients run
     one after another in this process, on its device: worker processes are
@@ -75,7 +83,7 @@ def make_grid(
             f"worker processes are forked and cannot use {device.type}, where train.device puts the clients: "
             "use 1, or engine 'flower-simulation' for clients side by side on the GPU",
         )
-    workers = 1 if device.type != "cpu" else worker_count(federation, schedule, cores)
+    workers = 1 if device.type != "cpu" else worker_count(federation, schedule, cores, sequential=sequential)
     budget = int(federation.client_memory_mb * 2**20)
     if workers == 1:
         return InProcessGrid(client_factory, seed, cache=federation.client_cache, state_budget_bytes=budget)

@@ -218,6 +218,7 @@ def _run(
                 data_dir=None if data_dir is None else str(data_dir),
                 reply_timeout_s=config.federation.reply_timeout_s,
                 extra=job_header(workload),
+                sequential=method.kind == "vertical",
             )
             federated_engine = engine if engine is not None and run.setting == "federated" else None
             histories.append((federated_engine or InProcessEngine(config.federation, cores)).run_job(spec, federate))

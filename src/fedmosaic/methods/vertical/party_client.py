@@ -59,6 +59,7 @@ class PartyClient(ClientLogic):
         self._model: nn.Module | None = None
         self._live: torch.optim.Optimizer | None = None
         self._written: dict[str, np.ndarray] = {}  # the optimizer arrays _live last wrote into a state
+        self._saved: dict[str, np.ndarray] = {}  # the model arrays _model last wrote into a state
 
     def features(self, split: str, rows: np.ndarray) -> tuple[Tensor, Tensor]:
         """The party's features of ``rows`` (zeros where absent) and their presence."""
@@ -75,17 +76,18 @@ class PartyClient(ClientLogic):
 
         The network object is reused between messages and overwritten with
         every tensor kept in ``state`` (building and seeding one per message
-        costs more than the party's whole computation). So is the optimizer,
-        where ``state`` still holds the very arrays it last wrote there
-        (:meth:`save`): its moments are those arrays' values. A state that
-        travelled (another process, a checkpoint) or was changed holds other
-        arrays, and the optimizer is built again from them.
+        costs more than the party's whole computation), unless ``state``
+        still holds the very arrays :meth:`save` wrote from it. So is the
+        optimizer, where ``state`` still holds the very arrays it last wrote
+        there: its moments are those arrays' values. A state that travelled
+        (another process, a checkpoint) or was changed holds other arrays,
+        and the network and optimizer are loaded from them.
         """
         saved = self.current(state)
         if self._model is None or not saved:
-            self._model, self._live = to_device(seeded(seed, self._build)), None
+            self._model, self._live, self._saved = to_device(seeded(seed, self._build)), None, {}
         model = self._model
-        if saved:
+        if saved and not _same_arrays(saved, self._saved):
             load_arrays(model, saved)
         optimizer = self._live
         if optimizer is None or not self._holds_written(state):
@@ -97,8 +99,7 @@ class PartyClient(ClientLogic):
 
     def _holds_written(self, state: ClientState) -> bool:
         """Whether the optimizer arrays of ``state`` are exactly those :meth:`save` last wrote."""
-        kept = {k: v for k, v in state.arrays.items() if k.startswith(OPTIMIZER_PREFIX)}
-        return kept.keys() == self._written.keys() and all(v is self._written[k] for k, v in kept.items())
+        return _same_arrays({k: v for k, v in state.arrays.items() if k.startswith(OPTIMIZER_PREFIX)}, self._written)
 
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
         """The party's trained model, as kept in ``state`` (None before its first message)."""
@@ -130,7 +131,9 @@ class PartyClient(ClientLogic):
 
     def save(self, state: ClientState, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         """Write the model and optimizer into ``state`` (the optimizer is kept for the next message)."""
-        state.arrays.update({MODEL + k: v for k, v in model_to_arrays(model).items()})
+        arrays = model_to_arrays(model)
+        state.arrays.update({MODEL + k: v for k, v in arrays.items()})
+        self._saved = arrays if model is self._model else {}
         self._written = optimizer_to_arrays(optimizer)
         state.arrays.update(self._written)
         self._live = optimizer
@@ -151,3 +154,8 @@ class PartyClient(ClientLogic):
     def pending(state: ClientState, name: str) -> np.ndarray:
         """What :meth:`remember` kept."""
         return state.arrays[PENDING + name]
+
+
+def _same_arrays(held: Mapping[str, np.ndarray], written: Mapping[str, np.ndarray]) -> bool:
+    """Whether ``held`` are the very array objects of ``written`` (not copies), under the same names."""
+    return held.keys() == written.keys() and all(v is written[k] for k, v in held.items())
