@@ -6,9 +6,7 @@ head processes, several seconds of CPU each time). The simulation tests of
 given by ``federation.ray_address`` (the path a site with its own Ray
 cluster takes); they run in two xdist groups (``ray-digits`` and
 ``ray-asia-vertical``), hence in two workers, one cluster each, stopped when
-the worker's tests of the module are done. The SCAFFOLD
-simulation test (``tests/methods``) keeps the default path, Ray started and
-stopped by Flower. The cluster is started by ``ray.init`` in a helper
+the worker's tests of the module are done. The cluster is started by ``ray.init`` in a helper
 process, not by ``ray start``, so it is not recorded as this machine's
 current cluster: a simulation given no address still starts its own Ray.
 """
@@ -23,10 +21,11 @@ RAY_CPUS = 1
 """CPUs the shared cluster offers: one actor per job, which runs the job's clients in turn.
 
 Each actor is a process that imports PyTorch and fedmosaic (about 10 s of CPU
-with its share of the job), so one per job halves the cost. Across actors a
-client's state must travel in ``context.state``: the SCAFFOLD simulation test
-(``tests/methods/test_scaffold.py``) checks that, on a Ray that Flower starts
-with every CPU of the machine (two actors on two cores).
+with its share of the job), so one per job halves the cost. A client's state
+still travels in ``context.state`` between messages (the actor rebuilds the
+client from the job header); that the state survives a process it did not
+live in is tested on a deployment, a SuperNode restarted mid-run
+(``tests/deploy/test_local.py``).
 """
 
 ADDRESS = "ray-address"

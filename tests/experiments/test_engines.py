@@ -28,7 +28,7 @@ DIGITS = {
     "train": {"batch_size": 32, "lr": 0.1},
     "runs": [
         {"name": "FedAvg", "method": "fedavg"},
-        {"name": "FedCFA", "method": "fedcfa"},
+        {"name": "SCAFFOLD", "method": "scaffold"},
         {"name": "FedCFA (reference)", "method": "fedcfa-reference", "params": {"chunk_size": 32}},
     ],
 }
@@ -165,16 +165,18 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        pytest.param(SECURE_DIGITS, id="secure-fedavg-fedcfa-digits", marks=pytest.mark.xdist_group("ray-digits")),
+        pytest.param(SECURE_DIGITS, id="secure-digits", marks=pytest.mark.xdist_group("ray-digits")),
         pytest.param(ASIA, id="fcm-asia-joining", marks=pytest.mark.xdist_group("ray-asia-vertical")),
     ],
 )
 def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address: str, tmp_path: Path) -> None:
-    """FedAvg, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run.
+    """FedAvg, SCAFFOLD, FedCFA and F-CMs (clients joining at round 2) on Flower's Ray simulation equal the in-process run.
 
-    FedCFA's reference protocol carries each client's SGD momentum from round 1 to round 2 in its state,
-    and every F-CMs client keeps its optimizer there (``context.state`` on Flower). The digits runs use
-    secure aggregation, whose clients keep their keys and shares there between a round's exchanges.
+    SCAFFOLD keeps each client's control variate in its state, FedCFA's reference protocol carries each
+    client's SGD momentum from round 1 to round 2 there, and every F-CMs client keeps its optimizer there
+    (``context.state`` on Flower). The digits runs use secure aggregation, whose clients keep their keys
+    and shares there between a round's exchanges (SCAFFOLD's control variate changes in the same masked
+    upload as its model).
     """
     # Execute
     in_process = run_experiment(load_config(source), tmp_path / "inprocess")
