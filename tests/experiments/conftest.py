@@ -25,7 +25,7 @@ RAY_CPUS = 1
 Each actor is a process that imports PyTorch and fedmosaic (about 10 s of CPU
 with its share of the job), so one per job halves the cost. Across actors a
 client's state must travel in ``context.state``: the SCAFFOLD simulation test
-(``tests/methods/test_scaffold.py``) checks that, on a Ray that Flower starts
+(``tests/methods/horizontal/test_scaffold.py``) checks that, on a Ray that Flower starts
 with every CPU of the machine (two actors on two cores).
 """
 

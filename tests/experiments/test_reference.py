@@ -16,7 +16,7 @@ from fedmosaic.experiments.reference import (
     parameter_docs,
     render_reference,
 )
-from fedmosaic.methods.models import ModelParams
+from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.registry import METHODS
 from fedmosaic.methods.vertical.params import FalseVFLParams
 

@@ -15,8 +15,8 @@ import pytest
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.methods.fedcfa import FedCFAParams
-from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.task import HorizontalTask
+from fedmosaic.methods.horizontal.models import ModelParams
+from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 
 CENTRES = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 2.0]])

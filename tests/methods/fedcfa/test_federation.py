@@ -8,7 +8,7 @@ import pytest
 
 from fedmosaic.federation import Federation, InProcessGrid, RoundRecord, Schedule
 from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAReferenceParams, FedCFAServer, build_fedcfa
-from fedmosaic.methods.models import ModelParams
+from fedmosaic.methods.horizontal.models import ModelParams
 
 
 def _run(task, params, *, seed: int, rounds: int, checkpoint: Path | None = None, resume: bool = False):

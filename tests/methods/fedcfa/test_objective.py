@@ -10,7 +10,7 @@ from torch.nn import functional as F
 from fedmosaic.methods.arrays import seeded
 from fedmosaic.methods.fedcfa import FedCFAParams, factor_decorrelation, split_model
 from fedmosaic.methods.fedcfa.objective import CounterfactualObjective, frozen_copy
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 SPLIT = 3  # after the first hidden layer's ReLU: 8 factors
 

@@ -28,7 +28,7 @@ from torch.nn import functional as F
 from fedmosaic.methods.arrays import seeded
 from fedmosaic.methods.fedcfa import FedCFAParams, split_model
 from fedmosaic.methods.fedcfa.objective import CounterfactualObjective, frozen_copy
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 SPLIT = 3  # Flatten, Linear, ReLU | Linear, ReLU, Linear: 64 factors
 FACTORS, K, CLASSES = 64, 24, 3

@@ -5,7 +5,7 @@ import pytest
 
 from fedmosaic.federation import Message, RoundContext
 from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAServer
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 
 def _factory():

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from fedmosaic.methods.fedcfa.split import default_split, split_model
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 
 def test_default_split_of_an_mlp_is_after_the_first_hidden_activation() -> None:

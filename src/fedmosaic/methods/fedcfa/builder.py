@@ -13,7 +13,7 @@ from fedmosaic.methods.fedcfa.server import FedCFAServer
 from fedmosaic.methods.fedcfa.split import default_split, split_model
 
 if TYPE_CHECKING:  # the registry imports this module
-    from fedmosaic.methods.task import HorizontalTask
+    from fedmosaic.methods.horizontal.task import HorizontalTask
 
 
 def build_fedcfa(task: HorizontalTask, params: FedCFAParams) -> Built:
@@ -45,8 +45,8 @@ def build_fedcfa(task: HorizontalTask, params: FedCFAParams) -> Built:
     --------
     >>> import numpy as np
     >>> from fedmosaic.data.arrays import ArrayDataset
-    >>> from fedmosaic.methods.models import ModelParams
-    >>> from fedmosaic.methods.task import HorizontalTask
+    >>> from fedmosaic.methods.horizontal.models import ModelParams
+    >>> from fedmosaic.methods.horizontal.task import HorizontalTask
     >>> from fedmosaic.methods.training import TrainParams
     >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
     >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())

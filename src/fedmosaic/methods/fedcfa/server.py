@@ -17,7 +17,6 @@ from fedmosaic.federation import (
     derive_rng,
     label_means_check,
 )
-from fedmosaic.methods.fedavg import FedAvgServer, ModelFactory, training_metrics
 from fedmosaic.methods.fedcfa.average_dataset import (
     AVERAGE_X,
     AVERAGE_Y,
@@ -29,8 +28,10 @@ from fedmosaic.methods.fedcfa.average_dataset import (
     without_means,
 )
 from fedmosaic.methods.fedcfa.params import FedCFAParams
-from fedmosaic.methods.probes import Probe
-from fedmosaic.methods.task import Pretraining
+from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
+from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer, training_metrics
+from fedmosaic.methods.horizontal.probes import Probe
+from fedmosaic.methods.horizontal.task import Pretraining
 
 
 class FedCFAServer(FedAvgServer):

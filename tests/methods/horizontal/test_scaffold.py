@@ -12,18 +12,13 @@ from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import ClientContext, ClientState, Federation, InProcessGrid, Message, Schedule
 from fedmosaic.methods.arrays import model_to_arrays
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.scaffold.build import build_scaffold
+from fedmosaic.methods.horizontal.scaffold.client import ScaffoldClient, effective_steps
+from fedmosaic.methods.horizontal.scaffold.messages import CONTROL, CONTROL_DELTA, LOCAL_CONTROL
+from fedmosaic.methods.horizontal.scaffold.params import ScaffoldParams
+from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.registry import get_method
-from fedmosaic.methods.scaffold import (
-    CONTROL,
-    CONTROL_DELTA,
-    LOCAL_CONTROL,
-    ScaffoldClient,
-    ScaffoldParams,
-    build_scaffold,
-    effective_steps,
-)
-from fedmosaic.methods.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 
 LR = 0.1

@@ -25,20 +25,14 @@ from fedmosaic.federation import (
 )
 from fedmosaic.federation.robust import Median
 from fedmosaic.methods.arrays import model_to_arrays, seeded
-from fedmosaic.methods.fedavg import FedAvgClient
-from fedmosaic.methods.fedmix import (
-    FedMixClient,
-    FedMixParams,
-    FedMixServer,
-    MeanRelay,
-    NaiveMixParams,
-    build_fedmix,
-    fedmix_loss,
-    local_means,
-    naivemix_loss,
-)
-from fedmosaic.methods.models import ModelParams, build_model
-from fedmosaic.methods.task import HorizontalTask
+from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.fedmix.build import build_fedmix
+from fedmosaic.methods.horizontal.fedmix.client import FedMixClient, local_means
+from fedmosaic.methods.horizontal.fedmix.losses import fedmix_loss, naivemix_loss
+from fedmosaic.methods.horizontal.fedmix.params import FedMixParams, NaiveMixParams
+from fedmosaic.methods.horizontal.fedmix.server import FedMixServer, MeanRelay
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 
 SHAPE = (2, 2)

@@ -15,8 +15,9 @@ from fedmosaic.federation import (
     Schedule,
 )
 from fedmosaic.methods.arrays import model_to_arrays
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.methods.models import Classifier, ModelParams
-from fedmosaic.methods.probes import Probe
+from fedmosaic.methods.horizontal.models import Classifier, ModelParams
+from fedmosaic.methods.horizontal.probes import Probe
 from fedmosaic.methods.training import TrainParams
 
 

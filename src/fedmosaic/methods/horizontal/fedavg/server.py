@@ -1,29 +1,18 @@
-"""FedAvg (McMahan et al., 2017) and FedProx (Li et al., 2020).
-
-The server sends the global model to the selected clients, each trains it on
-its own data for a few epochs and sends it back with its number of examples,
-and the server replaces the global model by the example-weighted average of
-the replies, tensor by tensor. FedProx adds ``mu / 2 * ||w - w_global||^2`` to
-each client's loss.
-"""
+"""FedAvg's server: example-weighted averaging of full models (optionally from a centrally pre-trained start)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
-from pydantic import Field
-from torch import Tensor, nn
-from torch.nn import functional as F
+from torch import nn
 from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.devices import to_device
 from fedmosaic.federation import (
     ArraySpec,
-    ClientContext,
-    ClientLogic,
     ClientState,
     Message,
     ReplySpec,
@@ -31,27 +20,21 @@ from fedmosaic.federation import (
     ServerLogic,
     derive_seed,
 )
-from fedmosaic.federation.message import as_float, as_int
+from fedmosaic.federation.message import as_float
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_tensor
-from fedmosaic.methods.base import Built, MethodParams
-from fedmosaic.methods.models import Classifier
-from fedmosaic.methods.probes import Probe
-from fedmosaic.methods.task import HorizontalTask, Pretraining
+from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
+from fedmosaic.methods.horizontal.models import Classifier
+from fedmosaic.methods.horizontal.probes import Probe
+from fedmosaic.methods.horizontal.task import Pretraining
 from fedmosaic.methods.training import (
-    LossFn,
-    TrainParams,
-    cross_entropy_loss,
-    dp_sgd_epsilon,
+    DP_SGD_EPSILON,
     evaluate_classifier,
     train_epochs,
 )
 from fedmosaic.models.export import ModelExport
 
-ModelFactory = Callable[[], nn.Module]
 PRETRAINED = "pretrained_"
 """Prefix of the metrics of the pre-trained initial model, repeated in every evaluation."""
-DP_SGD_EPSILON = "dp_sgd_epsilon"
-"""Metric of a client training with local DP-SGD: the epsilon it has spent so far."""
 
 
 class FedAvgServer(ServerLogic):
@@ -167,96 +150,3 @@ def training_metrics(replies: list[Message]) -> dict[str, float]:
     if spent:
         metrics[f"{DP_SGD_EPSILON}_max"] = max(spent)
     return metrics
-
-
-class FedAvgClient(ClientLogic):
-    """Trains the received model on local data and returns it.
-
-    Parameters
-    ----------
-    model_factory : callable () -> torch.nn.Module
-        Builds a model of the global architecture (its values are overwritten).
-    data : ArrayDataset
-        The client's private training data; it never leaves the client.
-    train : TrainParams
-        Local training hyper-parameters.
-    mu : float, default 0.0
-        FedProx proximal weight; 0 gives FedAvg.
-    """
-
-    def __init__(self, model_factory: ModelFactory, data: ArrayDataset, train: TrainParams, mu: float = 0.0) -> None:
-        if mu < 0:
-            raise ValueError(f"mu must be >= 0, got {mu}")
-        self._model = to_device(model_factory())
-        self._x = to_tensor(data.x)
-        self._y = to_tensor(data.y)
-        self._train = train
-        self._mu = mu
-
-    @override
-    def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
-        load_arrays(self._model, message.arrays)
-        generator = torch.Generator().manual_seed(context.seed)
-        loss = train_epochs(
-            self._model,
-            self._x,
-            self._y,
-            params=self._train,
-            generator=generator,
-            loss_fn=self._loss_fn(),
-            optimizer=self._optimizer(state),
-        )
-        metrics = {"num_examples": float(len(self._y)), "train_loss": loss}
-        if self._train.dp_noise_multiplier > 0:
-            rounds = as_int(state.config.get("dp_rounds", 0)) + 1
-            state.config["dp_rounds"] = rounds
-            metrics[DP_SGD_EPSILON] = dp_sgd_epsilon(self._train, len(self._y), rounds)
-        return Message(arrays=model_to_arrays(self._model), metrics=metrics)
-
-    def _optimizer(self, state: ClientState) -> torch.optim.Optimizer | None:
-        """The round's optimizer; None: the one the training parameters describe, built afresh."""
-        return None
-
-    def _loss_fn(self) -> LossFn:
-        if self._mu == 0.0:
-            return cross_entropy_loss
-        anchors = [p.detach().clone() for p in self._model.parameters()]
-        mu = self._mu
-
-        def proximal_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
-            drift = sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchors, strict=True))
-            return F.cross_entropy(model(x), y) + 0.5 * mu * drift
-
-        return proximal_loss
-
-
-class FedAvgParams(MethodParams):
-    """FedAvg takes no parameters beyond the shared training ones."""
-
-
-class FedProxParams(MethodParams):
-    """FedProx parameters.
-
-    Parameters
-    ----------
-    mu : float, default 0.01
-        Weight of the proximal term ``mu / 2 * ||w - w_global||^2`` (> 0).
-    """
-
-    mu: float = Field(default=0.01, gt=0)
-
-
-def build_fedavg(task: HorizontalTask, params: FedAvgParams) -> Built:
-    """FedAvg's server and client factory for a classification task."""
-    return _build_proximal(task, mu=0.0)
-
-
-def build_fedprox(task: HorizontalTask, params: FedProxParams) -> Built:
-    """FedProx's server and client factory: FedAvg's, with the clients' proximal term ``mu``."""
-    return _build_proximal(task, mu=params.mu)
-
-
-def _build_proximal(task: HorizontalTask, *, mu: float) -> Built:
-    factory = task.model_factory()
-    server = FedAvgServer(factory, task.test, task.pretraining(), task.probes)
-    return server, lambda client: FedAvgClient(factory, task.clients[client], task.train, mu=mu)

@@ -4,7 +4,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 
 @pytest.mark.parametrize(

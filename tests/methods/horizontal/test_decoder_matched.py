@@ -7,9 +7,10 @@ import torch
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message
 from fedmosaic.methods.arrays import model_to_arrays
-from fedmosaic.methods.decoder_matched import DecoderMatchedClient, DecoderMatchedParams
-from fedmosaic.methods.fedavg import FedAvgClient
-from fedmosaic.methods.models import ModelParams, build_model
+from fedmosaic.methods.horizontal.decoder_matched.client import DecoderMatchedClient
+from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedParams
+from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.models import ModelParams, build_model
 from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.training import TrainParams
 
