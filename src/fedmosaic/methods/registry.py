@@ -9,11 +9,11 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.methods.base import Capabilities, Method, MethodParams
 from fedmosaic.methods.concepts.build import build_fcm
 from fedmosaic.methods.concepts.params import FCMParams
-from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAReferenceParams, build_fedcfa
 from fedmosaic.methods.horizontal.decoder_matched.build import build_decoder_matched
 from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedParams
 from fedmosaic.methods.horizontal.fedavg.build import build_fedavg, build_fedprox
 from fedmosaic.methods.horizontal.fedavg.params import FedAvgParams, FedProxParams
+from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, FedCFAReferenceParams, build_fedcfa
 from fedmosaic.methods.horizontal.fedmix.build import build_fedmix
 from fedmosaic.methods.horizontal.fedmix.params import FedMixParams, NaiveMixParams
 from fedmosaic.methods.horizontal.scaffold.build import build_scaffold

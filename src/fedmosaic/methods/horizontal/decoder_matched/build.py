@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fedmosaic.methods.base import Built
-from fedmosaic.methods.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.decoder_matched.client import DecoderMatchedClient
 from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedParams
 from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 
 if TYPE_CHECKING:  # the registry imports this module
     from fedmosaic.methods.horizontal.task import HorizontalTask

@@ -6,9 +6,9 @@ from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message
-from fedmosaic.methods.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedParams
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient, ModelFactory
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.gradients import gradient_hooks
 from fedmosaic.methods.training import TrainParams
 

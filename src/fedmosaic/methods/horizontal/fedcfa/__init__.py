@@ -8,12 +8,12 @@ on their samples plus counterfactual ones, whose least (positive) or most
 a factor decorrelation penalty; the server averages the models as FedAvg does.
 """
 
-from fedmosaic.methods.fedcfa.builder import build_fedcfa
-from fedmosaic.methods.fedcfa.client import FedCFAClient
-from fedmosaic.methods.fedcfa.decorrelation import factor_decorrelation
-from fedmosaic.methods.fedcfa.params import FedCFAParams, FedCFAReferenceParams
-from fedmosaic.methods.fedcfa.server import FedCFAServer
-from fedmosaic.methods.fedcfa.split import split_model
+from fedmosaic.methods.horizontal.fedcfa.build import build_fedcfa
+from fedmosaic.methods.horizontal.fedcfa.client import FedCFAClient
+from fedmosaic.methods.horizontal.fedcfa.decorrelation import factor_decorrelation
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams, FedCFAReferenceParams
+from fedmosaic.methods.horizontal.fedcfa.server import FedCFAServer
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 
 __all__ = [
     "FedCFAClient",

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.methods.fedcfa import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa import FedCFAParams
 from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams

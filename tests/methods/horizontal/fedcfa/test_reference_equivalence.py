@@ -17,7 +17,7 @@ The reference's client step, for a batch ``(x, y)`` with factors
   (the reference parses an FDC weight but never adds the term).
 
 The function below computes this with multiplicative masks, independently of
-:mod:`fedmosaic.methods.fedcfa`, on a flat MLP.
+:mod:`fedmosaic.methods.horizontal.fedcfa`, on a flat MLP.
 """
 
 import pytest
@@ -26,8 +26,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.fedcfa import FedCFAParams, split_model
-from fedmosaic.methods.fedcfa.objective import CounterfactualObjective, frozen_copy
+from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, split_model
+from fedmosaic.methods.horizontal.fedcfa.objective import CounterfactualObjective, frozen_copy
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 SPLIT = 3  # Flatten, Linear, ReLU | Linear, ReLU, Linear: 64 factors

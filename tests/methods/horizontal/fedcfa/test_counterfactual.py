@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from fedmosaic.methods.fedcfa.counterfactual import (
+from fedmosaic.methods.horizontal.fedcfa.counterfactual import (
     SelectionRule,
     clip_k,
     counterfactuals,

@@ -11,12 +11,12 @@ from typing_extensions import override
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng, derive_seed
 from fedmosaic.methods.arrays import to_tensor
-from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, chunk_means, without_means
-from fedmosaic.methods.fedcfa.carried_sgd import carried_sgd, momentum_arrays
-from fedmosaic.methods.fedcfa.objective import CounterfactualObjective, frozen_copy
-from fedmosaic.methods.fedcfa.params import FedCFAParams
-from fedmosaic.methods.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient, ModelFactory
+from fedmosaic.methods.horizontal.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, chunk_means, without_means
+from fedmosaic.methods.horizontal.fedcfa.carried_sgd import carried_sgd, momentum_arrays
+from fedmosaic.methods.horizontal.fedcfa.objective import CounterfactualObjective, frozen_copy
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 from fedmosaic.methods.training import LossFn, TrainParams, cross_entropy_loss
 
 

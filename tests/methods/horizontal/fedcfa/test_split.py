@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from fedmosaic.methods.fedcfa.split import default_split, split_model
+from fedmosaic.methods.horizontal.fedcfa.split import default_split, split_model
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fedmosaic.federation import Federation, InProcessGrid, RoundRecord, Schedule
-from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAReferenceParams, FedCFAServer, build_fedcfa
+from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, FedCFAReferenceParams, FedCFAServer, build_fedcfa
 from fedmosaic.methods.horizontal.models import ModelParams
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedmosaic.methods.fedcfa.average_dataset import chunk_indices, chunk_means, global_average_dataset
+from fedmosaic.methods.horizontal.fedcfa.average_dataset import chunk_indices, chunk_means, global_average_dataset
 
 
 def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

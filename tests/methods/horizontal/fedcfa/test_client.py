@@ -6,9 +6,9 @@ import torch
 
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
-from fedmosaic.methods.fedcfa import FedCFAClient
-from fedmosaic.methods.fedcfa.average_dataset import chunk_indices
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.fedcfa import FedCFAClient
+from fedmosaic.methods.horizontal.fedcfa.average_dataset import chunk_indices
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 from fedmosaic.methods.training import TrainParams, train_epochs
 

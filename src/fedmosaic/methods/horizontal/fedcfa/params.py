@@ -8,7 +8,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from fedmosaic.limits import BatchSize, Samples
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.fedcfa.counterfactual import SelectionRule, clip_k
+from fedmosaic.methods.horizontal.fedcfa.counterfactual import SelectionRule, clip_k
 
 
 class FedCFAParams(MethodParams):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fedmosaic.federation import Message, RoundContext
-from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAServer
+from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, FedCFAServer
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 

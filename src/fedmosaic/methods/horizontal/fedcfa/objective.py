@@ -9,10 +9,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from fedmosaic.methods.fedcfa.counterfactual import counterfactuals, factor_scores
-from fedmosaic.methods.fedcfa.decorrelation import factor_decorrelation
-from fedmosaic.methods.fedcfa.params import FedCFAParams
-from fedmosaic.methods.fedcfa.split import split_model
+from fedmosaic.methods.horizontal.fedcfa.counterfactual import counterfactuals, factor_scores
+from fedmosaic.methods.horizontal.fedcfa.decorrelation import factor_decorrelation
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 
 
 def frozen_copy(module: nn.Module) -> nn.Module:
@@ -43,7 +43,7 @@ class CounterfactualObjective:
     Parameters
     ----------
     split : int
-        Where the model is cut (:func:`~fedmosaic.methods.fedcfa.split.split_model`).
+        Where the model is cut (:func:`~fedmosaic.methods.horizontal.fedcfa.split.split_model`).
     reference_decoder : torch.nn.Module
         Decoder of the round's global model as received, frozen
         (:func:`frozen_copy`); it scores the factors.

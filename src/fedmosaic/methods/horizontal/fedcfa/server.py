@@ -17,7 +17,9 @@ from fedmosaic.federation import (
     derive_rng,
     label_means_check,
 )
-from fedmosaic.methods.fedcfa.average_dataset import (
+from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
+from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer, training_metrics
+from fedmosaic.methods.horizontal.fedcfa.average_dataset import (
     AVERAGE_X,
     AVERAGE_Y,
     CHUNK_X,
@@ -27,9 +29,7 @@ from fedmosaic.methods.fedcfa.average_dataset import (
     global_average_dataset,
     without_means,
 )
-from fedmosaic.methods.fedcfa.params import FedCFAParams
-from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
-from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer, training_metrics
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
 from fedmosaic.methods.horizontal.probes import Probe
 from fedmosaic.methods.horizontal.task import Pretraining
 
@@ -42,7 +42,7 @@ class FedCFAServer(FedAvgServer):
     average of every parameter and buffer of the replies, keeps each replying
     client's chunk means in a cache (replacing that client's older ones), and
     builds the next global average dataset
-    (:func:`~fedmosaic.methods.fedcfa.average_dataset.global_average_dataset`):
+    (:func:`~fedmosaic.methods.horizontal.fedcfa.average_dataset.global_average_dataset`):
     by default from the cache, so a client not sampled last round still
     contributes its latest means. The dataset and the cache are part of
     :meth:`state_dict`, so a resumed run continues exactly.

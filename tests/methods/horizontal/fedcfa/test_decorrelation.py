@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedmosaic.methods.fedcfa import factor_decorrelation
-from fedmosaic.methods.fedcfa.decorrelation import VARIANCE_EPS
+from fedmosaic.methods.horizontal.fedcfa import factor_decorrelation
+from fedmosaic.methods.horizontal.fedcfa.decorrelation import VARIANCE_EPS
 
 
 def _mean_abs_pearson(factors: np.ndarray, floor: float = VARIANCE_EPS) -> float:

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from fedmosaic.methods.base import Built
-from fedmosaic.methods.fedcfa.client import FedCFAClient
-from fedmosaic.methods.fedcfa.params import FedCFAParams
-from fedmosaic.methods.fedcfa.server import FedCFAServer
-from fedmosaic.methods.fedcfa.split import default_split, split_model
+from fedmosaic.methods.horizontal.fedcfa.client import FedCFAClient
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.server import FedCFAServer
+from fedmosaic.methods.horizontal.fedcfa.split import default_split, split_model
 
 if TYPE_CHECKING:  # the registry imports this module
     from fedmosaic.methods.horizontal.task import HorizontalTask
