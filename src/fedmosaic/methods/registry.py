@@ -19,21 +19,12 @@ from fedmosaic.methods.horizontal.fedmix.params import FedMixParams, NaiveMixPar
 from fedmosaic.methods.horizontal.scaffold.build import build_scaffold
 from fedmosaic.methods.horizontal.scaffold.params import ScaffoldParams
 from fedmosaic.methods.horizontal.task import HorizontalTask
-from fedmosaic.methods.vertical.build import (
-    build_false_vfl,
-    build_fedhssl,
-    build_laser,
-    build_local,
-    build_plug,
-    build_vanilla,
-)
-from fedmosaic.methods.vertical.params import (
-    FalseVFLParams,
-    FedHSSLParams,
-    LaserVFLParams,
-    PlugVFLParams,
-    SplitVFLParams,
-)
+from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
+from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.split.build import build_laser, build_local, build_plug, build_vanilla
+from fedmosaic.methods.vertical.split.params import LaserVFLParams, PlugVFLParams, SplitVFLParams
 
 __all__ = ["METHODS", "FedAvgParams", "FedProxParams", "HorizontalTask", "Method", "MethodParams", "get_method"]
 """Also importable from here, where they were defined before: the parameters, the task and the method types."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fedmosaic.methods.vertical.bounds import snis_weights
+from fedmosaic.methods.vertical.false_vfl.bounds import snis_weights
 
 
 def sample(mean: Tensor, logvar: Tensor, samples: int, generator: torch.Generator) -> Tensor:

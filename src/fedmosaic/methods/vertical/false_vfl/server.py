@@ -3,7 +3,7 @@
 The server logic is the active party. It holds block 0's encoder and decoder,
 ``q(z | h)``, ``p(h | z)``, the prior ``p(z) = N(0, I)`` and the classifier
 ``p_phi(y | h)``. Passive parties (clients) hold their own encoder and decoder
-(:mod:`fedmosaic.methods.vertical.false_vfl_client`).
+(:mod:`fedmosaic.methods.vertical.false_vfl.client`).
 
 Each round is one epoch (stage 1: ``stage1_passes`` epochs):
 
@@ -32,7 +32,7 @@ Each round is one epoch (stage 1: ``stage1_passes`` epochs):
   (``prediction = "snis"``, the paper), or beyond the paper
   ``p_phi(y | mu)`` at the fused posterior mean (``mean``), or the mean on
   rows whose weights are degenerate and SNIS elsewhere (``ess``,
-  :func:`~fedmosaic.methods.vertical.prediction.rule_probabilities`). Every test setting reports the rule's
+  :func:`~fedmosaic.methods.vertical.false_vfl.prediction.rule_probabilities`). Every test setting reports the rule's
   accuracy, SNIS's, the posterior mean's, SNIS's with each of
   ``report_samples`` and the mean effective sample size of the weights.
 - **Party subsets** (``party_subsets``, beyond the paper): each stage-1 step
@@ -65,15 +65,20 @@ from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, 
 from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
-from fedmosaic.methods.vertical.bounds import effective_sample_size, iwae_bound
-from fedmosaic.methods.vertical.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.false_vfl.bounds import effective_sample_size, iwae_bound
+from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
+from fedmosaic.methods.vertical.false_vfl.prediction import (
+    RULE_ACCURACIES,
+    predictive_probabilities,
+    rule_probabilities,
+    sample,
+)
+from fedmosaic.methods.vertical.false_vfl.subsets import random_subsets
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
-from fedmosaic.methods.vertical.params import FalseVFLParams
-from fedmosaic.methods.vertical.prediction import RULE_ACCURACIES, predictive_probabilities, rule_probabilities, sample
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.selection import Selection
-from fedmosaic.methods.vertical.subsets import random_subsets
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.tensors import (
     evaluation_config,

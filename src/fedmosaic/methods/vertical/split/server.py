@@ -2,7 +2,7 @@
 
 Every party embeds its block with its own encoder; the active party combines
 the embeddings with a head that depends on the baseline
-(:mod:`fedmosaic.methods.vertical.baselines`). One exchange per mini-batch:
+(:mod:`fedmosaic.methods.vertical.split.baselines`). One exchange per mini-batch:
 rows down with the gradients of the previous batch's embeddings, embeddings
 up (one last ``update`` exchange ends the epoch). With a validation split,
 every round then embeds the validation rows (one exchange); when their
@@ -13,7 +13,7 @@ selected on validation; the current ones without a validation split or with
 ``test_round = "last"``); those are the models the run exports, each party's
 encoder in its own part. Under the paper protocol the aligned-only baselines
 predict the test rows not every party holds by their fallback
-(:func:`~fedmosaic.methods.vertical.baselines.aligned_only`).
+(:func:`~fedmosaic.methods.vertical.split.baselines.aligned_only`).
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
-from fedmosaic.methods.vertical.baselines import Baseline, accuracy, aligned_only, baseline_spec
 from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
-from fedmosaic.methods.vertical.params import SplitVFLParams
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, embedding_spec
 from fedmosaic.methods.vertical.selection import Selection
+from fedmosaic.methods.vertical.split.baselines import Baseline, accuracy, aligned_only, baseline_spec
+from fedmosaic.methods.vertical.split.params import SplitVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.tensors import (
     evaluation_config,
@@ -111,7 +111,7 @@ class SplitServer(ServerLogic):
         --------
         >>> import numpy as np
         >>> from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
-        >>> from fedmosaic.methods.vertical.baselines import Local
+        >>> from fedmosaic.methods.vertical.split.baselines import Local
         >>> split = VerticalSplit([np.zeros((2, 1), np.float32)], np.ones((2, 1), bool), np.array([0, 1]))
         >>> task = VerticalTask(VerticalData(split, {"MCAR 0": split}, 2, "gaussian"), rounds=4)
         >>> server = SplitServer(task, SplitVFLParams(epochs=10), Local())

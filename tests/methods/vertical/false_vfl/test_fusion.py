@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from fedmosaic.methods.vertical.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
 
 
 @pytest.mark.parametrize("rule", ["mean", "poe"])

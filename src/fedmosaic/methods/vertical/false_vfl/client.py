@@ -17,7 +17,7 @@ Actions (``message.config["action"]``):
 
 Parties held in one process handle an exchange together
 (:meth:`FalseVFLClient.handle_many`): their networks run stacked
-(:mod:`fedmosaic.methods.vertical.stacked`), with the same replies and
+(:mod:`fedmosaic.methods.vertical.false_vfl.stacked`), with the same replies and
 states as one party after another, up to float rounding.
 """
 
@@ -31,9 +31,9 @@ from typing_extensions import override
 
 from fedmosaic.federation import ClientContext, ClientJob, ClientState, Message
 from fedmosaic.methods.arrays import to_array, to_tensor
+from fedmosaic.methods.vertical.false_vfl.stacked import StackedParties, pad_to
 from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.party_client import PartyClient
-from fedmosaic.methods.vertical.stacked import StackedParties, pad_to
 from fedmosaic.methods.vertical.tensors import spread, tensor
 
 STACKED_ROWS = 2**21

@@ -9,14 +9,14 @@ import torch
 from fedmosaic.data.missingness import Missingness
 from fedmosaic.data.vertical_data import VerticalData, vertical_split
 from fedmosaic.federation import ClientContext, ClientJob, ClientState, Federation, InProcessGrid, Message, Schedule
-from fedmosaic.methods.vertical import false_vfl_client
-from fedmosaic.methods.vertical.build import build_false_vfl
-from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
+from fedmosaic.methods.vertical.false_vfl import client as false_vfl_client
+from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
+from fedmosaic.methods.vertical.false_vfl.client import FalseVFLClient
+from fedmosaic.methods.vertical.false_vfl.stacked import StackedParties, pad_to
 from fedmosaic.methods.vertical.networks import PartyModel
-from fedmosaic.methods.vertical.stacked import StackedParties, pad_to
 from fedmosaic.methods.vertical.task import VerticalTask
 
-from .test_replies import FALSE_VFL
+from ..test_replies import FALSE_VFL
 
 WIDTHS = (2, 3, 1)
 

@@ -1,8 +1,8 @@
 """FedHSSL: cross-party and local SimSiam pre-training, averaged top layers, then Vanilla VFL fine-tuning.
 
 The server logic is the active party; passive parties are clients
-(:mod:`fedmosaic.methods.vertical.fedhssl_client`). Every party holds a
-:class:`~fedmosaic.methods.vertical.simsiam.SimSiamParty`.
+(:mod:`fedmosaic.methods.vertical.fedhssl.client`). Every party holds a
+:class:`~fedmosaic.methods.vertical.fedhssl.simsiam.SimSiamParty`.
 
 Each pre-training round (``1..pretrain_rounds``) is one epoch of:
 
@@ -11,13 +11,13 @@ Each pre-training round (``1..pretrain_rounds``) is one epoch of:
    exchange per mini-batch: rows down with the gradients of the previous
    batch's predictions, each party's ``projection`` and ``prediction`` up.
    The active party computes
-   :func:`~fedmosaic.methods.vertical.simsiam.cross_party_loss` over the
+   :func:`~fedmosaic.methods.vertical.fedhssl.simsiam.cross_party_loss` over the
    parties heard, steps its own networks and keeps each party's cross-party
    representation of the batch
-   (:func:`~fedmosaic.methods.vertical.simsiam.cross_party_targets`).
+   (:func:`~fedmosaic.methods.vertical.fedhssl.simsiam.cross_party_targets`).
 2. **Local SimSiam** (one exchange): the last gradients, the aligned rows and
    the party's cross-party representations of them down; the party runs
-   :func:`~fedmosaic.methods.vertical.simsiam.local_epoch` over every row it
+   :func:`~fedmosaic.methods.vertical.fedhssl.simsiam.local_epoch` over every row it
    holds and replies with its top layers (everything above its input layer).
    The active party does the same on its own rows.
 3. **Average of the top layers** (one exchange): the active party, acting as
@@ -27,8 +27,8 @@ Each pre-training round (``1..pretrain_rounds``) is one epoch of:
 
 The remaining rounds fine-tune the encoders and a concatenation head on the
 fully aligned labeled rows (``passes`` epochs per round) exactly as Vanilla VFL
-(:class:`~fedmosaic.methods.vertical.split_server.SplitServer` with
-:class:`~fedmosaic.methods.vertical.baselines.Concatenation`), starting from
+(:class:`~fedmosaic.methods.vertical.split.server.SplitServer` with
+:class:`~fedmosaic.methods.vertical.split.baselines.Concatenation`), starting from
 the pre-trained encoders; missing blocks are zero-filled at test time.
 """
 
@@ -46,11 +46,8 @@ from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
-from fedmosaic.methods.vertical.baselines import Concatenation
-from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
-from fedmosaic.methods.vertical.params import FedHSSLParams
-from fedmosaic.methods.vertical.replies import acknowledgement_spec, top_layers_spec, views_spec
-from fedmosaic.methods.vertical.simsiam import (
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.fedhssl.simsiam import (
     SimSiamParty,
     average_top_layers,
     batch_count,
@@ -60,7 +57,10 @@ from fedmosaic.methods.vertical.simsiam import (
     spread_targets,
     top_layers,
 )
-from fedmosaic.methods.vertical.split_server import SplitServer
+from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
+from fedmosaic.methods.vertical.replies import acknowledgement_spec, top_layers_spec, views_spec
+from fedmosaic.methods.vertical.split.baselines import Concatenation
+from fedmosaic.methods.vertical.split.server import SplitServer
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.methods.vertical.tensors import gradient, leaf, tensor
 from fedmosaic.models.export import ModelExport

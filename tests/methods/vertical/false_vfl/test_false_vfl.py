@@ -8,15 +8,15 @@ import torch
 
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, Message, RoundContext, Schedule
-from fedmosaic.methods.vertical.bounds import iwae_bound
-from fedmosaic.methods.vertical.build import build_false_vfl
-from fedmosaic.methods.vertical.fusion import fuse_posteriors
-from fedmosaic.methods.vertical.params import FalseVFLParams
-from fedmosaic.methods.vertical.subsets import random_subsets
+from fedmosaic.methods.vertical.false_vfl.bounds import iwae_bound
+from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
+from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
+from fedmosaic.methods.vertical.false_vfl.subsets import random_subsets
 from fedmosaic.methods.vertical.task import VerticalTask
 
-from .conftest import train, with_shuffled_test_labels
-from .recording import RecordingGrid
+from ..conftest import train, with_shuffled_test_labels
+from ..recording import RecordingGrid
 
 PARAMS = FalseVFLParams(
     latent=4, top_latent=2, hidden=8, batch_size=16, kappa=3, predict_samples=5, stage1_rounds=2, classifier_passes=2

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.vertical.simsiam import (
+from fedmosaic.methods.vertical.fedhssl.simsiam import (
     SimSiamParty,
     augment,
     average_top_layers,

@@ -1,7 +1,7 @@
 """The split-network baselines: Local, Vanilla VFL, PlugVFL and LASER-VFL.
 
 Each is a :class:`Baseline` for the
-one training loop of :class:`~fedmosaic.methods.vertical.split_server.SplitServer`.
+one training loop of :class:`~fedmosaic.methods.vertical.split.server.SplitServer`.
 At test time a baseline casts :class:`Votes`: one or more heads' logits per
 row; the run's accuracy (:func:`accuracy`) and a loaded model's class
 probabilities (:func:`probabilities`) both come from them.
@@ -21,7 +21,7 @@ from typing_extensions import override
 
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.methods.vertical.networks import mlp
-from fedmosaic.methods.vertical.params import SplitVFLParams
+from fedmosaic.methods.vertical.split.params import SplitVFLParams
 from fedmosaic.methods.vertical.task import Fallback
 
 

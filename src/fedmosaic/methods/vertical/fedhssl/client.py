@@ -1,7 +1,7 @@
 """FedHSSL's passive party: SimSiam views and local pre-training, then a Vanilla VFL party.
 
 Actions (``message.config["action"]``), besides those of
-:class:`~fedmosaic.methods.vertical.split_client.SplitClient` (``embed``,
+:class:`~fedmosaic.methods.vertical.split.client.SplitClient` (``embed``,
 ``update``) used by fine-tuning:
 
 ``cross``
@@ -31,10 +31,10 @@ from typing_extensions import override
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_seed
 from fedmosaic.methods.arrays import load_arrays, to_array, to_tensor
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.fedhssl.simsiam import SimSiamParty, local_epoch, spread_targets, top_layers
 from fedmosaic.methods.vertical.optimizer_state import OPTIMIZER_PREFIX
-from fedmosaic.methods.vertical.params import FedHSSLParams
-from fedmosaic.methods.vertical.simsiam import SimSiamParty, local_epoch, spread_targets, top_layers
-from fedmosaic.methods.vertical.split_client import SplitClient
+from fedmosaic.methods.vertical.split.client import SplitClient
 from fedmosaic.methods.vertical.tensors import tensor
 
 PRETRAINING = frozenset({"cross", "local", "average"})

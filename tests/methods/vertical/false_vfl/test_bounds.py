@@ -6,11 +6,11 @@ import numpy as np
 import torch
 
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.vertical.bounds import iwae_bound, snis_weights
-from fedmosaic.methods.vertical.false_vfl import ActiveModel
+from fedmosaic.methods.vertical.false_vfl.bounds import iwae_bound, snis_weights
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
+from fedmosaic.methods.vertical.false_vfl.prediction import predictive_probabilities
+from fedmosaic.methods.vertical.false_vfl.server import ActiveModel
 from fedmosaic.methods.vertical.networks import gaussian_log_prob
-from fedmosaic.methods.vertical.params import FalseVFLParams
-from fedmosaic.methods.vertical.prediction import predictive_probabilities
 
 TINY = FalseVFLParams(latent=1, top_latent=1, hidden=4)
 

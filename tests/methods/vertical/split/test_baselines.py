@@ -10,7 +10,11 @@ import torch
 from fedmosaic.data.missingness import Missingness
 from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
 from fedmosaic.federation import ClientContext, ClientState, Federation, Message, Schedule
-from fedmosaic.methods.vertical.baselines import (
+from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.networks import mlp
+from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
+from fedmosaic.methods.vertical.split.baselines import (
     Concatenation,
     LaserVFL,
     Local,
@@ -20,15 +24,13 @@ from fedmosaic.methods.vertical.baselines import (
     probabilities,
     sample_subsets,
 )
-from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_local, build_plug, build_vanilla
-from fedmosaic.methods.vertical.networks import mlp
-from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
-from fedmosaic.methods.vertical.params import FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
-from fedmosaic.methods.vertical.split_client import SplitClient
+from fedmosaic.methods.vertical.split.build import build_laser, build_local, build_plug, build_vanilla
+from fedmosaic.methods.vertical.split.client import SplitClient
+from fedmosaic.methods.vertical.split.params import LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
-from .conftest import tiny_vertical_data, train, with_shuffled_test_labels
-from .recording import RecordingGrid
+from ..conftest import tiny_vertical_data, train, with_shuffled_test_labels
+from ..recording import RecordingGrid
 
 PARAMS = SplitVFLParams(hidden=8, embedding=4, batch_size=8)
 PARAMS_OF = {build_plug: PlugVFLParams, build_laser: LaserVFLParams}

@@ -6,16 +6,16 @@ import torch
 from fedmosaic.data.missingness import Missingness
 from fedmosaic.data.vertical_data import VerticalData, vertical_split
 from fedmosaic.federation import ClientContext, ClientState, Federation, Message, Schedule
-from fedmosaic.methods.vertical import fedhssl
-from fedmosaic.methods.vertical.baselines import fully_aligned_labeled_rows
-from fedmosaic.methods.vertical.build import build_fedhssl
-from fedmosaic.methods.vertical.fedhssl_client import FedHSSLClient
-from fedmosaic.methods.vertical.params import FedHSSLParams
-from fedmosaic.methods.vertical.simsiam import SimSiamParty, average_top_layers, top_layers
+from fedmosaic.methods.vertical.fedhssl import server as fedhssl_server
+from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
+from fedmosaic.methods.vertical.fedhssl.client import FedHSSLClient
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.fedhssl.simsiam import SimSiamParty, average_top_layers, top_layers
+from fedmosaic.methods.vertical.split.baselines import fully_aligned_labeled_rows
 from fedmosaic.methods.vertical.task import VerticalTask
 
-from .conftest import COLUMNS
-from .recording import RecordingGrid
+from ..conftest import COLUMNS
+from ..recording import RecordingGrid
 
 PARAMS = FedHSSLParams(hidden=8, embedding=4, batch_size=8, pretrain_rounds=2)
 
@@ -84,7 +84,7 @@ def test_every_party_receives_the_mean_of_its_own_and_the_uploaded_top_layers(
         own.append(top_layers(model))
         return average_top_layers(model, uploads)
 
-    monkeypatch.setattr(fedhssl, "average_top_layers", recording)
+    monkeypatch.setattr(fedhssl_server, "average_top_layers", recording)
 
     # Execute: one pre-training round
     _, grid = run(tiny_data, 2, PARAMS.model_copy(update={"pretrain_rounds": 1}))
