@@ -5,7 +5,7 @@ import pytest
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation import ClientContext, ClientState, Federation, InProcessGrid, Message, Schedule
-from fedmosaic.methods.tables.scaling import MIN_SITE_ROWS, ScalingClient, ScalingServer, combine, moments
+from fedmosaic.preparation.scaling import MIN_SITE_ROWS, ScalingClient, ScalingServer, combine, moments
 
 
 def _sites() -> list[np.ndarray]:

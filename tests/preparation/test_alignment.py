@@ -5,7 +5,7 @@ import hashlib
 import numpy as np
 
 from fedmosaic.federation import Message
-from fedmosaic.methods.tables.alignment import align
+from fedmosaic.preparation.alignment import align
 
 ACTIVE = [f"patient-{n}" for n in ("ann", "bob", "cid", "dee", "eve", "fay")]
 PASSIVE = [
