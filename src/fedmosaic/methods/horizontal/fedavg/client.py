@@ -11,12 +11,7 @@ from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.devices import to_device
-from fedmosaic.federation import (
-    ClientContext,
-    ClientLogic,
-    ClientState,
-    Message,
-)
+from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
 from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, to_tensor
 from fedmosaic.methods.training import (

@@ -11,26 +11,14 @@ from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.devices import to_device
-from fedmosaic.federation import (
-    ArraySpec,
-    ClientState,
-    Message,
-    ReplySpec,
-    RoundContext,
-    ServerLogic,
-    derive_seed,
-)
+from fedmosaic.federation import ArraySpec, ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import as_float
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_tensor
 from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
 from fedmosaic.methods.horizontal.models import Classifier
 from fedmosaic.methods.horizontal.probes import Probe
 from fedmosaic.methods.horizontal.task import Pretraining
-from fedmosaic.methods.training import (
-    DP_SGD_EPSILON,
-    evaluate_classifier,
-    train_epochs,
-)
+from fedmosaic.methods.training import DP_SGD_EPSILON, evaluate_classifier, train_epochs
 from fedmosaic.models.export import ModelExport
 
 PRETRAINED = "pretrained_"

@@ -7,13 +7,7 @@ import torch
 from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.federation import (
-    ClientContext,
-    ClientState,
-    Message,
-    derive_rng,
-    derive_seed,
-)
+from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng, derive_seed
 from fedmosaic.methods.arrays import to_tensor
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient, ModelFactory
 from fedmosaic.methods.horizontal.fedmix.losses import MixingLoss

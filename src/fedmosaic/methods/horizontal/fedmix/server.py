@@ -9,14 +9,7 @@ import numpy as np
 from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.federation import (
-    ArraySpec,
-    ClientState,
-    Message,
-    ReplySpec,
-    RoundContext,
-    label_means_check,
-)
+from fedmosaic.federation import ArraySpec, ClientState, Message, ReplySpec, RoundContext, label_means_check
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.federation.robust import Contribution
 from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
