@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 
 from fedmosaic.data.csv_rows import read_csv
-from fedmosaic.preparation.alignment import align
 from fedmosaic.models.apply import prediction_table
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.loaded import LoadedModel
+from fedmosaic.preparation.alignment import align
 
 WITHOUT_A_PARTY = frozenset({"false-vfl", "laser-vfl"})
 """Methods whose models predict with a party's table left out (an absent block)."""
