@@ -23,8 +23,8 @@ from fedmosaic.experiments.workloads import prepare_classification
 from fedmosaic.federation import ClientContext, ClientState, derive_seed, weighted_average
 from fedmosaic.federation import Message as FedMessage
 from fedmosaic.methods.arrays import model_to_arrays, seeded
-from fedmosaic.methods.fedavg import FedAvgClient
-from fedmosaic.methods.models import build_model
+from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.models import build_model
 
 _WORKLOADS: dict[str, object] = {}
 

@@ -27,8 +27,9 @@ from fedmosaic.experiments.workloads import federated_schedule
 from fedmosaic.experiments.workloads import prepare_classification as prepare_data
 from fedmosaic.federation import Federation, InProcessGrid, derive_seed
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
-from fedmosaic.methods.models import build_model
+from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer
+from fedmosaic.methods.horizontal.models import build_model
 from fedmosaic.methods.training import evaluate_classifier
 
 

@@ -41,8 +41,9 @@ from engine_overhead import _config, run_bare
 from fedmosaic.experiments.inprocess_grid import make_grid
 from fedmosaic.experiments.workloads import federated_schedule, prepare_classification
 from fedmosaic.federation import Federation, RoundRecord
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgServer
-from fedmosaic.methods.models import build_model
+from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer
+from fedmosaic.methods.horizontal.models import build_model
 from fedmosaic.threads import usable_cores
 
 

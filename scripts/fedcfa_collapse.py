@@ -39,10 +39,15 @@ from fedmosaic.experiments.presets import preset_source
 from fedmosaic.experiments.workloads import prepare_simpson
 from fedmosaic.federation import Grid, Message, RoundContext, Schedule
 from fedmosaic.methods.arrays import load_arrays
-from fedmosaic.methods.fedcfa import FedCFAParams, split_model
-from fedmosaic.methods.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, without_means
-from fedmosaic.methods.fedcfa.counterfactual import SelectionRule, counterfactuals, factor_scores, select_factors
-from fedmosaic.methods.models import Classifier
+from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, split_model
+from fedmosaic.methods.horizontal.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, without_means
+from fedmosaic.methods.horizontal.fedcfa.counterfactual import (
+    SelectionRule,
+    counterfactuals,
+    factor_scores,
+    select_factors,
+)
+from fedmosaic.methods.horizontal.models import Classifier
 from fedmosaic.methods.registry import HorizontalTask, get_method
 
 # The benchmarks' helpers (data folder, machine facts, JSON output) serve this investigation too.

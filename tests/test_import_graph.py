@@ -14,8 +14,22 @@ The rules:
   (``fedmosaic.cli``);
 - ``tracking/`` reads finished results only: nothing of ``federation/``,
   ``data/``, ``methods/`` or ``experiments/``;
+- ``preparation/`` (protocols on own tables before training) imports nothing
+  of ``data/``, ``methods/``, ``models/`` or ``experiments/``;
 - no module reaches itself through its imports (no circle);
 - no module is longer than :data:`MAX_LINES` lines.
+
+And the methods' layout (docs/architecture.md, "Add a method"):
+
+- ``methods/`` holds the modules every family shares (:data:`SHARED_MODULES`)
+  and the family folders (:data:`FAMILIES`), nothing else;
+- every method is a package in its family's folder (the concepts family is
+  one method, F-CMs, and its folder is that package) holding the role files
+  :data:`ROLE_FILES`, or the documented equivalent of a missing one
+  (:data:`ROLE_EQUIVALENTS`), and the registry builds every method from one
+  of these packages' ``build.py``;
+- a family imports nothing of another, and the shared modules import no
+  family (the registry, which lists them all, aside).
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ from pathlib import Path
 import pytest
 
 import fedmosaic
+from fedmosaic.methods.registry import METHODS as REGISTERED
 
 SRC = Path(fedmosaic.__file__).resolve().parent
 
@@ -36,8 +51,23 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "fedmosaic.data": ("fedmosaic.federation", "fedmosaic.methods"),
     "fedmosaic.methods": ("fedmosaic.experiments", "fedmosaic.cli"),
     "fedmosaic.tracking": ("fedmosaic.federation", "fedmosaic.data", "fedmosaic.methods", "fedmosaic.experiments"),
+    "fedmosaic.preparation": ("fedmosaic.data", "fedmosaic.methods", "fedmosaic.models", "fedmosaic.experiments"),
 }
 """Layer -> the packages and modules it must not import."""
+
+METHODS = SRC / "methods"
+FAMILIES = ("horizontal", "concepts", "vertical")
+"""The folders of ``methods/`` that group methods by the task they are built from."""
+SINGLE_METHOD_FAMILIES = ("concepts",)
+"""Families of one method, whose folder is that method's package."""
+SHARED_MODULES = ("__init__", "arrays", "base", "declared_state", "kept_optimizer", "registry", "training")
+"""The modules at ``methods/``'s top level: what every family may use, and the registry."""
+ROLE_FILES = ("params.py", "client.py", "server.py", "build.py")
+"""What every method package holds: its parameters, its two halves and its builder."""
+ROLE_EQUIVALENTS = {
+    ("horizontal/decoder_matched", "server.py"): "no server of its own: build.py builds FedAvg's (horizontal/fedavg)",
+}
+"""(method package, role file) -> what stands in for a role file the method lacks, and where."""
 
 MAX_LINES = 600
 """The longest a module may be; a longer one does more than one job."""
@@ -114,6 +144,20 @@ def _path(graph: dict[str, frozenset[str]], source: str, target: str) -> list[st
 
 def _inside(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
+
+
+def method_packages() -> list[Path]:
+    """Every method package under ``methods/``."""
+    return sorted(
+        METHODS / family if family in SINGLE_METHOD_FAMILIES else package
+        for family in FAMILIES
+        for package in ([METHODS / family] if family in SINGLE_METHOD_FAMILIES else (METHODS / family).iterdir())
+        if (package / "__init__.py").is_file()
+    )
+
+
+def _family(module: str) -> str | None:
+    return next((f for f in FAMILIES if _inside(module, f"fedmosaic.methods.{f}")), None)
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -203,3 +247,65 @@ def test_no_module_is_longer_than_600_lines() -> None:
     # Assert
     assert len(lengths) > 100
     assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
+
+
+# --------------------------------------------------------------------------- the methods' layout
+
+
+def test_methods_holds_the_shared_modules_and_the_family_folders_only() -> None:
+    # Execute
+    modules = sorted(path.stem for path in METHODS.glob("*.py"))
+    folders = sorted(path.name for path in METHODS.iterdir() if path.is_dir() and path.name != "__pycache__")
+
+    # Assert
+    assert modules == sorted(SHARED_MODULES), "a method is a package in its family's folder, not a module of methods/"
+    assert folders == sorted(FAMILIES)
+
+
+def test_every_method_package_holds_the_role_files_or_their_documented_equivalents() -> None:
+    # Prepare
+    packages = method_packages()
+
+    # Execute
+    missing = [
+        f"{package.relative_to(METHODS)}/{role}"
+        for package in packages
+        for role in ROLE_FILES
+        if not (package / role).is_file() and (str(package.relative_to(METHODS)), role) not in ROLE_EQUIVALENTS
+    ]
+    stale = [f"{package}/{role}" for package, role in ROLE_EQUIVALENTS if (METHODS / package / role).is_file()]
+
+    # Assert
+    assert len(packages) >= 9
+    assert not missing, f"method packages without a role file (or an entry in ROLE_EQUIVALENTS): {missing}"
+    assert not stale, f"ROLE_EQUIVALENTS names role files that exist: {stale}"
+
+
+def test_every_registered_method_is_built_by_a_method_package() -> None:
+    # Prepare
+    builds = {".".join(("fedmosaic", *package.relative_to(SRC).parts, "build")) for package in method_packages()}
+
+    # Execute
+    elsewhere = {
+        name: method.builder.__module__
+        for name, method in REGISTERED.items()
+        if method.builder.__module__ not in builds
+    }
+
+    # Assert
+    assert not elsewhere, f"methods not built by a method package's build.py: {elsewhere}"
+
+
+def test_a_family_imports_nothing_of_another_and_the_shared_modules_no_family() -> None:
+    # Execute
+    graph = import_graph(SRC)
+    violations = [
+        f"{module} -> {imported}"
+        for module, imports in sorted(graph.items())
+        if _inside(module, "fedmosaic.methods") and module != "fedmosaic.methods.registry"
+        for imported in sorted(imports)
+        if _family(imported) is not None and _family(imported) != _family(module)
+    ]
+
+    # Assert
+    assert not violations, "imports across method families: " + "; ".join(violations)

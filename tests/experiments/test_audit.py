@@ -11,7 +11,7 @@ from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import MESSAGES, run_experiment
 from fedmosaic.federation.audit import read_log
-from fedmosaic.methods.vertical.simsiam import SimSiamParty, top_layers
+from fedmosaic.methods.vertical.fedhssl.simsiam import SimSiamParty, top_layers
 
 CLASSIFICATION = {
     "name": "audit",

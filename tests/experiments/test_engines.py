@@ -16,7 +16,7 @@ from fedmosaic.experiments.runner import configured_engine, run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.federation import ClientContext, ClientState, Message, Schedule, ServerLogic
 from fedmosaic.methods.registry import get_method
-from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
+from fedmosaic.methods.vertical.false_vfl.client import FalseVFLClient
 
 DIGITS = {
     "name": "engines-digits",
@@ -200,7 +200,7 @@ def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(
     ClientApp, rebuilt from the job header, its model and optimizer in
     ``context.state`` between messages. In-process, FALSE-VFL's parties are
     handled one by one here, as on Flower's nodes: stacked, they agree within
-    float rounding (``tests/methods/vertical/test_stacked.py``).
+    float rounding (``tests/methods/vertical/false_vfl/test_stacked.py``).
     """
     # Prepare
     source = VERTICAL | {"runs": [VERTICAL["runs"][0], VERTICAL["runs"][2]]}

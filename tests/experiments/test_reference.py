@@ -16,9 +16,9 @@ from fedmosaic.experiments.reference import (
     parameter_docs,
     render_reference,
 )
-from fedmosaic.methods.models import ModelParams
+from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.registry import METHODS
-from fedmosaic.methods.vertical.params import FalseVFLParams
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "experiments.md"
 

@@ -16,7 +16,7 @@ from fedmosaic.experiments.table_workload import NODE_FILE
 from fedmosaic.federation import ClientContext, ClientState, Federation, InProcessGrid, Message
 from fedmosaic.federation.flower.site_state import STATE_DIR, SiteStates
 from fedmosaic.methods.registry import get_method
-from fedmosaic.methods.tables.alignment import align
+from fedmosaic.preparation.alignment import align
 
 
 def _message_bytes(message: Message) -> bytes:

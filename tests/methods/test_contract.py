@@ -57,9 +57,11 @@ from fedmosaic.federation.robust import Aggregator, Median
 from fedmosaic.federation.secagg import SecureAggregation, SecureClient
 from fedmosaic.federation.secagg.protocol import MASKED
 from fedmosaic.methods.base import Method, MethodParams
-from fedmosaic.methods.fedavg import FedAvgClient, FedAvgParams, FedAvgServer
+from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
+from fedmosaic.methods.horizontal.fedavg.params import FedAvgParams
+from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer
+from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.registry import METHODS
-from fedmosaic.methods.task import HorizontalTask
 
 from .state_equality import assert_same
 from .tiny_tasks import VARIANTS, minimal_source, tiny_params, tiny_task

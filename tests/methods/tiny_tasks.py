@@ -14,8 +14,8 @@ import numpy as np
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.methods.base import Method, MethodParams
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
-from fedmosaic.methods.models import ModelParams
-from fedmosaic.methods.task import HorizontalTask
+from fedmosaic.methods.horizontal.models import ModelParams
+from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.task import VerticalTask
 

@@ -20,7 +20,9 @@ from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.federation import ServerLogic
-from fedmosaic.methods.vertical import baselines, false_vfl, split_server
+from fedmosaic.methods.vertical.false_vfl import server as false_vfl_server
+from fedmosaic.methods.vertical.split import baselines
+from fedmosaic.methods.vertical.split import server as split_server
 
 
 @dataclasses.dataclass
@@ -168,7 +170,7 @@ def _run(source: dict[str, Any], out: Path) -> FinishedRun:
     predictions: list[Any] = []
     split_predictions: dict[int, list[Any]] = {}
     original = runner.get_method
-    predict, count = false_vfl.predictive_probabilities, split_server.accuracy
+    predict, count = false_vfl_server.predictive_probabilities, split_server.accuracy
 
     def recorded(*args: Any) -> Any:
         predictions.append(predict(*args).numpy().copy())
@@ -190,7 +192,7 @@ def _run(source: dict[str, Any], out: Path) -> FinishedRun:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "get_method", recording)
-        patch.setattr(false_vfl, "predictive_probabilities", recorded)
+        patch.setattr(false_vfl_server, "predictive_probabilities", recorded)
         patch.setattr(split_server, "accuracy", counted)
         patch.setattr(workloads, "sample_concept_splits", functools.partial(bayesnet.sample_concept_splits, epochs=1))
         config = load_config(source)

@@ -9,7 +9,7 @@ import torch
 
 import fedmosaic
 from fedmosaic.data import vertical_data
-from fedmosaic.methods.vertical import baselines
+from fedmosaic.methods.vertical.split import baselines
 
 METHODS = ["vfl-local", "vanilla-vfl", "plug-vfl", "laser-vfl", "fedhssl"]
 

@@ -10,8 +10,8 @@ from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.job import Job, federated_schedule
 from fedmosaic.federation import Schedule
-from fedmosaic.methods.probes import Probe
-from fedmosaic.methods.task import HorizontalTask
+from fedmosaic.methods.horizontal.probes import Probe
+from fedmosaic.methods.horizontal.task import HorizontalTask
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from fedmosaic.experiments.validation import validate
 from fedmosaic.federation.privacy import noise_for_epsilon
 from fedmosaic.limits import MAX_SEED, MIN_NOISE
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.models import ModelParams
+from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.training import TrainParams
 

@@ -49,8 +49,8 @@ from fedmosaic.federation.flower.client import handle_flower_message, load_state
 from fedmosaic.federation.flower.site_state import STATE_DIR
 from fedmosaic.federation.message import ConfigValue, as_int
 from fedmosaic.methods.registry import get_method
-from fedmosaic.methods.tables.alignment import AlignmentClient
-from fedmosaic.methods.tables.scaling import ScalingClient
+from fedmosaic.preparation.alignment import AlignmentClient
+from fedmosaic.preparation.scaling import ScalingClient
 from fedmosaic.threads import torch_threads
 
 client_app = ClientApp()

@@ -160,7 +160,7 @@ def parameter_docs(model: type[BaseModel]) -> dict[str, str]:
 
     Examples
     --------
-    >>> from fedmosaic.methods.fedavg import FedProxParams
+    >>> from fedmosaic.methods.horizontal.fedavg.params import FedProxParams
     >>> parameter_docs(FedProxParams)["mu"][:30]
     'Weight of the proximal term `m'
     """

@@ -1,7 +1,7 @@
 """Vertical tasks from the parties' own tables: rows aligned by private set intersection.
 
 The active party's rows are the task's rows. Its ID column is matched with
-each passive party's by :mod:`fedmosaic.methods.tables.alignment` (messages
+each passive party's by :mod:`fedmosaic.preparation.alignment` (messages
 over a grid, as any federation), so the active party learns which of its
 rows each passive party holds and the passive party learns which of its rows
 to serve and where; no ID crosses. Each party standardises its own columns
@@ -34,7 +34,7 @@ from fedmosaic.federation import ClientState, Federation, Grid, RoundRecord, Sch
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.federation.message import as_int
 from fedmosaic.federation.round import MessageObserver
-from fedmosaic.methods.tables.alignment import AlignmentClient, AlignmentServer
+from fedmosaic.preparation.alignment import AlignmentClient, AlignmentServer
 
 ALIGNMENT = "alignment"
 """Label of the row alignment's job, and name of its audit log (``messages/alignment.jsonl``)."""

@@ -8,7 +8,7 @@ and its graph belief (``graph-file``).
 
 Features are scaled by federated statistics: before the runs, one exchange
 collects every site's row count, sums and sums of squares
-(:mod:`fedmosaic.methods.tables.scaling`); the server combines them, and the
+(:mod:`fedmosaic.preparation.scaling`); the server combines them, and the
 clients receive the mean and standard deviation with every message. With
 ``federation.audit`` the exchange is in the audit (``messages/scaling.jsonl``).
 """
@@ -38,7 +38,7 @@ from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
-from fedmosaic.methods.tables.scaling import MIN_SITE_ROWS, Scaling, ScalingClient, ScalingServer
+from fedmosaic.preparation.scaling import MIN_SITE_ROWS, Scaling, ScalingClient, ScalingServer
 
 SCALING = "scaling"
 """Label of the job that collects the sites' feature statistics."""

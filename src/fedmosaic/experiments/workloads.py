@@ -48,7 +48,7 @@ from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
-from fedmosaic.methods.probes import ColourSwapProbe, HeldOutProbe, Probe
+from fedmosaic.methods.horizontal.probes import ColourSwapProbe, HeldOutProbe, Probe
 
 FEW_ADDITIONAL_SUBSETS = ("asia", "hailfinder")
 """Networks whose additional concepts appear in 1 extra subgraph; the others use 3."""

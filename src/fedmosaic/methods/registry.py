@@ -9,27 +9,22 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.methods.base import Capabilities, Method, MethodParams
 from fedmosaic.methods.concepts.build import build_fcm
 from fedmosaic.methods.concepts.params import FCMParams
-from fedmosaic.methods.decoder_matched import DecoderMatchedParams, build_decoder_matched
-from fedmosaic.methods.fedavg import FedAvgParams, FedProxParams, build_fedavg, build_fedprox
-from fedmosaic.methods.fedcfa import FedCFAParams, FedCFAReferenceParams, build_fedcfa
-from fedmosaic.methods.fedmix import FedMixParams, NaiveMixParams, build_fedmix
-from fedmosaic.methods.scaffold import ScaffoldParams, build_scaffold
-from fedmosaic.methods.task import HorizontalTask
-from fedmosaic.methods.vertical.build import (
-    build_false_vfl,
-    build_fedhssl,
-    build_laser,
-    build_local,
-    build_plug,
-    build_vanilla,
-)
-from fedmosaic.methods.vertical.params import (
-    FalseVFLParams,
-    FedHSSLParams,
-    LaserVFLParams,
-    PlugVFLParams,
-    SplitVFLParams,
-)
+from fedmosaic.methods.horizontal.decoder_matched.build import build_decoder_matched
+from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedParams
+from fedmosaic.methods.horizontal.fedavg.build import build_fedavg, build_fedprox
+from fedmosaic.methods.horizontal.fedavg.params import FedAvgParams, FedProxParams
+from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, FedCFAReferenceParams, build_fedcfa
+from fedmosaic.methods.horizontal.fedmix.build import build_fedmix
+from fedmosaic.methods.horizontal.fedmix.params import FedMixParams, NaiveMixParams
+from fedmosaic.methods.horizontal.scaffold.build import build_scaffold
+from fedmosaic.methods.horizontal.scaffold.params import ScaffoldParams
+from fedmosaic.methods.horizontal.task import HorizontalTask
+from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
+from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.split.build import build_laser, build_local, build_plug, build_vanilla
+from fedmosaic.methods.vertical.split.params import LaserVFLParams, PlugVFLParams, SplitVFLParams
 
 __all__ = ["METHODS", "FedAvgParams", "FedProxParams", "HorizontalTask", "Method", "MethodParams", "get_method"]
 """Also importable from here, where they were defined before: the parameters, the task and the method types."""

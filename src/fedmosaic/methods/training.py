@@ -17,6 +17,8 @@ from fedmosaic.limits import MAX_EPOCHS, MAX_LR, MAX_NOISE, MAX_NORM, BatchSize,
 from fedmosaic.methods.kept_optimizer import keep_optimizer, restore_optimizer
 
 LossFn = Callable[[nn.Module, Tensor, Tensor], Tensor]
+DP_SGD_EPSILON = "dp_sgd_epsilon"
+"""Metric of a client training with local DP-SGD: the epsilon it has spent so far."""
 
 
 class TrainParams(BaseModel):

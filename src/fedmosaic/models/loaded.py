@@ -22,7 +22,7 @@ import torch
 from typing_extensions import override
 
 from fedmosaic.methods.concepts.models import ConceptGraph, ConceptModelParams, build_concept_model
-from fedmosaic.methods.models import Classifier
+from fedmosaic.methods.horizontal.models import Classifier
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.files import read_part
 from fedmosaic.models.inputs import checked_inputs

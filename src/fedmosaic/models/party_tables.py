@@ -6,7 +6,7 @@ each party's with that party's statistics (its card's
 ``inputs.standardise``). Given one table per party, each with the ID column
 and that party's columns, the active party's rows are the rows predicted:
 each passive party's table is aligned with the active party's by the same
-private set intersection as training (:func:`~fedmosaic.methods.tables.alignment.align`),
+private set intersection as training (:func:`~fedmosaic.preparation.alignment.align`),
 and a row a passive party does not hold is an absent block. A party whose
 table is left out is absent from every row: FALSE-VFL and LASER-VFL predict
 without it; the other methods need every party's table.
@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 
 from fedmosaic.data.csv_rows import read_csv
-from fedmosaic.methods.tables.alignment import align
 from fedmosaic.models.apply import prediction_table
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.loaded import LoadedModel
+from fedmosaic.preparation.alignment import align
 
 WITHOUT_A_PARTY = frozenset({"false-vfl", "laser-vfl"})
 """Methods whose models predict with a party's table left out (an absent block)."""

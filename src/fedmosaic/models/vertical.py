@@ -40,14 +40,15 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from fedmosaic.methods.vertical.baselines import Votes, baseline_from_spec, probabilities
-from fedmosaic.methods.vertical.bounds import effective_sample_size
-from fedmosaic.methods.vertical.false_vfl import ActiveModel
-from fedmosaic.methods.vertical.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.false_vfl.bounds import effective_sample_size
+from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
+from fedmosaic.methods.vertical.false_vfl.prediction import predictive_probabilities, rule_probabilities
+from fedmosaic.methods.vertical.false_vfl.server import ActiveModel
 from fedmosaic.methods.vertical.networks import PartyModel
-from fedmosaic.methods.vertical.params import FalseVFLParams, SplitVFLParams
-from fedmosaic.methods.vertical.prediction import predictive_probabilities, rule_probabilities
-from fedmosaic.methods.vertical.split_server import active_model, encoder, filled_at_test, stack_embeddings
+from fedmosaic.methods.vertical.split.baselines import Votes, baseline_from_spec, probabilities
+from fedmosaic.methods.vertical.split.params import SplitVFLParams
+from fedmosaic.methods.vertical.split.server import active_model, encoder, filled_at_test, stack_embeddings
 from fedmosaic.methods.vertical.tensors import heard, spread
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.files import read_part

@@ -7,9 +7,10 @@ import pytest
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, InProcessGrid, Schedule
 from fedmosaic.federation.record import RoundRecord
-from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl
-from fedmosaic.methods.vertical.false_vfl_client import FalseVFLClient
-from fedmosaic.methods.vertical.params import FedHSSLParams
+from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
+from fedmosaic.methods.vertical.false_vfl.client import FalseVFLClient
+from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
 from .test_replies import FALSE_VFL, SPLIT

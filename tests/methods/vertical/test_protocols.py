@@ -6,9 +6,11 @@ import torch
 
 from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
 from fedmosaic.federation import Federation, Schedule
-from fedmosaic.methods.vertical.baselines import aligned_only, single_vote
-from fedmosaic.methods.vertical.build import build_fedhssl, build_laser, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import FedHSSLParams, LaserVFLParams, PlugVFLParams, SplitVFLParams
+from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.split.baselines import aligned_only, single_vote
+from fedmosaic.methods.vertical.split.build import build_laser, build_plug, build_vanilla
+from fedmosaic.methods.vertical.split.params import LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
 from .recording import RecordingGrid

@@ -12,14 +12,12 @@ import torch
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, InProcessGrid, Message, Schedule
 from fedmosaic.federation.record import RoundRecord
-from fedmosaic.methods.vertical.build import build_false_vfl, build_fedhssl, build_laser, build_plug, build_vanilla
-from fedmosaic.methods.vertical.params import (
-    FalseVFLParams,
-    FedHSSLParams,
-    LaserVFLParams,
-    PlugVFLParams,
-    SplitVFLParams,
-)
+from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
+from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
+from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
+from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
+from fedmosaic.methods.vertical.split.build import build_laser, build_plug, build_vanilla
+from fedmosaic.methods.vertical.split.params import LaserVFLParams, PlugVFLParams, SplitVFLParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
 FALSE_VFL = FalseVFLParams(

@@ -20,8 +20,7 @@ from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.privacy import randomized_response
 from fedmosaic.methods.concepts.stacked import LocalFit, stackable, train_stacked
 from fedmosaic.methods.concepts.task import ConceptClientData, decode_graph
-from fedmosaic.methods.fedavg import DP_SGD_EPSILON
-from fedmosaic.methods.training import TrainParams, dp_sgd_epsilon, train_epochs
+from fedmosaic.methods.training import DP_SGD_EPSILON, TrainParams, dp_sgd_epsilon, train_epochs
 
 REGISTER = "query.register"
 TRAIN = "train"

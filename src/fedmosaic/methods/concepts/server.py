@@ -32,7 +32,7 @@ from fedmosaic.methods.concepts.oscillation import alternating_rounds
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.task import ConceptTask, LabeledConcepts, decode_graph, encode_graph
 from fedmosaic.methods.declared_state import BOOL, BY_CLIENT, FLOATS_OR_NONE, INT, JSON, STR, DeclaredState
-from fedmosaic.methods.fedavg import DP_SGD_EPSILON
+from fedmosaic.methods.training import DP_SGD_EPSILON
 from fedmosaic.models.export import ModelExport
 
 CONCEPT_METRICS = (

@@ -1,0 +1,63 @@
+"""FALSE-VFL's prediction: latent draws, self-normalised importance sampling and the rules that choose between SNIS and the posterior mean."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from fedmosaic.methods.vertical.false_vfl.bounds import snis_weights
+
+
+def sample(mean: Tensor, logvar: Tensor, samples: int, generator: torch.Generator) -> Tensor:
+    """``samples`` draws of the diagonal Gaussians ``(n, d)``: ``(samples, n, d)``."""
+    noise = torch.randn((samples, *mean.shape), generator=generator).to(mean.device)  # drawn on the CPU, as everywhere
+    return mean + torch.exp(0.5 * logvar) * noise
+
+
+RULE_ACCURACIES = ("snis_accuracy", "mean_accuracy", "ess_accuracy")
+"""The diagnostics that hold each prediction rule's accuracy."""
+
+
+def rule_probabilities(rule: str, snis: Tensor, at_mean: Tensor, ess: Tensor, floor: float) -> Tensor:
+    """The class probabilities of a prediction rule: ``snis``, ``mean``, or ``ess`` (the mean where ``ess < floor``).
+
+    Parameters
+    ----------
+    rule : {"snis", "mean", "ess"}
+        The rule (``FalseVFLParams.prediction``).
+    snis, at_mean : Tensor
+        ``(n, classes)``: SNIS's probabilities and the classifier's at the fused posterior mean.
+    ess : Tensor
+        ``(n,)``: the effective sample size of each row's weights.
+    floor : float
+        The effective sample size below which ``ess`` takes the mean.
+
+    Examples
+    --------
+    >>> snis, at_mean = torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([[0.0, 1.0], [0.0, 1.0]])
+    >>> rule_probabilities("ess", snis, at_mean, torch.tensor([1.2, 5.0]), 2.0).argmax(-1).tolist()
+    [1, 0]
+    """
+    if rule == "snis":
+        return snis
+    if rule == "mean":
+        return at_mean
+    return torch.where((ess < floor)[:, None], at_mean, snis)
+
+
+def predictive_probabilities(log_weights: Tensor, class_probabilities: Tensor) -> Tensor:
+    """``sum_l w_l p_phi(y | h_l)`` with self-normalised weights.
+
+    Parameters
+    ----------
+    log_weights : Tensor
+        ``(samples, n)`` log importance weights.
+    class_probabilities : Tensor
+        ``(samples, n, classes)``.
+
+    Returns
+    -------
+    Tensor
+        ``(n, classes)``, rows summing to one.
+    """
+    return (snis_weights(log_weights)[..., None] * class_probabilities).sum(0)
