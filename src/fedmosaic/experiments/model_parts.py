@@ -21,9 +21,10 @@ card records; the weights never travel. The root is where the client runs:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from typing_extensions import override
@@ -33,7 +34,7 @@ from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.model_cards import slug
 from fedmosaic.experiments.table_cards import scale_entry
 from fedmosaic.experiments.table_vertical import Scale
-from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Grid, Message
+from fedmosaic.federation import ClientContext, ClientJob, ClientLogic, ClientState, Grid, Message
 from fedmosaic.models.export import ModelExport
 from fedmosaic.models.parts import write_part
 
@@ -78,6 +79,24 @@ class PartWriter(ClientLogic):
         folder, name = str(message.config[FOLDER]), str(message.config[PART])
         digest = write_part(self._root / folder, name, arrays, {"model": folder, **self._details})
         return Message(kind=EXPORT_PART, config={SHA256: digest})
+
+    @override
+    def batch_key(self, message: Message) -> Hashable | None:
+        """The wrapped client's key with its class, so that its messages are batched as its method batches them.
+
+        An export message is handled alone.
+        """
+        if message.kind == EXPORT_PART:
+            return None
+        key = self._logic.batch_key(message)
+        return None if key is None else (type(self._logic), key)
+
+    @classmethod
+    @override
+    def handle_many(cls, jobs: Sequence[ClientJob]) -> list[Message]:
+        """The wrapped clients handle the jobs together (:meth:`batch_key` grouped them by their class and key)."""
+        wrapped = [replace(job, logic=cast(PartWriter, job.logic)._logic) for job in jobs]
+        return wrapped[0].logic.handle_many(wrapped)
 
     @override
     def exported_part(self, state: ClientState) -> dict[str, np.ndarray] | None:
