@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -64,10 +64,11 @@ class CounterfactualObjective:
     average_y: Tensor
     params: FedCFAParams
     generator: torch.Generator
+    _parts: tuple[nn.Module, nn.Module, nn.Module] | None = field(default=None, init=False, repr=False)
 
     def __call__(self, model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
         """The loss of the batch ``(x, y)`` under ``model``."""
-        encoder, decoder = split_model(model, self.split)
+        encoder, decoder = self._split(model)
         z = encoder(x)
         loss = self.params.ce_weight * F.cross_entropy(decoder(z), y)
         if self.params.fdc_weight > 0:
@@ -87,6 +88,12 @@ class CounterfactualObjective:
         positive = F.cross_entropy(positive_logits, y)
         negative = F.cross_entropy(negative_logits, samples.negative_target)
         return self.params.positive_weight * positive + self.params.negative_weight * negative
+
+    def _split(self, model: nn.Module) -> tuple[nn.Module, nn.Module]:
+        """``model``'s encoder and decoder, cut once per model (they share its layers, so they follow its training)."""
+        if self._parts is None or self._parts[0] is not model:
+            self._parts = (model, *split_model(model, self.split))
+        return self._parts[1], self._parts[2]
 
     @torch.no_grad()
     def encode_means(self, encoder: nn.Module, drawn: Tensor) -> Tensor:

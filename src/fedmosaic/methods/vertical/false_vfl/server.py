@@ -76,7 +76,7 @@ from fedmosaic.methods.vertical.false_vfl.prediction import (
 )
 from fedmosaic.methods.vertical.false_vfl.subsets import random_subsets
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
-from fedmosaic.methods.vertical.optimizer_state import load_optimizer_arrays, optimizer_to_arrays
+from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec, load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.selection import Selection
 from fedmosaic.methods.vertical.task import VerticalTask
@@ -546,9 +546,9 @@ class FalseVFLServer(ServerLogic):
         return {c: np.flatnonzero(to_array(scope[:, c + 1])) for c in range(len(self._task.data.widths) - 1)}
 
     def _reset_optimizers(self) -> None:
-        lr = self._params.lr
-        self._generative_optimizer = torch.optim.Adam(self._model.generative_parameters(), lr=lr)
-        self._classifier_optimizer = torch.optim.Adam(self._model.classifier.parameters(), lr=lr)
+        adam = OptimizerSpec("adam", self._params.lr)
+        self._generative_optimizer = adam.build(self._model.generative_parameters())
+        self._classifier_optimizer = adam.build(self._model.classifier.parameters())
 
     # ------------------------------------------------------------------ state
     @override
