@@ -210,7 +210,7 @@ def markdown(document: dict[str, Any]) -> str:
     lines = [
         "# Robustness and privacy results",
         "",
-        "Produced by `python benchmarks/robustness.py --privacy --markdown docs/results/robustness.md` "
+        "Produced by `python benchmarks/robustness.py --privacy --out docs/results/robustness.json --markdown docs/results/robustness.md` "
         "(in-process engine, seed 0; timings are not compared here). Hostile clients are drawn from the seed "
         "(`[attack]`); accuracies are final test accuracies.",
         "",
