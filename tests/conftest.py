@@ -18,8 +18,11 @@ import torch
 torch.set_num_threads(1)
 
 import functools  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
+from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
@@ -61,6 +64,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     largest ``xdist_group`` first.
     """
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def repository_script() -> Callable[[str], ModuleType]:
+    """Loads a script of the repository (``benchmarks/<name>.py``, ``scripts/<name>.py``) as a module.
+
+    The script's folder is importable while it loads (a benchmark imports its folder's helpers).
+    """
+
+    def load(relative: str) -> ModuleType:
+        path = REPOSITORY / relative
+        sys.path.insert(0, str(path.parent))
+        try:
+            spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{path.stem}", path)
+            assert spec is not None
+            assert spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        finally:
+            sys.path.remove(str(path.parent))
+
+    return load
 
 
 @pytest.fixture(scope="session")

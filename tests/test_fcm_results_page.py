@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -15,13 +15,8 @@ METHODS_PAGE = ROOT / "docs" / "methods" / "fcm.md"
 
 
 @pytest.fixture(scope="module")
-def tables() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fcm_tables", ROOT / "scripts" / "fcm_tables.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def tables(repository_script: Callable[[str], ModuleType]) -> ModuleType:
+    return repository_script("scripts/fcm_tables.py")
 
 
 def test_every_table_of_the_results_page_is_printed_from_its_grid_files(tables: ModuleType) -> None:

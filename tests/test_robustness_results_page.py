@@ -1,31 +1,20 @@
 """The robustness results page is printed from its committed JSON."""
 
-import importlib.util
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "benchmarks" / "robustness.py"
 DATA = REPO / "docs" / "results" / "robustness.json"
 PAGE = REPO / "docs" / "results" / "robustness.md"
 
 
 @pytest.fixture(scope="module")
-def benchmark() -> ModuleType:
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports its folder's helpers
-    try:
-        spec = importlib.util.spec_from_file_location("robustness_benchmark", SCRIPT)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+def benchmark(repository_script: Callable[[str], ModuleType]) -> ModuleType:
+    return repository_script("benchmarks/robustness.py")
 
 
 def test_the_page_shows_the_tables_of_its_committed_json(benchmark: ModuleType) -> None:

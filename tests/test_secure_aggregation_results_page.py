@@ -1,33 +1,23 @@
 """The secure-aggregation results page is printed from its committed JSON, and states agreement within 0.5 points."""
 
-import importlib.util
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "benchmarks" / "secure_aggregation.py"
 DATA = REPO / "docs" / "results" / "secure-aggregation.json"
 PAGE = REPO / "docs" / "results" / "secure-aggregation.md"
 
 
 @pytest.fixture(scope="module")
-def benchmark():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports its folder's helpers
-    try:
-        spec = importlib.util.spec_from_file_location("secure_aggregation_benchmark", SCRIPT)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+def benchmark(repository_script: Callable[[str], ModuleType]) -> ModuleType:
+    return repository_script("benchmarks/secure_aggregation.py")
 
 
-def test_the_page_shows_the_table_of_its_committed_json(benchmark) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_shows_the_table_of_its_committed_json(benchmark: ModuleType) -> None:
     # Prepare
     document = json.loads(DATA.read_text())
 

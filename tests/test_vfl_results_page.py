@@ -1,32 +1,28 @@
 """The FALSE-VFL results page prints its tables from the committed grid files."""
 
-import importlib.util
 import json
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "vfl_tables.py"
-
 
 @pytest.fixture(scope="module")
-def tables():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("vfl_tables", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def tables(repository_script: Callable[[str], ModuleType]) -> ModuleType:
+    return repository_script("scripts/vfl_tables.py")
 
 
-def test_the_page_shows_the_tables_of_its_committed_json(tables) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_shows_the_tables_of_its_committed_json(tables: ModuleType) -> None:
     page = tables.PAGE.read_text(encoding="utf-8")
     assert tables.page_block(page) == tables.render(), (
         "docs/results/vfl.md is stale; run: python scripts/vfl_tables.py --write"
     )
 
 
-def test_the_tally_counts_a_cell_won_only_when_the_contender_beats_every_baseline(tables, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_tally_counts_a_cell_won_only_when_the_contender_beats_every_baseline(
+    tables: ModuleType, tmp_path: Path
+) -> None:
     # Prepare: one tuned point, two test settings; ours wins MCAR 0 and loses MCAR 5 to PlugVFL
     runs = [
         {"name": "FALSE-VFL (fedmosaic)", "accuracy_mcar0": 0.8, "accuracy_mcar5": 0.5},
@@ -49,7 +45,9 @@ def test_the_tally_counts_a_cell_won_only_when_the_contender_beats_every_baselin
     assert "NOT MET" in tables.tally(loaded, "isolet", "tuned")
 
 
-def test_the_paper_protocol_is_tallied_without_and_with_the_reference_configuration(tables, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_paper_protocol_is_tallied_without_and_with_the_reference_configuration(
+    tables: ModuleType, tmp_path: Path
+) -> None:
     # Prepare: FALSE-VFL (paper) beats the paper-protocol baselines, not LASER-VFL (reference configuration)
     runs = [
         {"name": "FALSE-VFL (paper)", "accuracy_mcar0": 0.8},
