@@ -4,7 +4,7 @@ import json
 import statistics
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 PAGE = RESULTS / "foundation.md"
 
 

@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "results" / "fcm.md"
 STUDIES = ROOT / "docs" / "results" / "fcm-studies.md"
 METHODS_PAGE = ROOT / "docs" / "methods" / "fcm.md"

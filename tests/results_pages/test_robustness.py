@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "docs" / "results" / "robustness.json"
 PAGE = REPO / "docs" / "results" / "robustness.md"
 
