@@ -597,6 +597,19 @@ def test_the_model_is_selected_on_the_validation_task_loss_not_the_whole_loss(ma
     assert len(history) == 7
 
 
+def test_the_untrained_initial_model_is_never_the_tested_one(make_task, make_params) -> None:
+    # Execute: the model sent in round 1, which no client has trained, has the lowest validation
+    # task loss of the run (near-uniform predictions on a task the inputs barely predict).
+    task_losses = [0.4, 0.5, 0.6, 0.55, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2]
+    _, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2, task_losses=task_losses)
+
+    # Assert: the model sent in round 2 is tested; round 1 counted neither as best nor towards the patience.
+    assert history[-1].metrics["best_round"] == 1.0
+    assert history[-1].metrics["selection_loss"] == 0.5
+    assert len(history) == 4
+    assert server.trained_rounds == 4
+
+
 def test_ties_on_the_task_loss_are_broken_by_the_whole_loss(make_task, make_params) -> None:
     # Execute: the task loss ties from round 2 on; the whole loss is lowest in round 3.
     whole = [1.0, 0.9, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3]

@@ -52,6 +52,7 @@ STATE = DeclaredState(
         "best_key": FLOATS_OR_NONE,
         "best_round": INT,
         "bad_rounds": INT,
+        "trained_rounds": INT,
         "stopped": BOOL,
         "changes": JSON,
         "fusions": JSON,
@@ -100,6 +101,7 @@ class FCMServer(ServerLogic):
         self.best_key: tuple[float, ...] | None = None
         self.best_round = 0
         self.bad_rounds = 0
+        self.trained_rounds = 0
         self.stopped = False
         self.changes: list[dict[str, Any]] = []
         self.fusions: list[dict[str, Any]] = []
@@ -142,6 +144,7 @@ class FCMServer(ServerLogic):
             "train_loss": _weighted_mean(trained, "train_loss", "num_examples"),
         }
         self._track(scores["val_task_loss"], scores["val_loss"], sent, graph_text, ctx.round)
+        self.trained_rounds += bool(trained)
         metrics.update({key: value for key, value in scores.items() if value is not None})
         if ctx.secure is None:  # with secure aggregation the server cannot count them
             metrics["uploaded_tensors"] = float(sum(len(r.arrays) for r in trained.values()))
@@ -303,12 +306,16 @@ class FCMServer(ServerLogic):
         included). Only when no registered client labels the task is the
         whole validation loss the criterion. A round whose replies hold no
         validation rows for the criterion is ignored: it neither becomes the
-        best nor counts towards the patience.
+        best nor counts towards the patience; so is a round whose model no
+        client has trained yet (the initial one): its near-uniform task
+        predictions can score a lower cross-entropy than every trained model
+        on a task the inputs barely predict, and a run would then test an
+        untrained model.
         """
         if task_loss is not None:
             self.task_losses.append(task_loss)
         key = (task_loss, val_loss) if self._task_labeled() else (val_loss,)
-        if key[0] is None:
+        if key[0] is None or not self.trained_rounds:
             return
         score = tuple(math.inf if value is None else value for value in key)
         if self.best_key is None or len(score) != len(self.best_key) or score < self.best_key:
