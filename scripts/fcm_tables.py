@@ -1,6 +1,6 @@
 """Print the F-CMs tables of ``docs/results/fcm.md`` and ``docs/results/fcm-studies.md`` from the committed files.
 
-Reads every ``docs/results/fcm-table-<network>.json`` (oracle graphs) and
+Reads every ``docs/results/fcm-table-<network>*.json`` (oracle graphs; a network run in parts has one file per part) and
 ``docs/results/fcm-learned-*.json`` (learned graphs; one file may hold several
 networks), groups the runs by network, run and family, and prints four
 Markdown tables: task accuracy (mean ± std over seeds, with coverage), concept
@@ -8,7 +8,8 @@ accuracy over the task's ancestors (balanced / plain), the intervention gain
 on noisy inputs, and full intervention on clean inputs minus the Bayes-optimal
 accuracy. A cell with fewer seeds than the others says how many it has.
 
-Then the tables of the training regime (``fcm-regime-insurance-*.json``), of
+Then the tables of the training regime (``fcm-regime-insurance-*.json``; hailfinder: its main-table
+files beside ``fcm-regime-hailfinder-kept*.json``), of
 the reference inputs (``fcm-reference-inputs.json``), of the reference's loss
 and coverage options (``fcm-options-alarm.json``) and of the client scaling
 on asia (``fcm-scaling-asia-<K>.json``, and ``-<K>-<part>.json`` for
@@ -193,6 +194,41 @@ def regime_table(folder: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
+def hailfinder_regime_table(folder: Path = RESULTS) -> str:
+    """Hailfinder, seed 0: each family's runs with Adam afresh each round (the main table's) and kept."""
+    fresh = [pair for path in sorted(folder.glob("fcm-table-hailfinder*.json")) for pair in grid_points(path)]
+    kept = [pair for path in sorted(folder.glob("fcm-regime-hailfinder-kept*.json")) for pair in grid_points(path)]
+    lines = [
+        "| family | run | task accuracy, afresh / kept | validation task loss of the tested model, afresh / kept | "
+        "tested round, afresh / kept | longest alternation, afresh / kept |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def cell(pairs: list[tuple[dict[str, Any], dict[str, Any]]], family: str, name: str) -> dict[str, Any] | None:
+        found = [
+            run for values, run in pairs if values["seed"] == 0 and values[FAMILY_KEY] == family and run["name"] == name
+        ]
+        return found[0] if found else None
+
+    def show(run: dict[str, Any] | None, key: str, form: str) -> str:
+        return form.format(run[key]) if run is not None and key in run else "-"
+
+    for family in FAMILIES:
+        for name in ("Centralized", "Static", "F-CMs"):
+            a, b = cell(fresh, family, name), cell(kept, family, name)
+            if a is None and b is None:
+                continue
+            columns = [
+                (show(a, "accuracy", "{:.1%}"), show(b, "accuracy", "{:.1%}")),
+                (show(a, "selection_loss", "{:.3f}"), show(b, "selection_loss", "{:.3f}")),
+                (show(a, "best_round", "{:.0f}"), show(b, "best_round", "{:.0f}")),
+                (show(a, "alternating_rounds", "{:.0f}"), show(b, "alternating_rounds", "{:.0f}")),
+            ]
+            row = " | ".join(f"{x} / {y}" for x, y in columns).replace("%", "")
+            lines.append(f"| {family.upper()} | {name} | {row} |")
+    return "\n".join(lines)
+
+
 def reference_table(folder: Path = RESULTS) -> str:
     """Reference inputs at s = 0.5, without and with the task encoded, beside the paper (seed 0, CBM)."""
     lines = [
@@ -332,6 +368,8 @@ def main() -> None:
     print(equivalence_table())
     print("\nTraining regime, insurance CGM:\n")
     print(regime_table())
+    print("\nTraining regime, hailfinder, seed 0:\n")
+    print(hailfinder_regime_table())
     print("\nReference inputs (s = 0.5 on the raw latent), CBM, seed 0:\n")
     print(reference_table())
     print("\nThe reference's loss and coverage options, alarm CBM, seed 0:\n")

@@ -44,6 +44,7 @@ def test_every_table_of_the_studies_page_is_printed_from_its_files(tables: Modul
     printed = [
         tables.concept_gap_table(runs),
         tables.regime_table(),
+        tables.hailfinder_regime_table(),
         tables.reference_table(),
         tables.options_table(),
         tables.scaling_table(),
