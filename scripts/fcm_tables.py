@@ -213,18 +213,19 @@ def hailfinder_regime_table(folder: Path = RESULTS) -> str:
     def show(run: dict[str, Any] | None, key: str, form: str) -> str:
         return form.format(run[key]) if run is not None and key in run else "-"
 
+    columns = (
+        ("accuracy", "{:.1%}"),
+        ("selection_loss", "{:.3f}"),
+        ("best_round", "{:.0f}"),
+        ("alternating_rounds", "{:.0f}"),
+    )
     for family in FAMILIES:
         for name in ("Centralized", "Static", "F-CMs"):
-            a, b = cell(fresh, family, name), cell(kept, family, name)
-            if a is None and b is None:
+            pair = cell(fresh, family, name), cell(kept, family, name)
+            if pair == (None, None):
                 continue
-            columns = [
-                (show(a, "accuracy", "{:.1%}"), show(b, "accuracy", "{:.1%}")),
-                (show(a, "selection_loss", "{:.3f}"), show(b, "selection_loss", "{:.3f}")),
-                (show(a, "best_round", "{:.0f}"), show(b, "best_round", "{:.0f}")),
-                (show(a, "alternating_rounds", "{:.0f}"), show(b, "alternating_rounds", "{:.0f}")),
-            ]
-            row = " | ".join(f"{x} / {y}" for x, y in columns).replace("%", "")
+            row = " | ".join(" / ".join(show(run, key, form) for run in pair) for key, form in columns)
+            row = row.replace("%", "")  # accuracy in percent, without the sign
             lines.append(f"| {family.upper()} | {name} | {row} |")
     return "\n".join(lines)
 
