@@ -70,8 +70,13 @@ def fused_kernels(parameters: Sequence[torch.Tensor]) -> bool:
     return len(devices) == 1 and devices <= set(FUSED_DEVICES)
 
 
-def optimizer_to_arrays(optimizer: torch.optim.Optimizer, prefix: str = OPTIMIZER_PREFIX) -> dict[str, np.ndarray]:
+def optimizer_to_arrays(
+    optimizer: torch.optim.Optimizer, prefix: str = OPTIMIZER_PREFIX, *, copy: bool = True
+) -> dict[str, np.ndarray]:
     """Every per-parameter state tensor of ``optimizer`` as ``<prefix><index>.<name>``.
+
+    With ``copy=False`` a CPU tensor's array shares its memory, so it follows
+    the optimizer's later in-place updates.
 
     Examples
     --------
@@ -80,11 +85,12 @@ def optimizer_to_arrays(optimizer: torch.optim.Optimizer, prefix: str = OPTIMIZE
     >>> sorted(optimizer_to_arrays(opt))
     ['opt.0.exp_avg', 'opt.0.exp_avg_sq', 'opt.0.step']
     """
-    return {
-        f"{prefix}{index}.{name}": value.detach().cpu().numpy().copy()
+    arrays = {
+        f"{prefix}{index}.{name}": value.detach().cpu().numpy()
         for index, entries in optimizer.state_dict()["state"].items()
         for name, value in entries.items()
     }
+    return {key: array.copy() for key, array in arrays.items()} if copy else arrays
 
 
 def load_optimizer_arrays(

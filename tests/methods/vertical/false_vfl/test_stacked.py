@@ -95,6 +95,33 @@ def test_parties_handled_together_give_the_records_and_states_of_parties_handled
             np.testing.assert_allclose(value, one_by_one[1][client][name], rtol=1e-4, atol=1e-5, err_msg=name)
 
 
+def test_stacked_parties_update_from_the_graph_kept_since_the_steps_exchanges_as_from_a_new_forward_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Prepare: count the updates that compute their forward pass again
+    data = _data()
+    recomputed = []
+    again = false_vfl_client._recomputed_surrogate
+    monkeypatch.setattr(
+        false_vfl_client, "_recomputed_surrogate", lambda parties: recomputed.append(1) or again(parties)
+    )
+
+    # Execute: a run keeping each step's graph, then one where no graph is kept
+    kept = _run(data)
+    updates_kept = len(recomputed)
+    monkeypatch.setattr(false_vfl_client._Step, "begin", classmethod(lambda cls, parties, held: None))
+    forward_again = _run(data)
+
+    # Assert: no update needed a second forward pass, every update of the second run did, and both agree
+    assert updates_kept == 0
+    assert len(recomputed) > 0
+    for client, arrays in kept[1].items():
+        for name, value in arrays.items():
+            np.testing.assert_allclose(value, forward_again[1][client][name], rtol=1e-5, atol=1e-6, err_msg=name)
+    for a, b in zip(kept[0], forward_again[0], strict=True):
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-6)
+
+
 @pytest.mark.parametrize(("budget", "one_by_one"), [(60, []), (59, [0, 1, 2])])
 def test_a_log_likelihood_exchange_over_the_stacking_budget_is_handled_one_party_at_a_time(
     monkeypatch: pytest.MonkeyPatch, budget: int, one_by_one: list[int]

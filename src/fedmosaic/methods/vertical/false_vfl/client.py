@@ -18,13 +18,19 @@ Actions (``message.config["action"]``):
 Parties held in one process handle an exchange together
 (:meth:`FalseVFLClient.handle_many`): their networks run stacked
 (:mod:`fedmosaic.methods.vertical.false_vfl.stacked`), with the same replies and
-states as one party after another, up to float rounding.
+states as one party after another, up to float rounding. They also keep a
+training step's graph from its two exchanges until its gradients arrive
+(:class:`_Step`), so the update is one backward pass instead of a second
+forward pass and a backward pass; a party handled alone (on Flower) computes
+the forward pass again from the rows and samples it remembered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 from typing_extensions import override
@@ -48,6 +54,9 @@ per party.
 
 class FalseVFLClient(PartyClient):
     """A passive party of FALSE-VFL (see the module docstring for its messages)."""
+
+    _step: _Step | None = None
+    """The training step whose graph the party's networks keep, shared by the parties stacked with it."""
 
     @override
     def handle(self, message: Message, state: ClientState, context: ClientContext) -> Message:
@@ -106,22 +115,31 @@ class FalseVFLClient(PartyClient):
         stacked = StackedParties([party.model for party in parties])
         x, present = _stack_features(features, stacked.width)
         if action == "posterior":
-            with torch.no_grad():
+            training = split == "train"
+            with torch.set_grad_enabled(training):
                 means, logvars = stacked.encode(x)
+            held = [
+                (mean[: len(p)][p], logvar[: len(p)][p])
+                for mean, logvar, (_, p) in zip(means, logvars, features, strict=True)
+            ]
+            if training:
+                _Step.begin(parties, held)
+            else:
+                _Step.end(parties)
             return [
                 Message(
-                    arrays={"mean": to_array(mean[: len(p)][p]), "logvar": to_array(logvar[: len(p)][p])},
-                    kind=job.message.kind,
+                    arrays={"mean": to_array(mean.detach()), "logvar": to_array(logvar.detach())}, kind=job.message.kind
                 )
-                for job, mean, logvar, (_, p) in zip(jobs, means, logvars, features, strict=True)
+                for job, (mean, logvar) in zip(jobs, held, strict=True)
             ]
         jacobian = bool(jobs[0].message.config["jacobian"])
         received = [tensor(job.message.arrays["h"]) for job in jobs]
         h = torch.stack([pad_to(part, (part.shape[0], x.shape[1], part.shape[2])) for part in received])
+        step = _Step.of(parties) if jacobian else None
         with torch.set_grad_enabled(jacobian):
             h.requires_grad_(jacobian)
             loglik = stacked.log_likelihood(x, present, h)
-            gradients = torch.autograd.grad(loglik.sum(), h)[0] if jacobian else None
+            gradients = torch.autograd.grad(loglik.sum(), h, retain_graph=step is not None)[0] if jacobian else None
         replies = []
         for k, (job, part) in enumerate(zip(jobs, received, strict=True)):
             arrays = {"loglik": to_array(loglik[k, :, : part.shape[1]].detach())}
@@ -129,6 +147,10 @@ class FalseVFLClient(PartyClient):
                 arrays["dloglik_dh"] = to_array(gradients[k, :, : part.shape[1]])
                 parties[k].logic.remember(job.state, rows=job.message.arrays["rows"], h=job.message.arrays["h"])
             replies.append(Message(arrays=arrays, kind=job.message.kind))
+        if step is not None:
+            step.complete(parties, [loglik[k, :, : part.shape[1]] for k, part in enumerate(received)])
+        else:
+            _Step.end(parties)
         return replies
 
 
@@ -162,7 +184,28 @@ def _stack_features(features: Sequence[tuple[Tensor, Tensor]], width: int) -> tu
 
 
 def _apply_together(parties: Sequence[_Party]) -> None:
-    """Each party's step on the gradients its message carries (:meth:`FalseVFLClient._apply`), in one backward pass."""
+    """Each party's step on the gradients its message carries (:meth:`FalseVFLClient._apply`), in one backward pass.
+
+    The graph kept since the step's exchanges serves where it is whole for
+    exactly these parties (:class:`_Step`); otherwise the forward pass is
+    computed again from the rows and samples each party remembered.
+    """
+    step = _Step.of(parties)
+    if step is not None and step.loglik is not None and step.holds(parties):
+        surrogate = step.surrogate([party.job.message.arrays for party in parties])
+    else:
+        surrogate = _recomputed_surrogate(parties)
+    _Step.end(parties)
+    for party in parties:
+        party.optimizer.zero_grad()
+    surrogate.backward()
+    for party in parties:
+        party.optimizer.step()
+        party.logic.save(party.job.state, party.model, party.optimizer)
+
+
+def _recomputed_surrogate(parties: Sequence[_Party]) -> Tensor:
+    """The parties' surrogate loss (received gradients times outputs) from a new forward pass."""
     features = [party.logic.features("train", party.logic.pending(party.job.state, "rows")) for party in parties]
     stacked = StackedParties([party.model for party in parties])
     x, present = _stack_features(features, stacked.width)
@@ -177,9 +220,86 @@ def _apply_together(parties: Sequence[_Party]) -> None:
         surrogate = surrogate + (mean[k, :rows] * spread(tensor(arrays["grad.mean"]), held)).sum()
         surrogate = surrogate + (logvar[k, :rows] * spread(tensor(arrays["grad.logvar"]), held)).sum()
         surrogate = surrogate + (loglik[k, :, :rows] * tensor(arrays["grad.loglik"])).sum()
-    for party in parties:
-        party.optimizer.zero_grad()
-    surrogate.backward()
-    for party in parties:
-        party.optimizer.step()
-        party.logic.save(party.job.state, party.model, party.optimizer)
+    return surrogate
+
+
+@dataclass
+class _Step:
+    """One training step's stacked graph, from its posterior exchange to the message carrying its gradients.
+
+    ``mean`` and ``logvar`` are each party's posterior of the rows it holds,
+    ``loglik`` its log-likelihoods of the received samples (set by the
+    Jacobian exchange), all with their graph to the parties' parameters.
+    The graph serves the update only if the same parties, in the same order,
+    still hold the parameters it was recorded on (same memory, no in-place
+    change since) and the samples they remembered.
+    """
+
+    logics: list[FalseVFLClient]
+    mean: list[Tensor]
+    logvar: list[Tensor]
+    parameters: list[tuple[tuple[int, int], ...]]
+    loglik: list[Tensor] | None = None
+    remembered: list[np.ndarray] | None = None
+
+    @classmethod
+    def begin(cls, parties: Sequence[_Party], held: Sequence[tuple[Tensor, Tensor]]) -> None:
+        """Keep the posterior exchange's graph on every party of it."""
+        step = cls(
+            [party.logic for party in parties],
+            [mean for mean, _ in held],
+            [logvar for _, logvar in held],
+            [_parameters(party) for party in parties],
+        )
+        for party in parties:
+            party.logic._step = step
+
+    @classmethod
+    def of(cls, parties: Sequence[_Party]) -> _Step | None:
+        """The step every one of ``parties`` keeps, if they keep one and the same, in this order."""
+        step = parties[0].logic._step
+        if step is None or step.logics != [party.logic for party in parties]:
+            return None
+        return step
+
+    @staticmethod
+    def end(parties: Sequence[_Party]) -> None:
+        """Drop the parties' kept graph."""
+        for party in parties:
+            party.logic._step = None
+
+    def complete(self, parties: Sequence[_Party], loglik: list[Tensor]) -> None:
+        """Add the Jacobian exchange's log-likelihoods and the samples the parties remembered."""
+        if self.loglik is not None or not self.holds(parties, remembered=False):
+            _Step.end(parties)
+            return
+        self.loglik = loglik
+        self.remembered = [party.logic.pending(party.job.state, "h") for party in parties]
+
+    def holds(self, parties: Sequence[_Party], *, remembered: bool = True) -> bool:
+        """Whether the graph is still that of ``parties``' parameters (and, with ``remembered``, of their samples)."""
+        same = all(_parameters(party) == kept for party, kept in zip(parties, self.parameters, strict=True))
+        if not remembered:
+            return same
+        return (
+            same
+            and self.remembered is not None
+            and all(
+                party.logic.pending(party.job.state, "h") is kept
+                for party, kept in zip(parties, self.remembered, strict=True)
+            )
+        )
+
+    def surrogate(self, gradients: Sequence[dict[str, np.ndarray]]) -> Tensor:
+        """Sum over parties of the received gradients times the kept outputs."""
+        assert self.loglik is not None  # only a completed step serves an update
+        total = self.mean[0].new_zeros(())
+        for mean, logvar, loglik, arrays in zip(self.mean, self.logvar, self.loglik, gradients, strict=True):
+            total = total + (mean * tensor(arrays["grad.mean"])).sum() + (logvar * tensor(arrays["grad.logvar"])).sum()
+            total = total + (loglik * tensor(arrays["grad.loglik"])).sum()
+        return total
+
+
+def _parameters(party: _Party) -> tuple[tuple[int, int], ...]:
+    """Where each of the party's parameters lives and how often it was changed in place."""
+    return tuple((p.data_ptr(), p._version) for p in party.model.parameters())
