@@ -301,5 +301,9 @@ class _Step:
 
 
 def _parameters(party: _Party) -> tuple[tuple[int, int], ...]:
-    """Where each of the party's parameters lives and how often it was changed in place."""
-    return tuple((p.data_ptr(), p._version) for p in party.model.parameters())
+    """Where each of the party's parameters lives and how often it was changed in place.
+
+    The parameters are read from the optimizer's list of them (walking the
+    model's modules on every message costs more).
+    """
+    return tuple((p.data_ptr(), p._version) for group in party.optimizer.param_groups for p in group["params"])
