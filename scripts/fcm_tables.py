@@ -118,6 +118,59 @@ def table(runs: Runs, cell: Callable[[list[dict[str, Any]]], str]) -> str:
     return "\n".join(lines)
 
 
+PAPER_MAIN = {
+    ("asia", "centralized"): "80.0 / 80.4 / 80.3 (100%)",
+    ("asia", "F-CMs"): "80.1 / 80.7 / 80.4 (100%)",
+    ("asia", "static"): "63.5 / 72.8 / 70.4 (46.7%)",
+    ("asia", "local"): "47.7 / 67.1 / 66.7 (46.7%)",
+    ("sachs", "centralized"): "77.3 / 77.3 / 77.9 (100%)",
+    ("sachs", "F-CMs"): "75.2 / 75.7 / 76.2 (100%)",
+    ("sachs", "static"): "42.2 / 39.9 / 46.5 (56%)",
+    ("sachs", "local"): "50.1 / 52.2 / 37.3 (52%)",
+    ("alarm", "centralized"): "73.9 / 71.6 / 72.8 (100%)",
+    ("alarm", "F-CMs"): "71.0 / 72.8 / 73.3 (100%)",
+    ("alarm", "static"): "57.0 / 56.2 / 57.1 (71.3 / 71.3 / 51.3%)",
+    ("alarm", "local"): "51.7 / 42.1 / 45.0 (67 / 67 / 50.4%)",
+    ("insurance", "centralized"): "76.3 / 76.0 / 74.8 (100%); Bayes ceiling 72.2",
+    ("insurance", "F-CMs"): "69.5 / 71.0 / 74.2 (100%)",
+    ("insurance", "static"): "58.4 / 67.0 / 60.1 (83.2 / 83.2 / 78.9%)",
+    ("insurance", "local"): "30.9 / 40.8 / 22.1 (72.6 / 72.6 / 70.5%)",
+}
+"""The paper's task accuracy, CBM / CEM / C2BM, with coverage, by (network, run); hailfinder is not in its table."""
+PAPER_RUNS = {"centralized": "Centralized", "F-CMs": "F-CMs", "static": "Static", "local": "Local"}
+"""The paper's run names and ours."""
+PAPER_FAMILIES = ["cbm", "cem", "c2bm"]
+
+
+def paper_side_by_side_table(runs: Runs, folder: Path = RESULTS) -> str:
+    """Task accuracy, CBM / CEM / C2BM, the paper's beside ours (seed means) and ours on clean inputs (seed 0)."""
+    clean: Runs = defaultdict(list)
+    for path in sorted(folder.glob("fcm-table-clean-*.json")):
+        for values, run in grid_points(path):
+            clean[(values["data.network"], run["name"], values[FAMILY_KEY])].append(run)
+    seeds = max((len(cell) for cell in runs.values()), default=0)
+    lines = [
+        "| network | run | paper | ours (noise share 0.7) | ours, clean inputs (seed 0; CBM / C2BM) |",
+        "|---|---|---|---|---|",
+    ]
+    for network in NETWORKS:
+        for paper_name, name in PAPER_RUNS.items():
+            cells = [runs.get((network, name, family), []) for family in PAPER_FAMILIES]
+            paper = PAPER_MAIN.get((network, paper_name), "not in the paper's table")
+            if not any(cells) and paper.startswith("not"):
+                continue
+            accuracy = " / ".join(f"{100 * np.mean([r['accuracy'] for r in c]):.1f}" if c else "not run" for c in cells)
+            coverage = np.mean([run["coverage"] for c in cells for run in c]) if any(cells) else None
+            fewest = min(len(c) for c in cells)
+            ours = f"{accuracy} ({100 * coverage:.0f}%)" if coverage is not None else "not run"
+            if 0 < fewest < seeds:
+                ours += f" [{fewest} seed{'s' * (fewest > 1)}]"
+            cleaned = [clean.get((network, name, family), []) for family in ("cbm", "c2bm")]
+            on_clean = " / ".join(f"{100 * c[0]['accuracy']:.1f}" for c in cleaned if c) if all(cleaned) else ""
+            lines.append(f"| {network} | {paper_name} | {paper} | {ours} | {on_clean} |")
+    return "\n".join(lines)
+
+
 def ceilings(runs: Runs) -> str:
     """The Bayes-optimal accuracy of each network's test splits, mean over the centralized runs, in percent."""
     parts = []
@@ -360,6 +413,8 @@ def main() -> None:
         f"mean over seeds (worst seed). Ceilings: {ceilings(runs)}:\n"
     )
     print(table(runs, _ceiling_cell))
+    print("\nTask accuracy, CBM / CEM / C2BM (the paper has no CGM column), percent, with coverage:\n")
+    print(paper_side_by_side_table(runs))
     print(
         "\nF-CMs' balanced concept accuracy minus centralized's, points (mean over seeds); "
         f"a linear probe of the task from the default inputs (seed 0) reaches: {probes()}:\n"

@@ -28,6 +28,7 @@ def test_every_table_of_the_results_page_is_printed_from_its_grid_files(tables: 
     printed = [
         *(tables.table(runs, cell) for cell in (tables._task_cell, tables._concept_cell, tables._gain_cell)),
         tables.table(runs, tables._ceiling_cell),
+        tables.paper_side_by_side_table(runs),
     ]
 
     # Assert
