@@ -181,13 +181,14 @@ def ceilings(runs: Runs) -> str:
     return ", ".join(parts)
 
 
-PAPER_TASK: dict[tuple[str, str, str], float] = {
-    ("alarm", "Centralized", "cbm"): 73.9,
-    ("alarm", "F-CMs", "cbm"): 71.0,
-    ("insurance", "Centralized", "cbm"): 76.3,
-    ("insurance", "F-CMs", "cbm"): 69.5,
-}
-"""The paper's task accuracy (percent) for the cells the reference-input table shows."""
+def paper_task(network: str, name: str, family: str) -> float | None:
+    """The paper's task accuracy (percent) of a cell of its main table, read from :data:`PAPER_MAIN` (None if absent)."""
+    paper_name = {ours: theirs for theirs, ours in PAPER_RUNS.items()}.get(name)
+    cell = PAPER_MAIN.get((network, paper_name or ""))
+    if cell is None or family not in PAPER_FAMILIES:
+        return None
+    return float(cell.split(" (")[0].split(" / ")[PAPER_FAMILIES.index(family)])
+
 
 PAPER_SCALING: dict[tuple[str, int], tuple[float, float]] = {
     ("cbm", 10): (79.91, 91.52),
@@ -284,20 +285,25 @@ def hailfinder_regime_table(folder: Path = RESULTS) -> str:
 
 
 def reference_table(folder: Path = RESULTS) -> str:
-    """Reference inputs at s = 0.5, without and with the task encoded, beside the paper (seed 0, CBM)."""
+    """Reference inputs at s = 0.5, without and with the task encoded, beside the paper (mean ± std over the seeds run)."""
     lines = [
-        "| network | task in x | run | task accuracy | paper | balanced concept accuracy | probe | Bayes ceiling |",
-        "|---|---|---|---|---|---|---|---|",
+        "| network | task in x | family | run | task accuracy | paper | balanced concept accuracy | probe | "
+        "Bayes ceiling | seeds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    pairs = grid_points(folder / "fcm-reference-inputs.json")
-    for values, run in sorted(pairs, key=lambda p: (p[0]["data.network"], p[0]["data.leak_task"], p[1]["name"])):
-        network, family = values["data.network"], values[FAMILY_KEY]
-        paper = PAPER_TASK.get((network, run["name"], family))
+    cells: dict[tuple[str, bool, int, str], list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted(folder.glob("fcm-reference-inputs*.json")):
+        for values, run in grid_points(path):
+            family = FAMILIES.index(values[FAMILY_KEY])
+            cells[(values["data.network"], values["data.leak_task"], family, run["name"])].append(run)
+    for (network, leak, family, name), runs in sorted(cells.items()):
+        paper = paper_task(network, name, FAMILIES[family])
+        accuracy = [run["accuracy"] for run in runs]
         lines.append(
-            f"| {network} | {'yes' if values['data.leak_task'] else 'no'} | {run['name']} | "
-            f"{100 * run['accuracy']:.1f} | {'-' if paper is None else f'{paper:.1f}'} | "
-            f"{100 * run['balanced_concept_accuracy']:.1f} | {100 * run['probe_accuracy']:.1f} | "
-            f"{100 * run['bayes_optimal_accuracy']:.1f} |"
+            f"| {network} | {'yes' if leak else 'no'} | {FAMILIES[family].upper()} | {name} | "
+            f"{100 * np.mean(accuracy):.1f} ± {100 * np.std(accuracy):.1f} | "
+            f"{'-' if paper is None else f'{paper:.1f}'} | {_mean(runs, 'balanced_concept_accuracy')} | "
+            f"{_mean(runs, 'probe_accuracy')} | {_mean(runs, 'bayes_optimal_accuracy')} | {len(runs)} |"
         )
     return "\n".join(lines)
 
@@ -426,7 +432,7 @@ def main() -> None:
     print(regime_table())
     print("\nTraining regime, hailfinder, seed 0:\n")
     print(hailfinder_regime_table())
-    print("\nReference inputs (s = 0.5 on the raw latent), CBM, seed 0:\n")
+    print("\nReference inputs (s = 0.5 on the raw latent):\n")
     print(reference_table())
     print("\nThe reference's loss and coverage options, alarm CBM, seed 0:\n")
     print(options_table())
