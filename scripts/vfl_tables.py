@@ -68,14 +68,19 @@ Key = tuple[str, str, str, str]
 Runs = dict[Key, list[dict[str, Any]]]
 
 
-def load_runs(folder: Path = RESULTS) -> Runs:
-    """Every run of the committed parts, keyed by (dataset, protocol, training setting, run name); one entry per seed."""
+def load_runs(folder: Path = RESULTS, labels: str = "active") -> Runs:
+    """Every run of the committed parts with labels drawn among ``labels`` rows ("active" or "all").
+
+    Keyed by (dataset, protocol, training setting, run name); one entry per seed.
+    """
     runs: Runs = defaultdict(list)
     for path in sorted(folder.glob("vfl-part-*.json")):
         results = json.loads(path.read_text(encoding="utf-8"))
         config = results["config"]
         for point in results["points"]:
             values = point["values"]
+            if values.get("vertical.label_rows", config["vertical"].get("label_rows", "active")) != labels:
+                continue
             dataset = values.get("data.dataset", config["data"]["dataset"])
             protocol = values.get("vertical.protocol", config["vertical"].get("protocol", "tuned"))
             train = values.get("vertical.train_missing", config["vertical"]["train_missing"])
@@ -256,12 +261,23 @@ def diagnostics(runs: Runs, dataset: str, protocol: str) -> str:
     return "\n".join(lines)
 
 
+LABEL_PLACEMENTS = {"active": "", "all": ", labels among all rows"}
+"""Where the labels are drawn (``vertical.label_rows``) and how a section's title says it."""
+
+
 def render(runs: Runs | None = None) -> str:
-    """The generated block of the page (between its markers)."""
-    runs = load_runs() if runs is None else runs
+    """The generated block of the page (between its markers): the default label placement, then the other."""
+    parts = []
+    for labels, suffix in LABEL_PLACEMENTS.items():
+        parts += _sections(load_runs(labels=labels) if runs is None or labels != "active" else runs, suffix)
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _sections(runs: Runs, suffix: str) -> list[str]:
+    """Tally, accuracy table and prediction rules of every (dataset, protocol) of ``runs``."""
     parts = []
     for dataset, protocol in _groups(runs):
-        title = f"{DATASET_NAMES.get(dataset, dataset)}, {protocol} protocol"
+        title = f"{DATASET_NAMES.get(dataset, dataset)}, {protocol} protocol{suffix}"
         parts += [
             f"### {title}",
             "",
@@ -276,7 +292,7 @@ def render(runs: Runs | None = None) -> str:
             diagnostics(runs, dataset, protocol),
             "",
         ]
-    return "\n".join(parts).rstrip() + "\n"
+    return parts
 
 
 def page_block(text: str) -> str:

@@ -67,3 +67,21 @@ def test_the_paper_protocol_is_tallied_without_and_with_the_reference_configurat
     assert "best in **1 of 1**" in without
     assert "+20.0" in without
     assert "best in **0 of 1**" in with_reference
+
+
+def test_runs_with_labels_among_all_rows_are_tallied_apart_from_the_default_placement(
+    tables: ModuleType, tmp_path: Path
+) -> None:
+    # Prepare: the same tuned point with labels among the active party's rows, and among all rows
+    config = {"data": {"dataset": "isolet"}, "vertical": {"protocol": "tuned", "train_missing": "mcar:0.5"}}
+    for labels, accuracy in (("active", 0.8), ("all", 0.6)):
+        runs = [{"name": "FALSE-VFL (fedmosaic)", "accuracy_mcar0": accuracy}, {"name": "Local", "accuracy_mcar0": 0.7}]
+        points = [{"values": {"vertical.label_rows": labels}, "runs": runs}]
+        (tmp_path / f"vfl-part-{labels}.json").write_text(json.dumps({"config": config, "points": points}))
+
+    # Execute
+    default, among_all = tables.load_runs(tmp_path), tables.load_runs(tmp_path, labels="all")
+
+    # Assert: one seed each, never mixed
+    assert tables.margins(default, "isolet", "tuned", ["mcar0"])[0][2] == pytest.approx(10.0)
+    assert tables.margins(among_all, "isolet", "tuned", ["mcar0"])[0][2] == pytest.approx(-10.0)
