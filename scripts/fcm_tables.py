@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from fedmosaic.data.bayesnet import DEFAULT_SAMPLES
+
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 NETWORKS = ["asia", "sachs", "alarm", "insurance", "hailfinder"]
 FAMILIES = ["cbm", "cem", "cgm", "c2bm"]
@@ -287,20 +289,27 @@ def hailfinder_regime_table(folder: Path = RESULTS) -> str:
 def reference_table(folder: Path = RESULTS) -> str:
     """Reference inputs at s = 0.5, without and with the task encoded, beside the paper (mean ± std over the seeds run)."""
     lines = [
-        "| network | task in x | family | run | task accuracy | paper | balanced concept accuracy | probe | "
-        "Bayes ceiling | seeds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| network | samples | task in x | family | run | task accuracy | paper | balanced concept accuracy | "
+        "probe | Bayes ceiling | seeds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    cells: dict[tuple[str, bool, int, str], list[dict[str, Any]]] = defaultdict(list)
+    cells: dict[tuple[str, int, bool, int, str], list[dict[str, Any]]] = defaultdict(list)
     for path in sorted(folder.glob("fcm-reference-inputs*.json")):
-        for values, run in grid_points(path):
+        grid = json.loads(path.read_text(encoding="utf-8"))
+        for point in grid["points"]:
+            values = point["values"]
+            network = values["data.network"]
+            samples = int(
+                values.get("data.samples") or grid["config"]["data"].get("samples") or DEFAULT_SAMPLES[network]
+            )
             family = FAMILIES.index(values[FAMILY_KEY])
-            cells[(values["data.network"], values["data.leak_task"], family, run["name"])].append(run)
-    for (network, leak, family, name), runs in sorted(cells.items()):
+            for run in point["runs"]:
+                cells[(network, samples, values["data.leak_task"], family, run["name"])].append(run)
+    for (network, samples, leak, family, name), runs in sorted(cells.items()):
         paper = paper_task(network, name, FAMILIES[family])
         accuracy = [run["accuracy"] for run in runs]
         lines.append(
-            f"| {network} | {'yes' if leak else 'no'} | {FAMILIES[family].upper()} | {name} | "
+            f"| {network} | {samples:,} | {'yes' if leak else 'no'} | {FAMILIES[family].upper()} | {name} | "
             f"{100 * np.mean(accuracy):.1f} ± {100 * np.std(accuracy):.1f} | "
             f"{'-' if paper is None else f'{paper:.1f}'} | {_mean(runs, 'balanced_concept_accuracy')} | "
             f"{_mean(runs, 'probe_accuracy')} | {_mean(runs, 'bayes_optimal_accuracy')} | {len(runs)} |"
