@@ -265,11 +265,11 @@ LABEL_PLACEMENTS = {"active": "", "all": ", labels among all rows"}
 """Where the labels are drawn (``vertical.label_rows``) and how a section's title says it."""
 
 
-def render(runs: Runs | None = None) -> str:
+def render() -> str:
     """The generated block of the page (between its markers): the default label placement, then the other."""
-    parts = []
-    for labels, suffix in LABEL_PLACEMENTS.items():
-        parts += _sections(load_runs(labels=labels) if runs is None or labels != "active" else runs, suffix)
+    parts = [
+        line for labels, suffix in LABEL_PLACEMENTS.items() for line in _sections(load_runs(labels=labels), suffix)
+    ]
     return "\n".join(parts).rstrip() + "\n"
 
 

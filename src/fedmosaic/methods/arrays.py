@@ -15,8 +15,11 @@ from fedmosaic.devices import to_device
 T = TypeVar("T")
 
 
-def model_to_arrays(model: nn.Module) -> dict[str, np.ndarray]:
+def model_to_arrays(model: nn.Module, *, copy: bool = True) -> dict[str, np.ndarray]:
     """Copy every parameter and buffer of ``model`` into a named array.
+
+    With ``copy=False`` a CPU tensor's array shares its memory, so it follows
+    the model's later in-place updates.
 
     Examples
     --------
@@ -24,7 +27,7 @@ def model_to_arrays(model: nn.Module) -> dict[str, np.ndarray]:
     >>> sorted(model_to_arrays(nn.Linear(2, 1)))
     ['bias', 'weight']
     """
-    return {name: to_array(t).copy() for name, t in model.state_dict().items()}
+    return {name: to_array(t).copy() if copy else to_array(t) for name, t in model.state_dict().items()}
 
 
 def to_array(tensor: torch.Tensor) -> np.ndarray:

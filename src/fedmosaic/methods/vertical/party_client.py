@@ -29,7 +29,7 @@ from torch import Tensor, nn
 from fedmosaic.data.vertical_data import VerticalSplit
 from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientLogic, ClientState
-from fedmosaic.methods.arrays import load_arrays, seeded, to_array, to_tensor
+from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.vertical.optimizer_state import (
     OPTIMIZER_PREFIX,
     OptimizerSpec,
@@ -152,7 +152,7 @@ class PartyClient(ClientLogic):
         if live and optimizer is self._live and self._holds_views(state, optimizer):
             return
         views = live and _on_cpu(model)
-        arrays = {name: to_array(t) if views else to_array(t).copy() for name, t in model.state_dict().items()}
+        arrays = model_to_arrays(model, copy=not views)
         state.arrays.update({MODEL + k: v for k, v in arrays.items()})
         self._saved = arrays if live else {}
         self._written = optimizer_to_arrays(optimizer, copy=not views)

@@ -191,7 +191,7 @@ def _apply_together(parties: Sequence[_Party]) -> None:
     computed again from the rows and samples each party remembered.
     """
     step = _Step.of(parties)
-    if step is not None and step.loglik is not None and step.holds(parties):
+    if step is not None and step.holds(parties):
         surrogate = step.surrogate([party.job.message.arrays for party in parties])
     else:
         surrogate = _recomputed_surrogate(parties)
@@ -270,20 +270,21 @@ class _Step:
 
     def complete(self, parties: Sequence[_Party], loglik: list[Tensor]) -> None:
         """Add the Jacobian exchange's log-likelihoods and the samples the parties remembered."""
-        if self.loglik is not None or not self.holds(parties, remembered=False):
+        if self.loglik is not None or not self.unchanged(parties):
             _Step.end(parties)
             return
         self.loglik = loglik
         self.remembered = [party.logic.pending(party.job.state, "h") for party in parties]
 
-    def holds(self, parties: Sequence[_Party], *, remembered: bool = True) -> bool:
-        """Whether the graph is still that of ``parties``' parameters (and, with ``remembered``, of their samples)."""
-        same = all(_parameters(party) == kept for party, kept in zip(parties, self.parameters, strict=True))
-        if not remembered:
-            return same
+    def unchanged(self, parties: Sequence[_Party]) -> bool:
+        """Whether ``parties`` still hold the parameters the graph was recorded on."""
+        return all(_parameters(party) == kept for party, kept in zip(parties, self.parameters, strict=True))
+
+    def holds(self, parties: Sequence[_Party]) -> bool:
+        """Whether the step is complete and its graph still that of ``parties``' parameters and samples."""
         return (
-            same
-            and self.remembered is not None
+            self.remembered is not None
+            and self.unchanged(parties)
             and all(
                 party.logic.pending(party.job.state, "h") is kept
                 for party, kept in zip(parties, self.remembered, strict=True)
