@@ -515,6 +515,7 @@ def _scripted_run(
     subsets=GROWTH_SUBSETS,
     task_losses: list[float] | None = None,
     silent_rounds: frozenset[int] = frozenset(),
+    selection: str = "task",
 ):  # type: ignore[no-untyped-def]
     """A run whose clients report ``val_losses[round - 1]`` and nudge every received tensor by +0.01.
 
@@ -522,7 +523,7 @@ def _scripted_run(
     (``val_losses`` when not given); in ``silent_rounds`` no client has validation rows.
     """
     task = make_task(subsets, rounds=rounds, last_arrival=last_arrival)
-    params = make_params("cbm", patience=patience, aggregation="full")
+    params = make_params("cbm", patience=patience, aggregation="full", selection=selection)
     server = FCMServer(task, params)
     task_losses = val_losses if task_losses is None else task_losses
 
@@ -578,13 +579,27 @@ def test_no_early_stop_before_the_last_arrival(make_task, make_params) -> None:
 
 
 def test_a_model_change_restarts_the_search_for_the_best_validation_loss(make_task, make_params) -> None:
-    # Execute: client 2 joins in round 7 with c; the grown model is judged from round 7 on.
+    # Execute: client 2 joins in round 7 with c; the grown model is judged once trained, from round 8 on.
     _, server, _, history = _scripted_run(make_task, make_params, WORSENING, patience=2, last_arrival=7, joins={2: 7})
 
-    # Assert: round 7 is the grown model's best so far; rounds 8 and 9 are worse.
+    # Assert: round 8 is the grown model's best so far; rounds 9 and 10 are worse.
     assert [c["round"] for c in server.changes] == [7]
-    assert len(history) == 9
-    assert history[-1].metrics["best_round"] == 6.0
+    assert len(history) == 10
+    assert history[-1].metrics["best_round"] == 7.0
+
+
+def test_the_model_sent_as_it_grows_is_never_the_tested_one(make_task, make_params) -> None:
+    # Execute: client 2 joins in round 7 with c; the model sent in round 7, whose module for c no
+    # client has trained, has the lowest validation task loss after the growth.
+    task_losses = [1.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.1, 0.9, 0.95, 1.0]
+    _, server, _, history = _scripted_run(
+        make_task, make_params, WORSENING, patience=3, last_arrival=7, joins={2: 7}, task_losses=task_losses
+    )
+
+    # Assert: the model sent in round 8 is tested; round 7 counted neither as best nor towards the patience.
+    assert [c["round"] for c in server.changes] == [7]
+    assert history[-1].metrics["best_round"] == 7.0
+    assert history[-1].metrics["selection_loss"] == 0.9
 
 
 def test_the_model_is_selected_on_the_validation_task_loss_not_the_whole_loss(make_task, make_params) -> None:
@@ -597,6 +612,18 @@ def test_the_model_is_selected_on_the_validation_task_loss_not_the_whole_loss(ma
     assert len(history) == 7
 
 
+def test_the_whole_loss_selects_the_model_when_asked_as_the_reference_code_does(make_task, make_params) -> None:
+    # Execute: the whole loss (concepts included) is lowest in round 2, the task loss in round 5.
+    task_losses = [1.0, 0.9, 0.8, 0.7, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]
+    _, _, _, history = _scripted_run(
+        make_task, make_params, WORSENING, patience=2, task_losses=task_losses, selection="loss"
+    )
+
+    # Assert: the model sent in round 2 is tested (best_round 1); patience ran out after round 4.
+    assert history[-1].metrics["best_round"] == 1.0
+    assert len(history) == 4
+
+
 def test_the_untrained_initial_model_is_never_the_tested_one(make_task, make_params) -> None:
     # Execute: the model sent in round 1, which no client has trained, has the lowest validation
     # task loss of the run (near-uniform predictions on a task the inputs barely predict).
@@ -607,7 +634,7 @@ def test_the_untrained_initial_model_is_never_the_tested_one(make_task, make_par
     assert history[-1].metrics["best_round"] == 1.0
     assert history[-1].metrics["selection_loss"] == 0.5
     assert len(history) == 4
-    assert server.trained_rounds == 4
+    assert server.rounds_trained_since_change == 4
 
 
 def test_ties_on_the_task_loss_are_broken_by_the_whole_loss(make_task, make_params) -> None:

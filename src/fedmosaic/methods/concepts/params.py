@@ -39,10 +39,15 @@ class FCMParams(MethodParams):
         Probability that a labeled concept of a training sample is replaced by
         its true value (training-time interventions).
     patience : int, default 10
-        Stop after this many rounds without a lower validation task loss
-        (the criterion that also selects the tested model; ties broken by the
-        whole validation loss), counted from the last growth, never before
-        the last arrival; 0 disables early stopping.
+        Stop after this many rounds without a lower selection criterion
+        (``selection``), counted from the last growth, never before the last
+        arrival; 0 disables early stopping.
+    selection : {"task", "loss"}, default "task"
+        What selects the tested model and drives ``patience``: ``task``, the
+        clients' validation task loss, ties broken by the whole validation
+        loss; ``loss``, the whole validation loss (concepts included), as in
+        the reference code. A model whose task no client labels is always
+        selected on the whole loss.
     intervention_noise : float, default 0.8
         Standard deviation of the Gaussian noise added to the test inputs for
         the intervention curves (as in the paper), so that concept
@@ -63,5 +68,6 @@ class FCMParams(MethodParams):
     concept_loss: Literal["sum", "mean"] = "sum"
     intervention_prob: float = Field(default=0.8, ge=0, le=1)
     patience: int = Field(default=10, ge=0, le=MAX_ROUNDS)
+    selection: Literal["task", "loss"] = "task"
     intervention_noise: float = Field(default=0.8, ge=0)
     graph_epsilon: float | None = Field(default=None, gt=0)

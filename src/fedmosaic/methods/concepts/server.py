@@ -52,7 +52,7 @@ STATE = DeclaredState(
         "best_key": FLOATS_OR_NONE,
         "best_round": INT,
         "bad_rounds": INT,
-        "trained_rounds": INT,
+        "rounds_trained_since_change": INT,
         "stopped": BOOL,
         "changes": JSON,
         "fusions": JSON,
@@ -101,7 +101,7 @@ class FCMServer(ServerLogic):
         self.best_key: tuple[float, ...] | None = None
         self.best_round = 0
         self.bad_rounds = 0
-        self.trained_rounds = 0
+        self.rounds_trained_since_change = 0
         self.stopped = False
         self.changes: list[dict[str, Any]] = []
         self.fusions: list[dict[str, Any]] = []
@@ -144,7 +144,7 @@ class FCMServer(ServerLogic):
             "train_loss": _weighted_mean(trained, "train_loss", "num_examples"),
         }
         self._track(scores["val_task_loss"], scores["val_loss"], sent, graph_text, ctx.round)
-        self.trained_rounds += bool(trained)
+        self.rounds_trained_since_change += bool(trained)
         metrics.update({key: value for key, value in scores.items() if value is not None})
         if ctx.secure is None:  # with secure aggregation the server cannot count them
             metrics["uploaded_tensors"] = float(sum(len(r.arrays) for r in trained.values()))
@@ -265,7 +265,7 @@ class FCMServer(ServerLogic):
                 "rewired": list(graph.nodes),
             }
         self.changes.append(change)
-        self.best_key, self.bad_rounds = None, 0
+        self.best_key, self.bad_rounds, self.rounds_trained_since_change = None, 0, 0
         return {"param_change_ratio": float(change["ratio"]), "param_growth_ratio": float(change["growth_ratio"])}
 
     def _known_cardinalities(self) -> dict[str, int]:
@@ -301,21 +301,26 @@ class FCMServer(ServerLogic):
     ) -> None:
         """Keep the model sent this round if it is the best so far, and count rounds without improvement.
 
-        The model is selected on the task: the clients' validation task loss
-        (sample-weighted), ties broken by the whole validation loss (concepts
-        included). Only when no registered client labels the task is the
-        whole validation loss the criterion. A round whose replies hold no
+        With ``selection = "task"`` the model is selected on the task: the
+        clients' validation task loss (sample-weighted), ties broken by the
+        whole validation loss (concepts included). With ``"loss"``, and
+        whenever no registered client labels the task, the whole validation
+        loss is the criterion. A round whose replies hold no
         validation rows for the criterion is ignored: it neither becomes the
-        best nor counts towards the patience; so is a round whose model no
-        client has trained yet (the initial one): its near-uniform task
-        predictions can score a lower cross-entropy than every trained model
-        on a task the inputs barely predict, and a run would then test an
-        untrained model.
+        best nor counts towards the patience; so is a round whose model
+        holds modules no client has trained yet: the initial model, whose
+        near-uniform task predictions can score a lower cross-entropy than
+        every trained model on a task the inputs barely predict, and the
+        model sent in the round it grew or was rebuilt, whose new concept
+        modules are at their initial values (after a growth the search for
+        the best restarts, so that model would otherwise be the best until a
+        trained one beats it, and the one tested if none does).
         """
         if task_loss is not None:
             self.task_losses.append(task_loss)
-        key = (task_loss, val_loss) if self._task_labeled() else (val_loss,)
-        if key[0] is None or not self.trained_rounds:
+        on_task = self._params.selection == "task" and self._task_labeled()
+        key = (task_loss, val_loss) if on_task else (val_loss,)
+        if key[0] is None or not self.rounds_trained_since_change:
             return
         score = tuple(math.inf if value is None else value for value in key)
         if self.best_key is None or len(score) != len(self.best_key) or score < self.best_key:
