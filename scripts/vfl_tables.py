@@ -6,7 +6,9 @@ setting and run name (one entry per seed), and prints, between the page's
 markers, for each dataset and protocol: the accuracy table, the tally of the
 protocol's FALSE-VFL against the best baseline with the targets MET / NOT
 MET, and FALSE-VFL's prediction diagnostics (SNIS with 20 and 1000 samples,
-the posterior mean, the effective sample size).
+the posterior mean, the effective sample size); then, from
+``docs/results/vfl-variants-*.json``, the candidate settings of fedmosaic's
+FALSE-VFL run side by side, kept out of the tallies.
 
 Under the ``paper`` protocol the contender is "FALSE-VFL (paper)", under
 ``tuned`` "FALSE-VFL (fedmosaic)"; the other FALSE-VFL row is shown but is
@@ -261,15 +263,65 @@ def diagnostics(runs: Runs, dataset: str, protocol: str) -> str:
     return "\n".join(lines)
 
 
+def load_variants(folder: Path = RESULTS) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(point values, run) of every run in the committed variant grids ``vfl-variants-*.json``.
+
+    Those grids compare candidate settings of fedmosaic's FALSE-VFL side by
+    side; they are kept apart from the tallies (a variant is not a baseline,
+    and its grid repeats the chosen run).
+    """
+    found = []
+    for path in sorted(folder.glob("vfl-variants-*.json")):
+        results = json.loads(path.read_text(encoding="utf-8"))
+        config = results["config"]
+        for point in results["points"]:
+            values = {
+                "dataset": point["values"].get("data.dataset", config["data"]["dataset"]),
+                "train": point["values"].get("vertical.train_missing", config["vertical"]["train_missing"]),
+                "seed": point["values"].get("seed", config["seed"]),
+            }
+            found += [(values, run) for run in point["runs"]]
+    return found
+
+
+def variants_table(variants: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """Validation and test accuracy (percent) of each variant run, per dataset, training setting and seed."""
+    columns = TESTS + FEW
+    lines = [
+        "| dataset | train | seed | run | validation | " + " | ".join(LABELS[c] for c in columns) + " |",
+        "|---|---|---|---|---|" + "---|" * len(columns),
+    ]
+    for values, run in variants:
+        shown = [f"{100 * run[f'accuracy_{c}']:.1f}" if f"accuracy_{c}" in run else "n/a" for c in columns]
+        validation = run.get("validation_accuracy")
+        lines.append(
+            f"| {DATASET_NAMES.get(values['dataset'], values['dataset'])} | {LABELS[values['train']]} | "
+            f"{values['seed']} | {run['name']} | {'n/a' if validation is None else f'{100 * validation:.0f}'} | "
+            + " | ".join(shown)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 LABEL_PLACEMENTS = {"active": "", "all": ", labels among all rows"}
 """Where the labels are drawn (``vertical.label_rows``) and how a section's title says it."""
 
 
 def render() -> str:
-    """The generated block of the page (between its markers): the default label placement, then the other."""
+    """The generated block of the page (between its markers): the default label placement, the other, then the variants."""
     parts = [
         line for labels, suffix in LABEL_PLACEMENTS.items() for line in _sections(load_runs(labels=labels), suffix)
     ]
+    variants = load_variants()
+    if variants:
+        parts += [
+            "### Variants of FALSE-VFL (fedmosaic), tuned protocol",
+            "",
+            "Validation accuracy (the 100 held-out labeled rows, best round) and test accuracy, in percent, one run each:",
+            "",
+            variants_table(variants),
+            "",
+        ]
     return "\n".join(parts).rstrip() + "\n"
 
 

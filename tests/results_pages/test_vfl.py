@@ -85,3 +85,26 @@ def test_runs_with_labels_among_all_rows_are_tallied_apart_from_the_default_plac
     # Assert: one seed each, never mixed
     assert tables.margins(default, "isolet", "tuned", ["mcar0"])[0][2] == pytest.approx(10.0)
     assert tables.margins(among_all, "isolet", "tuned", ["mcar0"])[0][2] == pytest.approx(-10.0)
+
+
+def test_variant_runs_are_listed_apart_and_never_tallied(tables: ModuleType, tmp_path: Path) -> None:
+    # Prepare: a variant grid repeating the chosen run beside a candidate, and no part
+    runs = [
+        {"name": "FALSE-VFL (fedmosaic)", "validation_accuracy": 0.9, "accuracy_mcar0": 0.8},
+        {"name": "FALSE-VFL (fedmosaic, party subsets)", "validation_accuracy": 0.91, "accuracy_mcar0": 0.7},
+    ]
+    config = {"seed": 0, "data": {"dataset": "isolet"}, "vertical": {"train_missing": "mcar:0.5"}}
+    (tmp_path / "vfl-variants-test.json").write_text(
+        json.dumps({"config": config, "points": [{"values": {"seed": 1}, "runs": runs}]})
+    )
+
+    # Execute
+    variants = tables.load_variants(tmp_path)
+    table = tables.variants_table(variants)
+
+    # Assert: one row per run, with its point's seed and validation accuracy; the parts see none of it
+    assert table.splitlines()[2].startswith("| ISOLET | MCAR 5 | 1 | FALSE-VFL (fedmosaic) | 90 | 80.0 |")
+    assert table.splitlines()[3].startswith(
+        "| ISOLET | MCAR 5 | 1 | FALSE-VFL (fedmosaic, party subsets) | 91 | 70.0 |"
+    )
+    assert tables.load_runs(tmp_path) == {}
