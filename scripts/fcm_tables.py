@@ -380,6 +380,150 @@ def concept_gap_table(runs: Runs) -> str:
     return "\n".join(lines)
 
 
+SELECTIONS = (
+    ("task", "task loss, p 10"),
+    ("loss30", "whole loss, p 30"),
+)
+"""The selection grids on asia and sachs (``fcm-selection-<key>.json``) and how the page names their rule."""
+
+
+def selection_table(runs: Runs, folder: Path = RESULTS) -> str:
+    """F-CMs minus centralized on asia and sachs under each selection rule: balanced concept and task accuracy.
+
+    The first columns read the main table (the same rule as ``task``, before
+    grown models were kept from selection); every run of a selection grid,
+    centralized included, is selected by that grid's rule. Means over seeds.
+    """
+    grids = {key: grid_points(folder / f"fcm-selection-{key}.json") for key, _ in SELECTIONS}
+    labels = ["main table", *(label for _, label in SELECTIONS)]
+    lines = [
+        "| network | family | "
+        + " | ".join(f"concept gap, {label}" for label in labels)
+        + " | "
+        + " | ".join(f"task gap, {label}" for label in labels)
+        + " | F-CMs' tested round, "
+        + " / ".join(labels)
+        + " |",
+        "|---|---|" + "---|" * (2 * len(labels) + 1),
+    ]
+    for network in ("asia", "sachs"):
+        for family in FAMILIES:
+            cells: list[dict[str, list[dict[str, Any]]]] = [
+                {name: runs.get((network, name, family), []) for name in ("Centralized", "F-CMs")}
+            ]
+            for key, _ in SELECTIONS:
+                pairs = [(v, r) for v, r in grids[key] if v["data.network"] == network and v[FAMILY_KEY] == family]
+                cells.append({name: [r for _, r in pairs if r["name"] == name] for name in ("Centralized", "F-CMs")})
+            if not all(cell["Centralized"] and cell["F-CMs"] for cell in cells):
+                continue
+            gaps = {
+                metric: [
+                    f"{100 * (np.mean([r[metric] for r in c['F-CMs']]) - np.mean([r[metric] for r in c['Centralized']])):+.1f}"
+                    for c in cells
+                ]
+                for metric in ("balanced_concept_accuracy", "accuracy")
+            }
+            rounds = " / ".join(f"{np.mean([r['best_round'] for r in c['F-CMs']]):.0f}" for c in cells)
+            lines.append(
+                f"| {network} | {family.upper()} | "
+                + " | ".join(gaps["balanced_concept_accuracy"])
+                + " | "
+                + " | ".join(gaps["accuracy"])
+                + f" | {rounds} |"
+            )
+    return "\n".join(lines)
+
+
+def _concept_records(folder: Path, key: str) -> dict[tuple[str, str, int], dict[str, dict[str, Any]]]:
+    """The runs of ``fcm-selection-concepts-<key>.json`` keyed by (network, family, seed), then run name."""
+    path = folder / f"fcm-selection-concepts-{key}.json"
+    records: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
+    if path.exists():
+        for run in json.loads(path.read_text(encoding="utf-8"))["runs"]:
+            records[(run["network"], run["family"], run["seed"])][run["run"]] = run
+    return records
+
+
+def late_concepts_table(folder: Path = RESULTS) -> str:
+    """F-CMs minus centralized per concept, split into the concepts only late clients label and the others.
+
+    Balanced test accuracy of each of the task's true ancestors, in points,
+    mean over the concepts and seeds, under each selection rule run.
+    """
+    lines = [
+        "| network | family | concepts only late clients label (per seed) | "
+        + " | ".join(f"their gap, {label} | the others' gap, {label}" for _, label in SELECTIONS)
+        + " |",
+        "|---|---|---|" + "---|---|" * len(SELECTIONS),
+    ]
+    records = {key: _concept_records(folder, key) for key, _ in SELECTIONS}
+    for network in ("asia", "sachs"):
+        for family in FAMILIES:
+            cells = []
+            counts = [
+                len(runs["F-CMs"]["late_only"])
+                for (net, fam, _seed), runs in sorted(records[SELECTIONS[0][0]].items())
+                if (net, fam) == (network, family) and "F-CMs" in runs
+            ]
+            for key, _ in SELECTIONS:
+                late, others = [], []
+                for (net, fam, _seed), runs in sorted(records[key].items()):
+                    if (net, fam) != (network, family) or not {"Centralized", "F-CMs"} <= set(runs):
+                        continue
+                    federated, central = runs["F-CMs"], runs["Centralized"]
+                    for concept, value in federated["balanced_accuracy"].items():
+                        gap = 100 * (value - central["balanced_accuracy"][concept])
+                        (late if concept in federated["late_only"] else others).append(gap)
+                cells += [f"{np.mean(v):+.1f}" if v else "-" for v in (late, others)]
+            if counts:
+                per_seed = " / ".join(str(c) for c in counts)
+                lines.append(f"| {network} | {family.upper()} | {per_seed} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+AFTER_GROWTH = (1, 5, 10, 20, 30)
+"""Rounds after the last growth at which the study reads F-CMs' balanced concept accuracy."""
+
+
+def after_growth_table(folder: Path = RESULTS, key: str = "loss30") -> str:
+    """F-CMs' balanced concept accuracy k rounds after its model last grew, beside the tested model's and centralized's.
+
+    Read from the runs of one selection grid (``key``), whose history
+    evaluates the model as trained after each round; a cell averages the
+    seeds whose run lasted that long (their number in parentheses when not all).
+    """
+    lines = [
+        "| network | family | "
+        + " | ".join(f"{k} round{'s' if k > 1 else ''} after growth" for k in AFTER_GROWTH)
+        + " | F-CMs tested | centralized tested |",
+        "|---|---|" + "---|" * (len(AFTER_GROWTH) + 2),
+    ]
+    records = _concept_records(folder, key)
+    for network in ("asia", "sachs"):
+        for family in FAMILIES:
+            runs = [r for (net, fam, _), r in sorted(records.items()) if (net, fam) == (network, family)]
+            runs = [r for r in runs if {"Centralized", "F-CMs"} <= set(r)]
+            if not runs:
+                continue
+            cells = []
+            for k in AFTER_GROWTH:
+                values = []
+                for run in runs:
+                    federated = run["F-CMs"]
+                    # the evaluation after round r sits at index r - 1; k rounds of training after a growth in round g end with round g + k - 1
+                    index = max(federated["growth_rounds"], default=1) + k - 2
+                    if index < len(federated["balanced_by_round"]):
+                        values.append(federated["balanced_by_round"][index])
+                shown = f"{100 * np.mean(values):.1f}" if values else "-"
+                cells.append(shown + (f" ({len(values)})" if values and len(values) < len(runs) else ""))
+            tested = [
+                f"{100 * np.mean([run[name]['balanced_concept_accuracy'] for run in runs]):.1f}"
+                for name in ("F-CMs", "Centralized")
+            ]
+            lines.append(f"| {network} | {family.upper()} | " + " | ".join(cells + tested) + " |")
+    return "\n".join(lines)
+
+
 def probes(folder: Path = RESULTS) -> str:
     """The linear probe of the task from the default inputs, per network, in percent."""
     path = folder / "fcm-noise-equivalence.json"
@@ -435,6 +579,8 @@ def main() -> None:
         f"a linear probe of the task from the default inputs (seed 0) reaches: {probes()}:\n"
     )
     print(concept_gap_table(runs))
+    print("\nF-CMs minus centralized on asia and sachs under each selection rule, points (mean over seeds):\n")
+    print(selection_table(runs))
     print("\nThe reference's s = 0.5 on the raw latent as a unit-scale noise share:\n")
     print(equivalence_table())
     print("\nTraining regime, insurance CGM:\n")

@@ -44,6 +44,9 @@ def test_every_table_of_the_studies_page_is_printed_from_its_files(tables: Modul
     # Execute
     printed = [
         tables.concept_gap_table(runs),
+        tables.selection_table(runs),
+        tables.late_concepts_table(),
+        tables.after_growth_table(),
         tables.regime_table(),
         tables.hailfinder_regime_table(),
         tables.reference_table(),
@@ -63,3 +66,32 @@ def test_the_noise_share_equivalence_of_the_methods_page_is_printed_from_its_fil
     # Assert
     assert printed.startswith("| network |")
     assert printed in METHODS_PAGE.read_text(encoding="utf-8")
+
+
+def test_the_concept_study_marks_a_concept_late_only_when_no_first_round_client_labels_it(
+    repository_script: Callable[[str], ModuleType],
+) -> None:
+    # Prepare: a and b labeled from round 1, c only by a client joining in round 10
+    extract = repository_script("scripts/fcm_selection_concepts.py")
+    registry = {
+        "0": {"concepts": ["a", "b", "y"], "joined": 1},
+        "1": {"concepts": ["a", "c", "y"], "joined": 10},
+    }
+    per_concept = {name: {"accuracy": 0.9, "balanced_accuracy": 0.8} for name in ("a", "b", "c")}
+    history = [{"metrics": {"balanced_concept_accuracy": value}} for value in (0.5, 0.6, 0.7)]
+    run = {
+        "name": "F-CMs",
+        "final": {"best_round": 1.0, "balanced_concept_accuracy": 0.8},
+        "artifacts": {"registry": registry, "per_concept": per_concept, "changes": [{"round": 10}]},
+        "history": history,
+    }
+    values = {"data.network": "asia", "runs.*.params.model.family": "cbm", "seed": 0}
+
+    # Execute
+    record = extract.run_record(values, run)
+
+    # Assert: the last round's evaluation (the tested model's) is not a trained-so-far point
+    assert record["late_only"] == ["c"]
+    assert record["client_share"] == {"a": 1.0, "b": 0.5, "c": 0.5}
+    assert record["growth_rounds"] == [10]
+    assert record["balanced_by_round"] == [0.5, 0.6]
