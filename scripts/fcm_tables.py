@@ -382,6 +382,7 @@ def concept_gap_table(runs: Runs) -> str:
 
 SELECTIONS = (
     ("task", "task loss, p 10"),
+    ("task30", "task loss, p 30"),
     ("loss30", "whole loss, p 30"),
 )
 """The selection grids on asia and sachs (``fcm-selection-<key>.json``) and how the page names their rule."""
