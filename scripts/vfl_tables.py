@@ -80,15 +80,22 @@ def load_runs(folder: Path = RESULTS, labels: str = "active") -> Runs:
         results = json.loads(path.read_text(encoding="utf-8"))
         config = results["config"]
         for point in results["points"]:
-            values = point["values"]
-            if values.get("vertical.label_rows", config["vertical"].get("label_rows", "active")) != labels:
+            if point_value(point, config, "vertical.label_rows", "active") != labels:
                 continue
-            dataset = values.get("data.dataset", config["data"]["dataset"])
-            protocol = values.get("vertical.protocol", config["vertical"].get("protocol", "tuned"))
-            train = values.get("vertical.train_missing", config["vertical"]["train_missing"])
+            dataset = point_value(point, config, "data.dataset")
+            protocol = point_value(point, config, "vertical.protocol", "tuned")
+            train = point_value(point, config, "vertical.train_missing")
             for run in point["runs"]:
                 runs[(dataset, protocol, train, run["name"])].append(run)
     return runs
+
+
+def point_value(point: dict[str, Any], config: dict[str, Any], key: str, default: Any = None) -> Any:
+    """The dotted ``key`` of a grid point: its grid value, else the grid's configuration, else ``default``."""
+    if key in point["values"]:
+        return point["values"][key]
+    section, _, name = key.rpartition(".")
+    return (config.get(section, {}) if section else config).get(name, default)
 
 
 def mean(cell: list[dict[str, Any]], metric: str) -> float | None:
@@ -276,9 +283,9 @@ def load_variants(folder: Path = RESULTS) -> list[tuple[dict[str, Any], dict[str
         config = results["config"]
         for point in results["points"]:
             values = {
-                "dataset": point["values"].get("data.dataset", config["data"]["dataset"]),
-                "train": point["values"].get("vertical.train_missing", config["vertical"]["train_missing"]),
-                "seed": point["values"].get("seed", config["seed"]),
+                "dataset": point_value(point, config, "data.dataset"),
+                "train": point_value(point, config, "vertical.train_missing"),
+                "seed": point_value(point, config, "seed"),
             }
             found += [(values, run) for run in point["runs"]]
     return found
