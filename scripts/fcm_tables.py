@@ -308,9 +308,10 @@ def reference_table(folder: Path = RESULTS) -> str:
     for (network, samples, leak, family, name), runs in sorted(cells.items()):
         paper = paper_task(network, name, FAMILIES[family])
         accuracy = [run["accuracy"] for run in runs]
+        spread = f" ± {100 * np.std(accuracy):.1f}" if len(runs) > 1 else ""
         lines.append(
             f"| {network} | {samples:,} | {'yes' if leak else 'no'} | {FAMILIES[family].upper()} | {name} | "
-            f"{100 * np.mean(accuracy):.1f} ± {100 * np.std(accuracy):.1f} | "
+            f"{100 * np.mean(accuracy):.1f}{spread} | "
             f"{'-' if paper is None else f'{paper:.1f}'} | {_mean(runs, 'balanced_concept_accuracy')} | "
             f"{_mean(runs, 'probe_accuracy')} | {_mean(runs, 'bayes_optimal_accuracy')} | {len(runs)} |"
         )
