@@ -144,7 +144,7 @@ class FalseVFLModel(VerticalModel):
                 else torch.from_numpy(np.flatnonzero(present[:, k].numpy()))
             )
             loglik = loglik.index_add(1, rows, party.log_likelihood(blocks[k][rows], present[rows, k], h[:, rows]))
-        log_weights = self.active.log_weights(h, mean, logvar, loglik, generator)
+        log_weights = self.active.log_weights(h, mean, logvar, loglik, self.active.top_noise(h, generator))
         snis = predictive_probabilities(log_weights, torch.softmax(self.active.classifier(h), -1))
         at_mean = torch.softmax(self.active.classifier(mean), -1)
         ess = effective_sample_size(log_weights)

@@ -27,7 +27,7 @@ def bound_samples(model: ActiveModel, x: torch.Tensor, kappa: int, repeats: int,
         q_mean, q_logvar = q_mean.expand(repeats, 1), q_logvar.expand(repeats, 1)
         h = q_mean + torch.exp(0.5 * q_logvar) * torch.randn((kappa, repeats, 1), generator=generator)
         loglik = model.party.log_likelihood(x.expand(repeats, 2), torch.ones(repeats, dtype=torch.bool), h)
-        return iwae_bound(model.log_weights(h, q_mean, q_logvar, loglik, generator))
+        return iwae_bound(model.log_weights(h, q_mean, q_logvar, loglik, model.top_noise(h, generator)))
 
 
 def brute_force_log_evidence(model: ActiveModel, x: torch.Tensor) -> float:

@@ -8,6 +8,7 @@ import torch
 
 from fedmosaic.data.vertical_data import VerticalData
 from fedmosaic.federation import Federation, Message, RoundContext, Schedule
+from fedmosaic.methods.vertical.false_vfl import prediction
 from fedmosaic.methods.vertical.false_vfl.bounds import iwae_bound
 from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
 from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
@@ -192,7 +193,7 @@ def joint_gradients(active, parties, split, rows, generator):  # type: ignore[no
     q_mean, q_logvar = fuse_posteriors(torch.stack(means, 1), torch.stack(logvars, 1), present, PARAMS.fusion)
     h = q_mean + torch.exp(0.5 * q_logvar) * torch.randn((PARAMS.kappa, *q_mean.shape), generator=generator)
     loglik = sum(model.log_likelihood(blocks[k], present[:, k], h) for k, model in enumerate(models))
-    loss = -iwae_bound(active.log_weights(h, q_mean, q_logvar, loglik, generator)).mean()
+    loss = -iwae_bound(active.log_weights(h, q_mean, q_logvar, loglik, active.top_noise(h, generator))).mean()
     return {c: torch.autograd.grad(loss, list(parties[c].parameters()), retain_graph=True) for c in sorted(parties)}
 
 
@@ -239,6 +240,28 @@ def test_the_effective_sample_size_of_the_prediction_weights_is_reported_per_tes
     # Assert
     assert 1.0 <= records[-1].metrics["snis_ess_mcar3"] <= PARAMS.predict_samples
     assert "snis_ess_mcar3" not in records[0].metrics
+
+
+def test_importance_sampling_by_blocks_of_rows_gives_the_numbers_of_one_block(
+    tiny_data: VerticalData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: 5 prediction samples and 3 or 7 reported ones; blocks of at most 7 latent rows
+    params = PARAMS.model_copy(update={"report_samples": [3, 7]})
+    _, whole, _ = train(tiny_data, build_false_vfl, params, rounds=3)
+    monkeypatch.setattr(prediction, "LATENT_ROWS", 7)
+
+    # Execute
+    _, blocks, grid = train(tiny_data, build_false_vfl, params, rounds=3)
+
+    # Assert: the same metrics, and no log-likelihood request above the block size
+    assert blocks[-1].metrics == pytest.approx(whole[-1].metrics, rel=1e-6)
+    evaluated = [
+        m.arrays["h"]
+        for direction, _, m in grid.transfers
+        if direction == "down" and m.kind == "evaluate" and "h" in m.arrays
+    ]
+    assert evaluated
+    assert max(h.shape[0] * h.shape[1] for h in evaluated) <= 7
 
 
 @pytest.mark.parametrize("rule", ["snis", "mean"])

@@ -45,10 +45,10 @@ from fedmosaic.methods.vertical.tensors import spread, tensor
 STACKED_ROWS = 2**21
 """Most latent rows (parties x samples x rows) one stacked log-likelihood exchange evaluates.
 
-A larger one (importance sampling with many samples over a test split) is
-handled one party at a time, whose peak memory is one party's share: the
-decoders' outputs of 1,000 samples of 10,000 Fashion-MNIST rows are 7.8 GB
-per party.
+A larger one is handled one party at a time, whose peak memory is one
+party's share. The server sends importance sampling's exchanges in blocks of
+at most :data:`~fedmosaic.methods.vertical.false_vfl.prediction.LATENT_ROWS`
+latent rows, so this happens only with many parties.
 """
 
 

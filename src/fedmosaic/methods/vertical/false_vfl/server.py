@@ -70,7 +70,9 @@ from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.false_vfl.prediction import (
     RULE_ACCURACIES,
+    class_probabilities,
     predictive_probabilities,
+    row_blocks,
     rule_probabilities,
     sample,
 )
@@ -101,6 +103,7 @@ class ActiveModel(nn.Module):
     def __init__(self, features: int, num_classes: int, params: FalseVFLParams, likelihood: str) -> None:
         super().__init__()
         self.party = PartyModel(features, params.hidden, params.latent, likelihood, params.variant == "II")  # type: ignore[arg-type]
+        self.top_latent = params.top_latent
         self.top_encoder = GaussianEncoder(params.latent, params.hidden, params.top_latent)
         self.top_decoder = GaussianEncoder(params.top_latent, params.hidden, params.latent)
         self.classifier = mlp(params.latent, params.hidden, num_classes)
@@ -109,15 +112,17 @@ class ActiveModel(nn.Module):
         """Every parameter but the classifier's (frozen in stage 2)."""
         return [p for name, p in self.named_parameters() if not name.startswith("classifier.")]
 
-    def log_weights(
-        self, h: Tensor, q_mean: Tensor, q_logvar: Tensor, loglik: Tensor, generator: torch.Generator
-    ) -> Tensor:
+    def top_noise(self, h: Tensor, generator: torch.Generator) -> Tensor:
+        """Standard normal draws for ``z ~ q(z | h)`` of every sample and row of ``h``, drawn on the CPU."""
+        return torch.randn((*h.shape[:-1], self.top_latent), generator=generator).to(h.device)
+
+    def log_weights(self, h: Tensor, q_mean: Tensor, q_logvar: Tensor, loglik: Tensor, noise: Tensor) -> Tensor:
         """``log p(z) p(h | z) p(x_obs | h) - log q(h | x_obs) q(z | h)`` per sample ``(kappa, n)``.
 
-        ``z`` is drawn from ``q(z | h)`` with ``generator``; ``loglik`` sums the parties' terms.
+        ``z`` is drawn from ``q(z | h)`` with the standard normal ``noise``
+        (:meth:`top_noise`); ``loglik`` sums the parties' terms.
         """
         z_mean, z_logvar = self.top_encoder(h)
-        noise = torch.randn(z_mean.shape, generator=generator).to(z_mean.device)
         z = z_mean + torch.exp(0.5 * z_logvar) * noise
         h_mean, h_logvar = self.top_decoder(z)
         log_prior = gaussian_log_prob(z, z.new_zeros(()), z.new_zeros(()))
@@ -332,7 +337,9 @@ class FalseVFLServer(ServerLogic):
         loglik = self._total_loglik(split, rows, present, h, surrogates, loglik_rows, weights)
         samples = [slice(i * kappa, (i + 1) * kappa) for i in range(len(posteriors))]  # each bound's samples
         bounds = [
-            iwae_bound(self._model.log_weights(h[own], mean, logvar, loglik[own], generator)).mean()
+            iwae_bound(
+                self._model.log_weights(h[own], mean, logvar, loglik[own], self._model.top_noise(h[own], generator))
+            ).mean()
             for own, (mean, logvar) in zip(samples, posteriors, strict=True)
         ]
         self._generative_optimizer.zero_grad()
@@ -419,7 +426,7 @@ class FalseVFLServer(ServerLogic):
             h, log_weights = self._weighted_samples(
                 ctx, name, split, rows, fused, generator, self._params.predict_samples, scope
             )
-            snis = predictive_probabilities(log_weights, torch.softmax(classifier(h), -1))
+            snis = predictive_probabilities(log_weights, class_probabilities(classifier, h))
             at_mean = torch.softmax(classifier(fused[0]), -1)
             ess = effective_sample_size(log_weights)
             chosen = rule_probabilities(self._params.prediction, snis, at_mean, ess, self._params.ess_floor)
@@ -434,7 +441,7 @@ class FalseVFLServer(ServerLogic):
                 for count in self._params.report_samples:
                     more = torch.Generator().manual_seed(derive_seed(self._seed, "predict", name, count))
                     h, log_weights = self._weighted_samples(ctx, name, split, rows, fused, more, count, scope)
-                    probabilities = predictive_probabilities(log_weights, torch.softmax(classifier(h), -1))
+                    probabilities = predictive_probabilities(log_weights, class_probabilities(classifier, h))
                     diagnostics[f"snis{count}_accuracy"] = hits(probabilities)
         return hits(chosen), diagnostics
 
@@ -462,9 +469,32 @@ class FalseVFLServer(ServerLogic):
         samples: int,
         scope: Tensor,
     ) -> tuple[Tensor, Tensor]:
-        """Samples of ``q(h | x_obs)`` and their log importance weights (no gradients), over the parties in ``scope``."""
+        """Samples of ``q(h | x_obs)`` and their log importance weights (no gradients), over the parties in ``scope``.
+
+        Every draw is made first, for all rows; the parties' log-likelihoods
+        are then fetched and weighed a block of rows at a time
+        (:func:`row_blocks`), so that the decoders' outputs of many samples
+        of a large split never sit in memory at once.
+        """
         q_mean, q_logvar = posterior
         h = sample(q_mean, q_logvar, samples, generator)
+        noise = self._model.top_noise(h, generator)
+        log_weights = [
+            self._model.log_weights(
+                h[:, block],
+                q_mean[block],
+                q_logvar[block],
+                self._exchanged_loglik(ctx, name, split, rows[block], h[:, block], scope[block]),
+                noise[:, block],
+            )
+            for block in row_blocks(len(rows), samples)
+        ]
+        return h, torch.cat(log_weights, dim=1)
+
+    def _exchanged_loglik(
+        self, ctx: RoundContext, name: str, split: VerticalSplit, rows: np.ndarray, h: Tensor, scope: Tensor
+    ) -> Tensor:
+        """``log p(x_obs, m | h)`` ``(samples, n)`` of ``rows`` over the parties in ``scope``, the passive ones' fetched."""
         present = to_tensor(split.present[rows])
         loglik_rows = self._loglik_rows(scope)
         replies = ctx.exchange(
@@ -479,9 +509,8 @@ class FalseVFLServer(ServerLogic):
             expect=self._loglik_specs(ctx, h, loglik_rows, "evaluate", jacobian=False),
         )
         remote = {c: tensor(reply.arrays["loglik"]) for c, reply in replies.items()}
-        weights = scope.float().expand(samples, -1, -1)
-        loglik = self._total_loglik(split, rows, present, h, remote, loglik_rows, weights)
-        return h, self._model.log_weights(h, q_mean, q_logvar, loglik, generator)
+        weights = scope.float().expand(h.shape[0], -1, -1)
+        return self._total_loglik(split, rows, present, h, remote, loglik_rows, weights)
 
     def _local_posteriors(
         self, split: VerticalSplit, rows: np.ndarray, present: Tensor, remote: dict[int, tuple[Tensor, Tensor]]

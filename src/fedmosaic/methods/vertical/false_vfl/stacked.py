@@ -94,7 +94,8 @@ class StackedParties:
         ``x`` ``(K, n, width)`` features, ``present`` ``(K, n)``, ``h`` ``(K, kappa, n, latent)``.
         """
         parties, kappa, n, _ = h.shape
-        out = stacked_mlp([model.decoder.net for model in self.models], h.flatten(1, 2)).view(parties, kappa, n, -1)
+        flat = stacked_mlp([model.decoder.net for model in self.models], h.flatten(1, 2))
+        out = flat.view(parties, kappa, n, flat.shape[-1])  # the width named: n may be 0 (no party holds a row)
         observed = x[:, None].expand_as(out)
         if self.models[0].decoder.logvar is None:
             terms = -F.binary_cross_entropy_with_logits(out, observed, reduction="none")
