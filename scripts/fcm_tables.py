@@ -9,7 +9,8 @@ on noisy inputs, and full intervention on clean inputs minus the Bayes-optimal
 accuracy. A cell with fewer seeds than the others says how many it has.
 
 Then the tables of the training regime (``fcm-regime-insurance-*.json``; hailfinder: its main-table
-files beside ``fcm-regime-hailfinder-kept*.json``), of
+files beside ``fcm-regime-hailfinder-kept*.json``; the main table re-run under the kept
+regime: ``fcm-kept-table-*.json``), of
 the reference inputs (``fcm-reference-inputs.json``), of the reference's loss
 and coverage options (``fcm-options-alarm.json``) and of the client scaling
 on asia (``fcm-scaling-asia-<K>.json``, and ``-<K>-<part>.json`` for
@@ -42,13 +43,21 @@ FAMILY_KEY = "runs.*.params.model.family"
 Runs = dict[tuple[str, str, str], list[dict[str, Any]]]
 
 
-def load_runs(folder: Path = RESULTS) -> Runs:
+MAIN_TABLE_FILES = ("fcm-table-*.json", "fcm-learned-*.json")
+"""The main table's grid files: oracle graphs (clean-input files aside) and learned graphs."""
+KEPT_TABLE_FILES = ("fcm-kept-table-*.json",)
+"""The main table's grid re-run under the kept regime on today's code, one file per part."""
+
+
+def load_runs(folder: Path = RESULTS, patterns: tuple[str, ...] = MAIN_TABLE_FILES) -> Runs:
     """Every run of the committed F-CMs grids, keyed by (network, run name, family).
 
     Parameters
     ----------
     folder
         The folder holding the grid files.
+    patterns
+        File name patterns of the grids to read; ``fcm-table-clean-*`` files are always left out.
 
     Returns
     -------
@@ -56,7 +65,7 @@ def load_runs(folder: Path = RESULTS) -> Runs:
         ``(network, run, family)`` to the list of that cell's runs, one per seed.
     """
     runs: Runs = defaultdict(list)
-    for path in sorted([*folder.glob("fcm-table-*.json"), *folder.glob("fcm-learned-*.json")]):
+    for path in sorted({path for pattern in patterns for path in folder.glob(pattern)}):
         if path.name.startswith("fcm-table-clean"):
             continue
         for point in json.loads(path.read_text(encoding="utf-8"))["points"]:
@@ -224,9 +233,9 @@ def grid_points(path: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(point["values"], run) for point in points for run in point["runs"]]
 
 
-def _mean(runs: list[dict[str, Any]], key: str, scale: float = 100.0) -> str:
+def _mean(runs: list[dict[str, Any]], key: str, scale: float = 100.0, digits: int = 1) -> str:
     values = [run[key] for run in runs if key in run]
-    return f"{scale * np.mean(values):.1f}" if values else "-"
+    return f"{scale * np.mean(values):.{digits}f}" if values else "-"
 
 
 def regime_table(folder: Path = RESULTS) -> str:
@@ -436,6 +445,65 @@ def selection_table(runs: Runs, folder: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
+def kept_regime_table(runs: Runs, kept: Runs, folder: Path = RESULTS) -> str:
+    """F-CMs minus centralized, main table (afresh) against today's code afresh and under the kept regime.
+
+    Per network and family run under the kept regime: the gap in task and in
+    balanced concept accuracy in the main table (Adam afresh each round,
+    measured before the batched concept models and the rule that never tests
+    a model the round it grew), in ``fcm-selection-task.json`` (afresh, today's
+    code, where that grid has the cell) and in the kept-regime grid; F-CMs'
+    validation task loss of its tested model afresh today / kept (the
+    regime's selection criterion); each run's task accuracy afresh (main
+    table) / kept; and the longest alternation of the validation task loss
+    over the kept runs (8 rounds make an oscillation). Means over seeds.
+    """
+    today = grid_points(folder / "fcm-selection-task.json")
+    names = ("Centralized", "Local", "Static", "F-CMs")
+    lines = [
+        "| network | family | task gap, main table / afresh today / kept | "
+        "concept gap, main table / afresh today / kept | F-CMs' validation task loss, afresh today / kept | "
+        + " | ".join(f"{name}, main table / kept" for name in names)
+        + " | longest alternation, kept |",
+        "|---|---|---|---|---|" + "---|" * (len(names) + 1),
+    ]
+
+    def gap(cell: dict[str, list[dict[str, Any]]], metric: str) -> str:
+        if not cell["F-CMs"] or not cell["Centralized"]:
+            return "-"
+        federated = np.mean([run[metric] for run in cell["F-CMs"]])
+        return f"{100 * (federated - np.mean([run[metric] for run in cell['Centralized']])):+.1f}"
+
+    for network in NETWORKS:
+        for family in FAMILIES:
+            if not kept.get((network, "F-CMs", family)):
+                continue
+            cells = [
+                {name: runs.get((network, name, family), []) for name in names},
+                {
+                    name: [
+                        run
+                        for values, run in today
+                        if values["data.network"] == network and values[FAMILY_KEY] == family and run["name"] == name
+                    ]
+                    for name in names
+                },
+                {name: kept.get((network, name, family), []) for name in names},
+            ]
+            gaps = [
+                " / ".join(gap(cell, metric) for cell in cells) for metric in ("accuracy", "balanced_concept_accuracy")
+            ]
+            loss = " / ".join(_mean(cells[index]["F-CMs"], "selection_loss", scale=1.0, digits=3) for index in (1, 2))
+            accuracies = [" / ".join(_mean(cells[index][name], "accuracy") for index in (0, 2)) for name in names]
+            alternation = max(run["alternating_rounds"] for name in names for run in cells[2][name])
+            lines.append(
+                f"| {network} | {family.upper()} | "
+                + " | ".join([*gaps, loss, *accuracies, f"{alternation:.0f}"])
+                + " |"
+            )
+    return "\n".join(lines)
+
+
 def _concept_records(folder: Path, key: str) -> dict[tuple[str, str, int], dict[str, dict[str, Any]]]:
     """The runs of ``fcm-selection-concepts-<key>.json`` keyed by (network, family, seed), then run name."""
     path = folder / f"fcm-selection-concepts-{key}.json"
@@ -589,6 +657,8 @@ def main() -> None:
     print(regime_table())
     print("\nTraining regime, hailfinder, seed 0:\n")
     print(hailfinder_regime_table())
+    print("\nThe main table under the kept regime, F-CMs minus centralized (points) and task accuracy (percent):\n")
+    print(kept_regime_table(runs, load_runs(patterns=KEPT_TABLE_FILES)))
     print("\nReference inputs (s = 0.5 on the raw latent):\n")
     print(reference_table())
     print("\nThe reference's loss and coverage options, alarm CBM, seed 0:\n")

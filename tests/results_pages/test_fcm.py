@@ -49,6 +49,7 @@ def test_every_table_of_the_studies_page_is_printed_from_its_files(tables: Modul
         tables.after_growth_table(),
         tables.regime_table(),
         tables.hailfinder_regime_table(),
+        tables.kept_regime_table(runs, tables.load_runs(patterns=tables.KEPT_TABLE_FILES)),
         tables.reference_table(),
         tables.options_table(),
         tables.scaling_table(),
