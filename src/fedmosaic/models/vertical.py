@@ -40,11 +40,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from fedmosaic.methods.vertical.false_vfl.active import ActiveModel
 from fedmosaic.methods.vertical.false_vfl.bounds import effective_sample_size
 from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.false_vfl.prediction import predictive_probabilities, rule_probabilities
-from fedmosaic.methods.vertical.false_vfl.server import ActiveModel
 from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.split.baselines import Votes, baseline_from_spec, probabilities
 from fedmosaic.methods.vertical.split.params import SplitVFLParams

@@ -6,10 +6,10 @@ import numpy as np
 import torch
 
 from fedmosaic.methods.arrays import seeded
+from fedmosaic.methods.vertical.false_vfl.active import ActiveModel
 from fedmosaic.methods.vertical.false_vfl.bounds import iwae_bound, snis_weights
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.false_vfl.prediction import predictive_probabilities
-from fedmosaic.methods.vertical.false_vfl.server import ActiveModel
 from fedmosaic.methods.vertical.networks import gaussian_log_prob
 
 TINY = FalseVFLParams(latent=1, top_latent=1, hidden=4)

@@ -65,6 +65,7 @@ from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, 
 from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
+from fedmosaic.methods.vertical.false_vfl.active import ActiveModel
 from fedmosaic.methods.vertical.false_vfl.bounds import effective_sample_size, iwae_bound
 from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
@@ -77,7 +78,7 @@ from fedmosaic.methods.vertical.false_vfl.prediction import (
     sample,
 )
 from fedmosaic.methods.vertical.false_vfl.subsets import random_subsets
-from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
+from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec, load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.selection import Selection
@@ -95,44 +96,6 @@ from fedmosaic.models.export import ModelExport
 
 STATE = DeclaredState({"seed": INT, "trained_round": INT}, attribute_prefix="_")
 """The active party's counters besides its arrays and its steps per stage."""
-
-
-class ActiveModel(nn.Module):
-    """The active party's networks: its own block's, the top layer's, and the classifier."""
-
-    def __init__(self, features: int, num_classes: int, params: FalseVFLParams, likelihood: str) -> None:
-        super().__init__()
-        self.party = PartyModel(features, params.hidden, params.latent, likelihood, params.variant == "II")  # type: ignore[arg-type]
-        self.top_latent = params.top_latent
-        self.top_encoder = GaussianEncoder(params.latent, params.hidden, params.top_latent)
-        self.top_decoder = GaussianEncoder(params.top_latent, params.hidden, params.latent)
-        self.classifier = mlp(params.latent, params.hidden, num_classes)
-
-    def generative_parameters(self) -> list[nn.Parameter]:
-        """Every parameter but the classifier's (frozen in stage 2)."""
-        return [p for name, p in self.named_parameters() if not name.startswith("classifier.")]
-
-    def top_noise(self, h: Tensor, generator: torch.Generator) -> Tensor:
-        """Standard normal draws for ``z ~ q(z | h)`` of every sample and row of ``h``, drawn on the CPU."""
-        return torch.randn((*h.shape[:-1], self.top_latent), generator=generator).to(h.device)
-
-    def log_weights(self, h: Tensor, q_mean: Tensor, q_logvar: Tensor, loglik: Tensor, noise: Tensor) -> Tensor:
-        """``log p(z) p(h | z) p(x_obs | h) - log q(h | x_obs) q(z | h)`` per sample ``(kappa, n)``.
-
-        ``z`` is drawn from ``q(z | h)`` with the standard normal ``noise``
-        (:meth:`top_noise`); ``loglik`` sums the parties' terms.
-        """
-        z_mean, z_logvar = self.top_encoder(h)
-        z = z_mean + torch.exp(0.5 * z_logvar) * noise
-        h_mean, h_logvar = self.top_decoder(z)
-        log_prior = gaussian_log_prob(z, z.new_zeros(()), z.new_zeros(()))
-        return (
-            log_prior
-            + gaussian_log_prob(h, h_mean, h_logvar)
-            + loglik
-            - gaussian_log_prob(h, q_mean, q_logvar)
-            - gaussian_log_prob(z, z_mean, z_logvar)
-        )
 
 
 class Posteriors(NamedTuple):
