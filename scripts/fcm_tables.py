@@ -390,6 +390,26 @@ def concept_gap_table(runs: Runs) -> str:
     return "\n".join(lines)
 
 
+Cell = dict[str, list[dict[str, Any]]]
+"""Runs of one network and family by run name."""
+
+
+def _grid_cell(
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]], network: str, family: str, names: tuple[str, ...]
+) -> Cell:
+    """The runs of a grid's (values, run) pairs in one network and family, by run name."""
+    found = [run for values, run in pairs if values["data.network"] == network and values[FAMILY_KEY] == family]
+    return {name: [run for run in found if run["name"] == name] for name in names}
+
+
+def _gap(cell: Cell, metric: str) -> str:
+    """F-CMs' seed-mean ``metric`` minus centralized's, in points ("-" without both)."""
+    if not cell["F-CMs"] or not cell["Centralized"]:
+        return "-"
+    federated = np.mean([run[metric] for run in cell["F-CMs"]])
+    return f"{100 * (federated - np.mean([run[metric] for run in cell['Centralized']])):+.1f}"
+
+
 SELECTIONS = (
     ("task", "task loss, p 10"),
     ("task30", "task loss, p 30"),
@@ -419,21 +439,14 @@ def selection_table(runs: Runs, folder: Path = RESULTS) -> str:
     ]
     for network in ("asia", "sachs"):
         for family in FAMILIES:
-            cells: list[dict[str, list[dict[str, Any]]]] = [
-                {name: runs.get((network, name, family), []) for name in ("Centralized", "F-CMs")}
+            names = ("Centralized", "F-CMs")
+            cells = [
+                {name: runs.get((network, name, family), []) for name in names},
+                *(_grid_cell(grids[key], network, family, names) for key, _ in SELECTIONS),
             ]
-            for key, _ in SELECTIONS:
-                pairs = [(v, r) for v, r in grids[key] if v["data.network"] == network and v[FAMILY_KEY] == family]
-                cells.append({name: [r for _, r in pairs if r["name"] == name] for name in ("Centralized", "F-CMs")})
             if not all(cell["Centralized"] and cell["F-CMs"] for cell in cells):
                 continue
-            gaps = {
-                metric: [
-                    f"{100 * (np.mean([r[metric] for r in c['F-CMs']]) - np.mean([r[metric] for r in c['Centralized']])):+.1f}"
-                    for c in cells
-                ]
-                for metric in ("balanced_concept_accuracy", "accuracy")
-            }
+            gaps = {metric: [_gap(c, metric) for c in cells] for metric in ("balanced_concept_accuracy", "accuracy")}
             rounds = " / ".join(f"{np.mean([r['best_round'] for r in c['F-CMs']]):.0f}" for c in cells)
             lines.append(
                 f"| {network} | {family.upper()} | "
@@ -468,30 +481,17 @@ def kept_regime_table(runs: Runs, kept: Runs, folder: Path = RESULTS) -> str:
         "|---|---|---|---|---|" + "---|" * (len(names) + 1),
     ]
 
-    def gap(cell: dict[str, list[dict[str, Any]]], metric: str) -> str:
-        if not cell["F-CMs"] or not cell["Centralized"]:
-            return "-"
-        federated = np.mean([run[metric] for run in cell["F-CMs"]])
-        return f"{100 * (federated - np.mean([run[metric] for run in cell['Centralized']])):+.1f}"
-
     for network in NETWORKS:
         for family in FAMILIES:
             if not kept.get((network, "F-CMs", family)):
                 continue
             cells = [
                 {name: runs.get((network, name, family), []) for name in names},
-                {
-                    name: [
-                        run
-                        for values, run in today
-                        if values["data.network"] == network and values[FAMILY_KEY] == family and run["name"] == name
-                    ]
-                    for name in names
-                },
+                _grid_cell(today, network, family, names),
                 {name: kept.get((network, name, family), []) for name in names},
             ]
             gaps = [
-                " / ".join(gap(cell, metric) for cell in cells) for metric in ("accuracy", "balanced_concept_accuracy")
+                " / ".join(_gap(cell, metric) for cell in cells) for metric in ("accuracy", "balanced_concept_accuracy")
             ]
             loss = " / ".join(_mean(cells[index]["F-CMs"], "selection_loss", scale=1.0, digits=3) for index in (1, 2))
             accuracies = [" / ".join(_mean(cells[index][name], "accuracy") for index in (0, 2)) for name in names]
