@@ -1,18 +1,20 @@
 """Print the F-CMs tables of ``docs/results/fcm.md`` and ``docs/results/fcm-studies.md`` from the committed files.
 
-Reads every ``docs/results/fcm-table-<network>*.json`` (oracle graphs; a network run in parts has one file per part) and
-``docs/results/fcm-learned-*.json`` (learned graphs; one file may hold several
+The main table reads ``docs/results/fcm-kept-table-*.json`` (oracle graphs, run as the preset runs
+them: each client's optimizer kept across rounds; one file per part) and
+``docs/results/fcm-kept-learned-*.json`` (learned graphs; one file may hold several
 networks), groups the runs by network, run and family, and prints four
 Markdown tables: task accuracy (mean ± std over seeds, with coverage), concept
 accuracy over the task's ancestors (balanced / plain), the intervention gain
 on noisy inputs, and full intervention on clean inputs minus the Bayes-optimal
 accuracy. A cell with fewer seeds than the others says how many it has.
 
-Then the tables of the training regime (``fcm-regime-insurance-*.json``; hailfinder: its main-table
-files beside ``fcm-regime-hailfinder-kept*.json``; the main table re-run under the kept
-regime: ``fcm-kept-table-*.json``), of
-the reference inputs (``fcm-reference-inputs.json``), of the reference's loss
-and coverage options (``fcm-options-alarm.json``) and of the client scaling
+Then the studies: the training regime (``fcm-regime-insurance-*.json``; hailfinder: the
+earlier table's files beside ``fcm-regime-hailfinder-kept*.json``; the earlier table, run with
+a fresh optimizer every round, ``fcm-table-*.json`` and ``fcm-learned-*.json``, beside the
+main table), the selection rules on asia and sachs (``fcm-selection-*.json``), the
+reference inputs (``fcm-reference-inputs*.json``), the reference's loss
+and coverage options (``fcm-options-alarm.json``) and the client scaling
 on asia (``fcm-scaling-asia-<K>.json``, and ``-<K>-<part>.json`` for
 further seeds), each beside the paper's numbers where
 the paper has them.
@@ -43,10 +45,10 @@ FAMILY_KEY = "runs.*.params.model.family"
 Runs = dict[tuple[str, str, str], list[dict[str, Any]]]
 
 
-MAIN_TABLE_FILES = ("fcm-table-*.json", "fcm-learned-*.json")
-"""The main table's grid files: oracle graphs (clean-input files aside) and learned graphs."""
-KEPT_TABLE_FILES = ("fcm-kept-table-*.json",)
-"""The main table's grid re-run under the kept regime on today's code, one file per part."""
+MAIN_TABLE_FILES = ("fcm-kept-table-*.json", "fcm-kept-learned-*.json")
+"""The main table's grid files, optimizer kept across rounds: oracle graphs and learned graphs."""
+AFRESH_TABLE_FILES = ("fcm-table-*.json", "fcm-learned-*.json")
+"""The earlier table's grid files: Adam afresh every round, code before the batched concept models."""
 
 
 def load_runs(folder: Path = RESULTS, patterns: tuple[str, ...] = MAIN_TABLE_FILES) -> Runs:
@@ -57,7 +59,7 @@ def load_runs(folder: Path = RESULTS, patterns: tuple[str, ...] = MAIN_TABLE_FIL
     folder
         The folder holding the grid files.
     patterns
-        File name patterns of the grids to read; ``fcm-table-clean-*`` files are always left out.
+        File name patterns of the grids to read.
 
     Returns
     -------
@@ -66,8 +68,6 @@ def load_runs(folder: Path = RESULTS, patterns: tuple[str, ...] = MAIN_TABLE_FIL
     """
     runs: Runs = defaultdict(list)
     for path in sorted({path for pattern in patterns for path in folder.glob(pattern)}):
-        if path.name.startswith("fcm-table-clean"):
-            continue
         for point in json.loads(path.read_text(encoding="utf-8"))["points"]:
             values = point["values"]
             for run in point["runs"]:
@@ -154,9 +154,12 @@ PAPER_FAMILIES = ["cbm", "cem", "c2bm"]
 
 
 def paper_side_by_side_table(runs: Runs, folder: Path = RESULTS) -> str:
-    """Task accuracy, CBM / CEM / C2BM, the paper's beside ours (seed means) and ours on clean inputs (seed 0)."""
+    """Task accuracy, CBM / CEM / C2BM, the paper's beside ours (seed means) and ours on clean inputs (seed 0).
+
+    The clean-input runs are read from ``fcm-kept-clean-*.json`` (the main table's regime).
+    """
     clean: Runs = defaultdict(list)
-    for path in sorted(folder.glob("fcm-table-clean-*.json")):
+    for path in sorted(folder.glob("fcm-kept-clean-*.json")):
         for values, run in grid_points(path):
             clean[(values["data.network"], run["name"], values[FAMILY_KEY])].append(run)
     seeds = max((len(cell) for cell in runs.values()), default=0)
@@ -260,7 +263,7 @@ def regime_table(folder: Path = RESULTS) -> str:
 
 
 def hailfinder_regime_table(folder: Path = RESULTS) -> str:
-    """Hailfinder, seed 0: each family's runs with Adam afresh each round (the main table's) and kept."""
+    """Hailfinder, seed 0: each family's runs with Adam afresh each round (the earlier table's) and kept."""
     fresh = [pair for path in sorted(folder.glob("fcm-table-hailfinder*.json")) for pair in grid_points(path)]
     kept = [pair for path in sorted(folder.glob("fcm-regime-hailfinder-kept*.json")) for pair in grid_points(path)]
     lines = [
@@ -418,15 +421,15 @@ SELECTIONS = (
 """The selection grids on asia and sachs (``fcm-selection-<key>.json``) and how the page names their rule."""
 
 
-def selection_table(runs: Runs, folder: Path = RESULTS) -> str:
+def selection_table(afresh: Runs, folder: Path = RESULTS) -> str:
     """F-CMs minus centralized on asia and sachs under each selection rule: balanced concept and task accuracy.
 
-    The first columns read the main table (the same rule as ``task``, before
+    The first columns read the earlier table (Adam afresh, the same rule as ``task``, before
     grown models were kept from selection); every run of a selection grid,
     centralized included, is selected by that grid's rule. Means over seeds.
     """
     grids = {key: grid_points(folder / f"fcm-selection-{key}.json") for key, _ in SELECTIONS}
-    labels = ["main table", *(label for _, label in SELECTIONS)]
+    labels = ["earlier table", *(label for _, label in SELECTIONS)]
     lines = [
         "| network | family | "
         + " | ".join(f"concept gap, {label}" for label in labels)
@@ -441,7 +444,7 @@ def selection_table(runs: Runs, folder: Path = RESULTS) -> str:
         for family in FAMILIES:
             names = ("Centralized", "F-CMs")
             cells = [
-                {name: runs.get((network, name, family), []) for name in names},
+                {name: afresh.get((network, name, family), []) for name in names},
                 *(_grid_cell(grids[key], network, family, names) for key, _ in SELECTIONS),
             ]
             if not all(cell["Centralized"] and cell["F-CMs"] for cell in cells):
@@ -458,25 +461,25 @@ def selection_table(runs: Runs, folder: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
-def kept_regime_table(runs: Runs, kept: Runs, folder: Path = RESULTS) -> str:
-    """F-CMs minus centralized, main table (afresh) against today's code afresh and under the kept regime.
+def kept_regime_table(afresh: Runs, kept: Runs, folder: Path = RESULTS) -> str:
+    """F-CMs minus centralized, the earlier table (afresh) against today's code afresh and the main table (kept).
 
-    Per network and family run under the kept regime: the gap in task and in
-    balanced concept accuracy in the main table (Adam afresh each round,
+    Per network and family of the main table: the gap in task and in
+    balanced concept accuracy in the earlier table (Adam afresh each round,
     measured before the batched concept models and the rule that never tests
     a model the round it grew), in ``fcm-selection-task.json`` (afresh, today's
-    code, where that grid has the cell) and in the kept-regime grid; F-CMs'
-    validation task loss of its tested model afresh today / kept (the
-    regime's selection criterion); each run's task accuracy afresh (main
-    table) / kept; and the longest alternation of the validation task loss
-    over the kept runs (8 rounds make an oscillation). Means over seeds.
+    code, where that grid has the cell) and in the main table (optimizer kept);
+    F-CMs' validation task loss of its tested model afresh today / kept (the
+    regime's selection criterion); each run's task accuracy in the earlier
+    table / the main table; and the longest alternation of the validation task
+    loss over the main table's runs (8 rounds make an oscillation). Means over seeds.
     """
     today = grid_points(folder / "fcm-selection-task.json")
     names = ("Centralized", "Local", "Static", "F-CMs")
     lines = [
-        "| network | family | task gap, main table / afresh today / kept | "
-        "concept gap, main table / afresh today / kept | F-CMs' validation task loss, afresh today / kept | "
-        + " | ".join(f"{name}, main table / kept" for name in names)
+        "| network | family | task gap, earlier / afresh today / kept | "
+        "concept gap, earlier / afresh today / kept | F-CMs' validation task loss, afresh today / kept | "
+        + " | ".join(f"{name}, earlier / kept" for name in names)
         + " | longest alternation, kept |",
         "|---|---|---|---|---|" + "---|" * (len(names) + 1),
     ]
@@ -486,7 +489,7 @@ def kept_regime_table(runs: Runs, kept: Runs, folder: Path = RESULTS) -> str:
             if not kept.get((network, "F-CMs", family)):
                 continue
             cells = [
-                {name: runs.get((network, name, family), []) for name in names},
+                {name: afresh.get((network, name, family), []) for name in names},
                 _grid_cell(today, network, family, names),
                 {name: kept.get((network, name, family), []) for name in names},
             ]
@@ -649,16 +652,19 @@ def main() -> None:
         f"a linear probe of the task from the default inputs (seed 0) reaches: {probes()}:\n"
     )
     print(concept_gap_table(runs))
+    afresh = load_runs(patterns=AFRESH_TABLE_FILES)
     print("\nF-CMs minus centralized on asia and sachs under each selection rule, points (mean over seeds):\n")
-    print(selection_table(runs))
+    print(selection_table(afresh))
     print("\nThe reference's s = 0.5 on the raw latent as a unit-scale noise share:\n")
     print(equivalence_table())
     print("\nTraining regime, insurance CGM:\n")
     print(regime_table())
     print("\nTraining regime, hailfinder, seed 0:\n")
     print(hailfinder_regime_table())
-    print("\nThe main table under the kept regime, F-CMs minus centralized (points) and task accuracy (percent):\n")
-    print(kept_regime_table(runs, load_runs(patterns=KEPT_TABLE_FILES)))
+    print(
+        "\nThe earlier table (afresh) and the main table (kept), F-CMs minus centralized (points) and task accuracy (%):\n"
+    )
+    print(kept_regime_table(afresh, runs))
     print("\nReference inputs (s = 0.5 on the raw latent):\n")
     print(reference_table())
     print("\nThe reference's loss and coverage options, alarm CBM, seed 0:\n")

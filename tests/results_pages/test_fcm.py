@@ -39,17 +39,17 @@ def test_every_table_of_the_results_page_is_printed_from_its_grid_files(tables: 
 def test_every_table_of_the_studies_page_is_printed_from_its_files(tables: ModuleType) -> None:
     # Prepare
     page = STUDIES.read_text(encoding="utf-8")
-    runs = tables.load_runs()
+    runs, afresh = tables.load_runs(), tables.load_runs(patterns=tables.AFRESH_TABLE_FILES)
 
     # Execute
     printed = [
         tables.concept_gap_table(runs),
-        tables.selection_table(runs),
+        tables.selection_table(afresh),
         tables.late_concepts_table(),
         tables.after_growth_table(),
         tables.regime_table(),
         tables.hailfinder_regime_table(),
-        tables.kept_regime_table(runs, tables.load_runs(patterns=tables.KEPT_TABLE_FILES)),
+        tables.kept_regime_table(afresh, runs),
         tables.reference_table(),
         tables.options_table(),
         tables.scaling_table(),
