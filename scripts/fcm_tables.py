@@ -158,10 +158,7 @@ def paper_side_by_side_table(runs: Runs, folder: Path = RESULTS) -> str:
 
     The clean-input runs are read from ``fcm-kept-clean-*.json`` (the main table's regime).
     """
-    clean: Runs = defaultdict(list)
-    for path in sorted(folder.glob("fcm-kept-clean-*.json")):
-        for values, run in grid_points(path):
-            clean[(values["data.network"], run["name"], values[FAMILY_KEY])].append(run)
+    clean = load_runs(folder, ("fcm-kept-clean-*.json",))
     seeds = max((len(cell) for cell in runs.values()), default=0)
     lines = [
         "| network | run | paper | ours (noise share 0.7) | ours, clean inputs (seed 0; CBM / C2BM) |",
@@ -405,6 +402,11 @@ def _grid_cell(
     return {name: [run for run in found if run["name"] == name] for name in names}
 
 
+def _runs_cell(runs: Runs, network: str, family: str, names: tuple[str, ...]) -> Cell:
+    """The runs of a loaded table (:func:`load_runs`) in one network and family, by run name."""
+    return {name: runs.get((network, name, family), []) for name in names}
+
+
 def _gap(cell: Cell, metric: str) -> str:
     """F-CMs' seed-mean ``metric`` minus centralized's, in points ("-" without both)."""
     if not cell["F-CMs"] or not cell["Centralized"]:
@@ -444,7 +446,7 @@ def selection_table(afresh: Runs, folder: Path = RESULTS) -> str:
         for family in FAMILIES:
             names = ("Centralized", "F-CMs")
             cells = [
-                {name: afresh.get((network, name, family), []) for name in names},
+                _runs_cell(afresh, network, family, names),
                 *(_grid_cell(grids[key], network, family, names) for key, _ in SELECTIONS),
             ]
             if not all(cell["Centralized"] and cell["F-CMs"] for cell in cells):
@@ -489,9 +491,9 @@ def kept_regime_table(afresh: Runs, kept: Runs, folder: Path = RESULTS) -> str:
             if not kept.get((network, "F-CMs", family)):
                 continue
             cells = [
-                {name: afresh.get((network, name, family), []) for name in names},
+                _runs_cell(afresh, network, family, names),
                 _grid_cell(today, network, family, names),
-                {name: kept.get((network, name, family), []) for name in names},
+                _runs_cell(kept, network, family, names),
             ]
             gaps = [
                 " / ".join(_gap(cell, metric) for cell in cells) for metric in ("accuracy", "balanced_concept_accuracy")
