@@ -70,6 +70,20 @@ WORKLOADS = (
         ("federation.rounds=8", "federation.evaluate_every=4"),
     ),
     Workload(
+        "false-vfl-fashion-snis1000",
+        "vfl-isolet",
+        '{name = "FALSE-VFL", method = "false-vfl", params = { stage1_rounds = 2, stage1_passes = 1, predict_samples = 1000 } }',
+        (
+            'data.dataset="fashion-mnist"',
+            "vertical.num_parties=4",
+            'vertical.split="patches"',
+            "vertical.label_budget=1000",
+            'vertical.test_missing=["mcar:0.5"]',
+            "federation.rounds=4",
+            "federation.evaluate_every=4",
+        ),
+    ),
+    Workload(
         "laser-vfl-isolet",
         "vfl-isolet",
         '{name = "LASER-VFL", method = "laser-vfl", params = { passes = 5 } }',

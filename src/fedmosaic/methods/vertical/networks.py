@@ -45,6 +45,63 @@ def gaussian_log_prob(x: Tensor, mean: Tensor, logvar: Tensor) -> Tensor:
     return -0.5 * (LOG_2PI + logvar + (x - mean) ** 2 * torch.exp(-logvar)).sum(-1)
 
 
+SOFTPLUS_ROWS = 512
+"""Rows of logits :func:`bernoulli_log_prob` computes at a time: a few hundred kilobytes per party, so
+that each block's logits are summed while they are still in the processor's cache."""
+
+
+def bernoulli_log_prob(x: Tensor, hidden: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """``log p(x | h)`` of Bernoulli pixels summed over features, from the decoder's last hidden layer.
+
+    With logits ``l = W a + b`` of the hidden activations ``a``, the sum is
+    ``x . l - sum softplus(l)``, and ``x . l = a . (W^T x) + x . b`` is
+    computed per row rather than per sample: of the cross-entropy's
+    per-feature work only the softplus of the logits remains, done a block
+    of :data:`SOFTPLUS_ROWS` rows at a time.
+
+    Parameters
+    ----------
+    x : Tensor
+        ``(..., n, d)`` pixel values in [0, 1].
+    hidden : Tensor
+        ``(..., kappa, n, m)`` the last hidden layer's activations of each sample.
+    weight, bias : Tensor
+        ``(..., d, m)`` and ``(..., d)``: the last linear layer, with at most one leading dimension.
+
+    Returns
+    -------
+    Tensor
+        ``(..., kappa, n)``.
+
+    Examples
+    --------
+    >>> layer = nn.Linear(3, 4)
+    >>> x, hidden = torch.rand(5, 4), torch.randn(2, 5, 3)
+    >>> expected = -F.binary_cross_entropy_with_logits(layer(hidden), x.expand(2, 5, 4), reduction="none").sum(-1)
+    >>> torch.allclose(bernoulli_log_prob(x, hidden, layer.weight, layer.bias), expected, atol=1e-5)
+    True
+    """
+    kappa, n = hidden.shape[-3:-1]
+    flat = hidden.flatten(-3, -2)
+    softplus = torch.cat(
+        [
+            F.softplus(_linear(flat[..., start : start + SOFTPLUS_ROWS, :], weight, bias)).sum(-1)
+            for start in range(0, max(flat.shape[-2], 1), SOFTPLUS_ROWS)
+        ],
+        dim=-1,
+    )
+    cross = (hidden * torch.matmul(x, weight).unsqueeze(-3)).sum(-1) + (x * bias[..., None, :]).sum(-1).unsqueeze(-2)
+    per_sample: Tensor = softplus.unflatten(-1, (kappa, n))
+    return cross - per_sample
+
+
+def _linear(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """``x W^T + b`` for one layer (``weight`` ``(d, m)``) or a stack of them (``(K, d, m)``, ``x`` ``(K, rows, m)``)."""
+    if weight.dim() == 2:
+        return F.linear(x, weight, bias)
+    return torch.baddbmm(bias[:, None, :], x, weight.transpose(1, 2))
+
+
 class GaussianEncoder(nn.Module):
     """``x -> (mean, log-variance)`` of a diagonal Gaussian over ``latent`` dimensions."""
 
@@ -80,11 +137,12 @@ class FeatureDecoder(nn.Module):
         self.logvar = nn.Parameter(torch.zeros(features)) if likelihood == "gaussian" else None
 
     def log_prob(self, x: Tensor, h: Tensor) -> Tensor:
-        """``log p(x | h)`` summed over features; ``x`` broadcasts against ``h``'s leading dimensions."""
-        out = self.net(h)
+        """``log p(x | h)`` ``(kappa, n)`` summed over features, of ``x`` ``(n, d)`` under each sample of ``h`` ``(kappa, n, latent)``."""
         if self.logvar is None:
-            return -F.binary_cross_entropy_with_logits(out, x.expand_as(out), reduction="none").sum(-1)
-        return gaussian_log_prob(x, out, self.logvar.clamp(*LOGVAR_RANGE))
+            last = self.net[-1]
+            assert isinstance(last, nn.Linear)  # mlp ends in a linear layer
+            return bernoulli_log_prob(x, self.net[:-1](h), last.weight, last.bias)
+        return gaussian_log_prob(x, self.net(h), self.logvar.clamp(*LOGVAR_RANGE))
 
     def mean(self, h: Tensor) -> Tensor:
         """The expected features given ``h``."""

@@ -21,7 +21,9 @@ from ..test_replies import FALSE_VFL
 WIDTHS = (2, 3, 1)
 
 
-@pytest.mark.parametrize(("likelihood", "mask_model"), [("gaussian", False), ("gaussian", True), ("bernoulli", True)])
+@pytest.mark.parametrize(
+    ("likelihood", "mask_model"), [("gaussian", False), ("gaussian", True), ("bernoulli", False), ("bernoulli", True)]
+)
 def test_stacked_parties_of_different_widths_agree_with_each_party_in_values_and_gradients(
     likelihood: str, mask_model: bool
 ) -> None:

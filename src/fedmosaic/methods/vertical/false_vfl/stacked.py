@@ -12,13 +12,14 @@ call), so gradients reach each party's parameters and its own optimizer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from fedmosaic.methods.vertical.networks import LOG_2PI, LOGVAR_RANGE, PartyModel
+from fedmosaic.methods.vertical.networks import LOG_2PI, LOGVAR_RANGE, PartyModel, bernoulli_log_prob
 
 
 def stacked_linear(layers: Sequence[nn.Linear], x: Tensor) -> Tensor:
@@ -94,28 +95,52 @@ class StackedParties:
         ``x`` ``(K, n, width)`` features, ``present`` ``(K, n)``, ``h`` ``(K, kappa, n, latent)``.
         """
         parties, kappa, n, _ = h.shape
-        flat = stacked_mlp([model.decoder.net for model in self.models], h.flatten(1, 2))
-        out = flat.view(parties, kappa, n, flat.shape[-1])  # the width named: n may be 0 (no party holds a row)
-        observed = x[:, None].expand_as(out)
-        if self.models[0].decoder.logvar is None:
-            terms = -F.binary_cross_entropy_with_logits(out, observed, reduction="none")
+        bernoulli = self.models[0].decoder.logvar is None
+        if bernoulli:
+            log_prob, out = self._bernoulli_log_prob(x, h), None
         else:
+            out = self._decoded(h)
             logvars = [pad_to(model.decoder.logvar, (self.width,)) for model in self.models]  # type: ignore[arg-type]
             logvar = torch.stack(logvars).clamp(*LOGVAR_RANGE)[:, None, None, :]
-            terms = -0.5 * (LOG_2PI + logvar + (observed - out) ** 2 * torch.exp(-logvar))
-        log_prob = torch.where(self.features[:, None, None, :], terms, 0.0).sum(-1)
+            terms = -0.5 * (LOG_2PI + logvar + (x[:, None] - out) ** 2 * torch.exp(-logvar))
+            log_prob = torch.where(self.features[:, None, None, :], terms, 0.0).sum(-1)
         total = torch.where(present[:, None, :], log_prob, 0.0)
         if self.models[0].mask is None:
             return total
-        expected = out if self.models[0].decoder.logvar is not None else torch.sigmoid(out)
-        stand_in = torch.where(present[:, None, :, None], observed, expected)
+        expected = torch.sigmoid(self._decoded(h)) if out is None else out
+        stand_in = torch.where(present[:, None, :, None], x[:, None], expected)
         masks = [model.mask for model in self.models]
         logit = stacked_linear(masks, stand_in.flatten(1, 2)).view(parties, kappa, n)  # type: ignore[arg-type]
         return total + torch.where(present[:, None, :], F.logsigmoid(-logit), F.logsigmoid(logit))
 
+    def _decoded(self, h: Tensor) -> Tensor:
+        """Each party's decoder outputs ``(K, kappa, n, width)`` of ``h`` ``(K, kappa, n, latent)``."""
+        parties, kappa, n, _ = h.shape
+        flat = stacked_mlp([model.decoder.net for model in self.models], h.flatten(1, 2))
+        return flat.view(parties, kappa, n, flat.shape[-1])  # the width named: n may be 0 (no party holds a row)
+
+    def _bernoulli_log_prob(self, x: Tensor, h: Tensor) -> Tensor:
+        """Each party's Bernoulli ``log p(x | h)`` ``(K, kappa, n)`` (:func:`~fedmosaic.methods.vertical.networks.bernoulli_log_prob`).
+
+        A padded feature's logit is 0 (zero weights and bias) and its pixel 0:
+        it adds ``-log 2``, which is taken back.
+        """
+        parties, kappa, n, _ = h.shape
+        hidden = stacked_mlp([nn.Sequential(*list(model.decoder.net)[:-1]) for model in self.models], h.flatten(1, 2))
+        last = [_last_layer(model) for model in self.models]
+        weight = torch.stack([pad_to(layer.weight, (self.width, layer.in_features)) for layer in last])
+        bias = torch.stack([pad_to(layer.bias, (self.width,)) for layer in last])
+        log_prob = bernoulli_log_prob(x, hidden.view(parties, kappa, n, hidden.shape[-1]), weight, bias)
+        return log_prob + ((~self.features).sum(-1) * math.log(2.0))[:, None, None]
+
 
 def _block_width(model: PartyModel) -> int:
     """The width of a party's block: its decoder's outputs."""
+    return _last_layer(model).out_features
+
+
+def _last_layer(model: PartyModel) -> nn.Linear:
+    """A party's decoder's last layer."""
     layer = model.decoder.net[-1]
     assert isinstance(layer, nn.Linear)  # mlp ends in a linear layer
-    return layer.out_features
+    return layer
