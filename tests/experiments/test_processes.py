@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fedmosaic.experiments import runner
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.runner import run_experiment
@@ -123,6 +124,26 @@ def test_a_grid_with_parallel_jobs_writes_what_a_sequential_grid_writes(tmp_path
     assert {e[1] for e in progress.events if e[0] == "start"} == {
         f"p{i} {run}" for i in range(2) for run in ("FedAvg", "Centralized")
     }
+
+
+def test_a_grid_with_fewer_points_than_jobs_runs_each_points_runs_in_parallel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: one point; record the jobs its runs are given.
+    one_point = {**GRID, "grid": {**GRID["grid"], "axes": {"train.lr": [0.05], "seed": [0]}}}
+    asked = []
+
+    def recording(tasks, jobs, progress, **kwargs):
+        asked.append((len(tasks), jobs))
+        return run_in_processes(tasks, jobs, progress, **kwargs)
+
+    monkeypatch.setattr(runner, "run_in_processes", recording)
+    # Execute
+    sequential = run_experiment(load_config(one_point), tmp_path / "one")
+    parallel = run_experiment(load_config(one_point), tmp_path / "two", jobs=2)
+    # Assert
+    assert asked == [(2, 2)]
+    assert _without_times(parallel) == _without_times(sequential)
 
 
 def test_the_runs_of_a_comparison_run_in_parallel_with_the_sequential_results(tmp_path: Path) -> None:

@@ -37,8 +37,9 @@ def run_grid(
     it stopped), run by ``run_point`` (the runner's ``run_experiment``).
     ``results.json`` holds every point's final metrics and the
     table; ``report.md`` / ``report.html`` show the table. With ``jobs`` > 1
-    the points run in that many parallel processes sharing ``cores``; the
-    outputs are the same.
+    the points run in that many parallel processes sharing ``cores``, and
+    the jobs the points leave over run each point's runs side by side
+    (:func:`point_jobs`); the outputs are the same.
     """
     assert config.grid is not None
     progress = progress or SilentProgress()
@@ -68,7 +69,16 @@ def _run_points(
     labels = [", ".join(f"{k}={v}" for k, v in values.items()) for values, _ in points]
     share = job_cores(cores, jobs, len(points))
     tasks = [
-        partial(_run_point, run_point, source, out_dir / folder, data_dir=data_dir, resume=resume, cores=share)
+        partial(
+            _run_point,
+            run_point,
+            source,
+            out_dir / folder,
+            data_dir=data_dir,
+            resume=resume,
+            cores=share,
+            jobs=point_jobs(jobs, len(points)),
+        )
         for (_, source), folder in zip(points, folders, strict=True)
     ]
     if jobs > 1 and len(tasks) > 1:
@@ -117,11 +127,28 @@ def _run_point(
     data_dir: str | Path | None,
     resume: bool,
     cores: int | None,
+    jobs: int,
 ) -> list[dict[str, Any]]:
-    """Run one point and return its summary rows."""
-    results = run_point(load_config(source), out_dir, data_dir=data_dir, resume=resume, progress=progress, cores=cores)
+    """Run one point, its runs in ``jobs`` parallel processes, and return its summary rows."""
+    results = run_point(
+        load_config(source), out_dir, data_dir=data_dir, resume=resume, progress=progress, cores=cores, jobs=jobs
+    )
     rows: list[dict[str, Any]] = summary_rows(results)["rows"]
     return rows
+
+
+def point_jobs(jobs: int, points: int) -> int:
+    """The parallel processes each point gives its runs: the jobs the points leave over.
+
+    A grid with fewer points than ``jobs`` would leave processes idle, so
+    each point runs its runs side by side in its share of them.
+
+    Examples
+    --------
+    >>> point_jobs(2, 1), point_jobs(2, 2), point_jobs(4, 2), point_jobs(1, 1), point_jobs(2, 5)
+    (2, 1, 2, 1, 1)
+    """
+    return max(1, jobs // max(1, points))
 
 
 def grid_table(grid: GridSection, entries: list[dict[str, Any]]) -> dict[str, Any]:
