@@ -512,9 +512,16 @@ class FalseVFLServer(ServerLogic):
         loglik_rows: dict[int, np.ndarray],
         weights: Tensor,
     ) -> Tensor:
-        """``sum_k weights[..., k] log p(x^k, m^k | h)`` ``(samples, n)`` over the active party and the parties heard."""
-        x = to_tensor(np.nan_to_num(split.blocks[0][rows]))
-        total = self._model.party.log_likelihood(x, present[:, 0], h) * weights[..., 0]
+        """``sum_k weights[..., k] log p(x^k, m^k | h)`` ``(samples, n)`` over the active party and the parties heard.
+
+        The active party's term is computed only on the rows where some
+        sample weighs it (as the passive parties compute only ``loglik_rows``):
+        a row it does not hold costs it nothing.
+        """
+        own = weights[..., 0].any(0).nonzero().flatten()
+        x = to_tensor(np.nan_to_num(split.blocks[0][rows[to_array(own)]]))
+        value = self._model.party.log_likelihood(x, present[own, 0], h[:, own])
+        total = h.new_zeros(h.shape[:2]).index_add(1, own, value * weights[:, own, 0])
         for c, value in remote.items():
             positions = to_tensor(loglik_rows[c])
             total = total.index_add(1, positions, value * weights[:, positions, c + 1])
