@@ -29,8 +29,8 @@ def mlp(inputs: int, hidden: int, outputs: int, layers: int = 1) -> nn.Sequentia
     """
     widths = [inputs] + [hidden] * layers
     modules: list[nn.Module] = []
-    for width_in, width_out in pairwise(widths):
-        modules += [nn.Linear(width_in, width_out), nn.ReLU()]
+    for width_in, width_out in pairwise(widths):  # each ReLU overwrites its Linear's fresh output
+        modules += [nn.Linear(width_in, width_out), nn.ReLU(inplace=True)]
     return nn.Sequential(*modules, nn.Linear(widths[-1], outputs))
 
 

@@ -46,7 +46,7 @@ def stacked_mlp(nets: Sequence[nn.Sequential], x: Tensor) -> Tensor:
         if isinstance(modules[0], nn.Linear):
             x = stacked_linear(modules, x)
         elif isinstance(modules[0], nn.ReLU):
-            x = torch.relu(x)
+            x = torch.relu_(x)  # the stacked Linear's fresh output
         else:
             raise TypeError(f"stacked_mlp: no stacked form of {type(modules[0]).__name__}")
     return x
