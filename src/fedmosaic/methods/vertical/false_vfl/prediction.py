@@ -44,7 +44,10 @@ def class_probabilities(classifier: nn.Module, h: Tensor) -> Tensor:
 def sample(mean: Tensor, logvar: Tensor, samples: int, generator: torch.Generator) -> Tensor:
     """``samples`` draws of the diagonal Gaussians ``(n, d)``: ``(samples, n, d)``."""
     noise = torch.randn((samples, *mean.shape), generator=generator).to(mean.device)  # drawn on the CPU, as everywhere
-    return mean + torch.exp(0.5 * logvar) * noise
+    std = torch.exp(0.5 * logvar)
+    if torch.is_grad_enabled() and (mean.requires_grad or logvar.requires_grad):
+        return mean + std * noise
+    return noise.mul_(std).add_(mean)  # without gradients the draws' memory holds the samples
 
 
 RULE_ACCURACIES = ("snis_accuracy", "mean_accuracy", "ess_accuracy")
