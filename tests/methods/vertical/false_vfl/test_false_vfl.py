@@ -14,6 +14,7 @@ from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
 from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.false_vfl.subsets import random_subsets
+from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.task import VerticalTask
 
 from ..conftest import train, with_shuffled_test_labels
@@ -135,6 +136,26 @@ def test_the_same_seed_gives_the_same_results(tiny_data: VerticalData) -> None:
     run(tiny_data, PARAMS, rounds=3, on_round=first.append)
     run(tiny_data, PARAMS, rounds=3, on_round=again.append)
     assert [r.metrics for r in first] == [r.metrics for r in again]
+
+
+def test_a_party_decodes_only_rows_it_holds_in_variant_one(
+    tiny_data: VerticalData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prepare: some rows lack the active party's block; record every row each likelihood is asked for
+    assert not tiny_data.train.present[:, 0].all()
+    asked: list[torch.Tensor] = []
+    log_likelihood = PartyModel.log_likelihood
+
+    def recording(self, x, present, h):  # type: ignore[no-untyped-def]
+        asked.append(present)
+        return log_likelihood(self, x, present, h)
+
+    monkeypatch.setattr(PartyModel, "log_likelihood", recording)
+    # Execute: training, stage 2 and prediction
+    run(tiny_data, PARAMS, rounds=3)
+    # Assert
+    assert asked
+    assert all(bool(present.all()) for present in asked)
 
 
 def test_product_of_experts_fusion_also_trains(tiny_data: VerticalData) -> None:
