@@ -3,7 +3,8 @@
 Reads every ``docs/results/vfl-part-*.json`` (the ``results.json`` of a part
 of the ``vfl-grid`` preset), groups the runs by dataset, protocol, training
 setting and run name (one entry per seed), and prints, between the page's
-markers, for each dataset and protocol: the accuracy table, the tally of the
+markers, which seeds ran for each dataset, protocol and training setting;
+then, for each dataset and protocol: the accuracy table, the tally of the
 protocol's FALSE-VFL against the best baseline with the targets MET / NOT
 MET, and FALSE-VFL's prediction diagnostics (SNIS with 20 and 1000 samples,
 the posterior mean, the effective sample size); then, from
@@ -25,8 +26,9 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -66,8 +68,38 @@ PAPER_NUMBERS = {
     "isolet": "paper: FALSE-VFL best in 160 of all 168 cells (four datasets), +15.7 points on ISOLET",
     "fashion-mnist": "paper: +4.5 points on Fashion-MNIST",
 }
+SEEDS = (0, 1, 2)
+"""The seeds of the grid's every point."""
+DATASET_ORDER = {"isolet": 0, "fashion-mnist": 1}
+"""The order of the datasets on the page."""
 Key = tuple[str, str, str, str]
 Runs = dict[Key, list[dict[str, Any]]]
+
+
+class Point(NamedTuple):
+    """What names a grid point: dataset, baseline protocol, training setting, seed."""
+
+    dataset: str
+    protocol: str
+    train: str
+    seed: int
+
+
+def _points(folder: Path, labels: str) -> Iterator[tuple[Point, dict[str, Any]]]:
+    """Every grid point of the committed parts with labels drawn among ``labels`` rows, keyed, with its runs."""
+    for path in sorted(folder.glob("vfl-part-*.json")):
+        results = json.loads(path.read_text(encoding="utf-8"))
+        config = results["config"]
+        for point in results["points"]:
+            if point_value(point, config, "vertical.label_rows", "active") != labels:
+                continue
+            key = Point(
+                point_value(point, config, "data.dataset"),
+                point_value(point, config, "vertical.protocol", "tuned"),
+                point_value(point, config, "vertical.train_missing"),
+                point_value(point, config, "seed", 0),
+            )
+            yield key, point
 
 
 def load_runs(folder: Path = RESULTS, labels: str = "active") -> Runs:
@@ -76,18 +108,35 @@ def load_runs(folder: Path = RESULTS, labels: str = "active") -> Runs:
     Keyed by (dataset, protocol, training setting, run name); one entry per seed.
     """
     runs: Runs = defaultdict(list)
-    for path in sorted(folder.glob("vfl-part-*.json")):
-        results = json.loads(path.read_text(encoding="utf-8"))
-        config = results["config"]
-        for point in results["points"]:
-            if point_value(point, config, "vertical.label_rows", "active") != labels:
-                continue
-            dataset = point_value(point, config, "data.dataset")
-            protocol = point_value(point, config, "vertical.protocol", "tuned")
-            train = point_value(point, config, "vertical.train_missing")
-            for run in point["runs"]:
-                runs[(dataset, protocol, train, run["name"])].append(run)
+    for key, point in _points(folder, labels):
+        for run in point["runs"]:
+            runs[(key.dataset, key.protocol, key.train, run["name"])].append(run)
     return runs
+
+
+def coverage(folder: Path = RESULTS) -> str:
+    """Which seeds ran, per dataset, protocol and training setting (default label placement), and how many points remain."""
+    seeds: dict[tuple[str, str, str], set[int]] = defaultdict(set)
+    for key, _ in _points(folder, "active"):
+        seeds[(key.dataset, key.protocol, key.train)].add(key.seed)
+    groups = sorted(
+        {(dataset, protocol) for dataset, protocol, _ in seeds},
+        key=lambda g: (DATASET_ORDER.get(g[0], len(DATASET_ORDER)), g[1] != "paper"),
+    )
+    lines = [
+        "| dataset | protocol | " + " | ".join(LABELS[train] for train in TRAINS) + " |",
+        "|---|---|" + "---|" * len(TRAINS),
+    ]
+    for dataset, protocol in groups:
+        cells = [", ".join(str(s) for s in sorted(seeds[(dataset, protocol, train)])) or "—" for train in TRAINS]
+        lines.append(f"| {DATASET_NAMES.get(dataset, dataset)} | {protocol} | " + " | ".join(cells) + " |")
+    expected = len(groups) * len(TRAINS) * len(SEEDS)
+    ran = sum(len(seeds[(d, p, t)] & set(SEEDS)) for d, p in groups for t in TRAINS)
+    summary = (
+        f"**{ran} of {expected}** points run ({len(TRAINS)} training settings x {len(SEEDS)} seeds"
+        f" per dataset and protocol); **{expected - ran} not run** (—: no seed yet)."
+    )
+    return "\n".join([summary, "", *lines])
 
 
 def point_value(point: dict[str, Any], config: dict[str, Any], key: str, default: Any = None) -> Any:
@@ -106,8 +155,7 @@ def mean(cell: list[dict[str, Any]], metric: str) -> float | None:
 
 def _groups(runs: Runs) -> list[tuple[str, str]]:
     found = {(dataset, protocol) for dataset, protocol, _, _ in runs}
-    order = {"isolet": 0, "fashion-mnist": 1}
-    return sorted(found, key=lambda g: (order.get(g[0], 2), g[1] != "paper"))
+    return sorted(found, key=lambda g: (DATASET_ORDER.get(g[0], len(DATASET_ORDER)), g[1] != "paper"))
 
 
 def _names(runs: Runs, dataset: str, protocol: str) -> list[str]:
@@ -317,6 +365,14 @@ LABEL_PLACEMENTS = {"active": "", "all": ", labels among all rows"}
 def render() -> str:
     """The generated block of the page (between its markers): the default label placement, the other, then the variants."""
     parts = [
+        "### Points run",
+        "",
+        "Seeds run per training setting (labels among the active party's rows):",
+        "",
+        coverage(),
+        "",
+    ]
+    parts += [
         line for labels, suffix in LABEL_PLACEMENTS.items() for line in _sections(load_runs(labels=labels), suffix)
     ]
     variants = load_variants()

@@ -108,3 +108,19 @@ def test_variant_runs_are_listed_apart_and_never_tallied(tables: ModuleType, tmp
         "| ISOLET | MCAR 5 | 1 | FALSE-VFL (fedmosaic, party subsets) | 91 | 70.0 |"
     )
     assert tables.load_runs(tmp_path) == {}
+
+
+def test_the_points_table_lists_the_seeds_run_and_counts_the_points_missing(tables: ModuleType, tmp_path: Path) -> None:
+    # Prepare: a Fashion-MNIST tuned point trained under MCAR 5 on seeds 0 and 2, nothing else
+    config = {"data": {"dataset": "fashion-mnist"}, "vertical": {"protocol": "tuned", "train_missing": "mcar:0.5"}}
+    for seed in (0, 2):
+        points = [{"values": {"seed": seed}, "runs": [{"name": "Local", "accuracy_mcar0": 0.7}]}]
+        (tmp_path / f"vfl-part-s{seed}.json").write_text(json.dumps({"config": config, "points": points}))
+
+    # Execute
+    text = tables.coverage(tmp_path)
+
+    # Assert: one (dataset, protocol) row of six training settings, two of its 18 points run
+    assert "**2 of 18** points run" in text
+    assert "**16 not run**" in text
+    assert "| Fashion-MNIST | tuned | — | 0, 2 | — | — | — | — |" in text
