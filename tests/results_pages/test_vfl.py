@@ -5,6 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 
@@ -124,3 +125,23 @@ def test_the_points_table_lists_the_seeds_run_and_counts_the_points_missing(tabl
     assert "**2 of 18** points run" in text
     assert "**16 not run**" in text
     assert "| Fashion-MNIST | tuned | — | 0, 2 | — | — | — | — |" in text
+
+
+def test_the_label_shift_row_compares_the_labeled_rows_class_shares_with_the_test_rows(
+    repository_script: Callable[[str], ModuleType],
+) -> None:
+    # Prepare: two parties; of four training rows three are labeled, all class 0; the test rows are half class 1
+    shift = repository_script("scripts/vfl_label_shift.py")
+    from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
+
+    block = np.zeros((4, 1), np.float32)
+    present = np.array([[True, True], [True, False], [True, False], [False, True]])
+    train = VerticalSplit([block, block], present, np.array([0, 0, 0, -1]))
+    test = VerticalSplit([block, block], np.ones((4, 2), bool), np.array([0, 0, 1, 1]))
+    data = VerticalData(train, {"MCAR 0": test}, num_classes=2, likelihood="gaussian")
+
+    # Execute
+    row = shift.shift_row("mnar:0.7", data)
+
+    # Assert: TV = 0.5, class 1 absent, 1.33 parties per labeled row, 1.25 per row, one in three fully aligned
+    assert row == "| mnar:0.7 | 3 | 0.500 | 0.0 (class 1) | 100.0 (class 0) | 1.33 | 1.25 | 33 |"
