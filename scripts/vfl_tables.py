@@ -263,13 +263,23 @@ def _tally(runs: Runs, dataset: str, protocol: str, baselines: list[str], agains
             f"Rows with one or two parties present (KEEP 1, KEEP 2): best in {few_won} of {len(few)} cells, "
             f"margins {', '.join(f'{LABELS[tr]}/{LABELS[t]} {m:+.1f}' for tr, t, m in few)}.",
         ]
-    lines += ["", _targets(protocol, dataset, won, len(cells), by_test, few)]
+    seeds_run = [
+        len(runs.get((dataset, protocol, train, CONTENDER[protocol]), [])) for train in _trains(runs, dataset, protocol)
+    ]
+    lines += ["", _targets(protocol, dataset, won, len(cells), by_test, few, seeds_run)]
     return "\n".join(lines)
 
 
 def _targets(
-    protocol: str, dataset: str, won: int, total: int, by_test: dict[str, float], few: list[tuple[str, str, float]]
+    protocol: str,
+    dataset: str,
+    won: int,
+    total: int,
+    by_test: dict[str, float],
+    few: list[tuple[str, str, float]],
+    seeds_run: list[int],
 ) -> str:
+    """The target line of a section; ``seeds_run`` holds the contender's seeds per training setting run."""
     share = won / total
     if protocol == "paper":
         if dataset != "isolet":
@@ -281,7 +291,7 @@ def _targets(
         return (
             f"**Target (paper protocol, ISOLET): best in at least 85% of the cells and a margin growing from "
             f"MCAR 0 to MCAR 5 to MAR 2: {verdict}** ({100 * share:.0f}% of the cells; the margin "
-            f"{'grows' if grows else 'does not grow'} in that order)."
+            f"{'grows' if grows else 'does not grow'} in that order)." + _seed_caveat(seeds_run)
         )
     few_ok = bool(few) and all(m > 0 for _, _, m in few)
     verdict = "MET" if share >= 0.70 and few_ok else "NOT MET"
@@ -289,7 +299,20 @@ def _targets(
     return (
         f"**Target (tuned protocol, the {DATASET_NAMES.get(dataset, dataset)} cells run): best in at least 70% of the cells and in every "
         f"KEEP 1 / KEEP 2 cell: {verdict}** ({100 * share:.0f}% of the cells{shortfall}; "
-        f"KEEP 1 / KEEP 2: {'all' if few_ok else 'not all'} won)."
+        f"KEEP 1 / KEEP 2: {'all' if few_ok else 'not all'} won)." + _seed_caveat(seeds_run)
+    )
+
+
+def _seed_caveat(seeds_run: list[int]) -> str:
+    """What a verdict rests on when some training settings have fewer seeds than the grid names (empty otherwise)."""
+    complete = sum(n >= len(SEEDS) for n in seeds_run)
+    if complete == len(seeds_run):
+        return ""
+    fewer = sorted({n for n in seeds_run if n < len(SEEDS)})
+    counts = f"{fewer[0]} to {fewer[-1]}" if len(fewer) > 1 else f"{fewer[0]}"
+    return (
+        f" The verdict is on the seeds run: {complete} of the {len(seeds_run)} training settings run have all "
+        f"{len(SEEDS)} seeds, the others {counts}."
     )
 
 

@@ -44,6 +44,9 @@ def test_the_tally_counts_a_cell_won_only_when_the_contender_beats_every_baselin
     assert [(test, round(margin, 6)) for _, test, margin in cells] == [("mcar0", 10.0), ("mcar5", -10.0)]
     assert "best in **1 of 2** cells" in tables.tally(loaded, "isolet", "tuned")
     assert "NOT MET" in tables.tally(loaded, "isolet", "tuned")
+    assert "The verdict is on the seeds run: 0 of the 1 training settings run have all 3 seeds, the others 1." in (
+        tables.tally(loaded, "isolet", "tuned")
+    )
 
 
 def test_the_paper_protocol_is_tallied_without_and_with_the_reference_configuration(
