@@ -16,6 +16,7 @@ Usage: python scripts/vfl_label_shift.py [--dataset fashion-mnist] [--seed 0] [-
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import numpy as np
 
@@ -24,19 +25,16 @@ from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.vertical_workload import prepare_vertical
 
-TRAINS = ["mcar:0.2", "mcar:0.5", "mar:1", "mar:2", "mnar:0.7", "mnar:0.9"]
-"""The training settings of the grid, as ``vertical.train_missing`` spells them."""
 
-
-def grid_data(dataset: str, train: str, seed: int, data_dir: str | None) -> VerticalData:
-    """The splits of one ``vfl-grid`` point (the training rows and one test setting, MCAR 0)."""
+def grid_data(grid: dict[str, Any], dataset: str, train: str, seed: int, data_dir: str | None) -> VerticalData:
+    """The splits of one point of the ``grid`` preset (the training rows and one test setting, MCAR 0)."""
     overrides = [
         f'data.dataset="{dataset}"',
         f'vertical.train_missing="{train}"',
         f"seed={seed}",
         'vertical.test_missing=["mcar:0.0"]',
     ]
-    config = load_config(apply_overrides(resolve_experiment("vfl-grid"), overrides))
+    config = load_config(apply_overrides(grid, overrides))
     return prepare_vertical(config, data_dir=data_dir).data
 
 
@@ -67,8 +65,9 @@ def main() -> None:
         "| parties per labeled row | per training row | labeled rows fully aligned (%) |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for train in TRAINS:
-        print(shift_row(train, grid_data(args.dataset, train, args.seed, args.data_dir)), flush=True)
+    grid = resolve_experiment("vfl-grid")
+    for train in grid["grid"]["axes"]["vertical.train_missing"]:
+        print(shift_row(train, grid_data(grid, args.dataset, train, args.seed, args.data_dir)), flush=True)
 
 
 if __name__ == "__main__":

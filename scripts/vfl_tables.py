@@ -119,10 +119,7 @@ def coverage(folder: Path = RESULTS) -> str:
     seeds: dict[tuple[str, str, str], set[int]] = defaultdict(set)
     for key, _ in _points(folder, "active"):
         seeds[(key.dataset, key.protocol, key.train)].add(key.seed)
-    groups = sorted(
-        {(dataset, protocol) for dataset, protocol, _ in seeds},
-        key=lambda g: (DATASET_ORDER.get(g[0], len(DATASET_ORDER)), g[1] != "paper"),
-    )
+    groups = sorted({(dataset, protocol) for dataset, protocol, _ in seeds}, key=_page_order)
     lines = [
         "| dataset | protocol | " + " | ".join(LABELS[train] for train in TRAINS) + " |",
         "|---|---|" + "---|" * len(TRAINS),
@@ -153,9 +150,14 @@ def mean(cell: list[dict[str, Any]], metric: str) -> float | None:
     return 100 * float(np.mean(values)) if values else None
 
 
+def _page_order(group: tuple[str, str]) -> tuple[int, bool]:
+    """Where a (dataset, protocol) goes on the page: datasets in their order, the paper protocol first."""
+    dataset, protocol = group
+    return DATASET_ORDER.get(dataset, len(DATASET_ORDER)), protocol != "paper"
+
+
 def _groups(runs: Runs) -> list[tuple[str, str]]:
-    found = {(dataset, protocol) for dataset, protocol, _, _ in runs}
-    return sorted(found, key=lambda g: (DATASET_ORDER.get(g[0], len(DATASET_ORDER)), g[1] != "paper"))
+    return sorted({(dataset, protocol) for dataset, protocol, _, _ in runs}, key=_page_order)
 
 
 def _names(runs: Runs, dataset: str, protocol: str) -> list[str]:
