@@ -16,7 +16,7 @@ main table), the selection rules on asia and sachs (``fcm-selection-*.json``), t
 reference inputs (``fcm-reference-inputs*.json``), the reference's loss
 and coverage options (``fcm-options-alarm.json``) and the client scaling
 on asia (``fcm-scaling-asia-<K>.json``, and ``-<K>-<part>.json`` for
-further seeds), each beside the paper's numbers where
+further seeds) and the parameter change at growth (``fcm-growth-cost.json``), each beside the paper's numbers where
 the paper has them.
 
 Usage::
@@ -599,6 +599,41 @@ def after_growth_table(folder: Path = RESULTS, key: str = "loss30") -> str:
     return "\n".join(lines)
 
 
+PAPER_GROWTH = {
+    "asia": (62.55, 61.30, 32.19, 28.56),
+    "sachs": (70.00, 81.11, 43.09, 44.82),
+    "alarm": (48.44, 57.30, 45.87, 31.06),
+    "insurance": (26.90, 30.44, 19.68, 19.24),
+    "hailfinder": (19.24, 17.80, 8.37, 12.73),
+}
+"""The paper's parameter change ratio at growth, percent, CBM / CEM / CGM / C2BM, by network."""
+
+
+def growth_cost_table(folder: Path = RESULTS) -> str:
+    """F-CMs' parameter change at growth, ours and the paper's definition, beside the paper's ratio.
+
+    Read from ``fcm-growth-cost.json`` (``scripts/fcm_growth_cost.py``); a
+    cell averages every growth of the F-CMs runs of the seeds run, in percent.
+    """
+    path = folder / "fcm-growth-cost.json"
+    if not path.exists():
+        return "(not measured)"
+    growths = [g for g in json.loads(path.read_text(encoding="utf-8"))["growths"] if g["run"] == "F-CMs"]
+    lines = [
+        "| network | seeds | CBM ours / paper's def. / paper | CEM | CGM | C2BM |",
+        "|---|---|---|---|---|---|",
+    ]
+    for network in NETWORKS:
+        cells = []
+        for family, paper in zip(FAMILIES, PAPER_GROWTH[network], strict=True):
+            cell = [g for g in growths if (g["network"], g["family"]) == (network, family)]
+            ours = f"{_mean(cell, 'change_ratio')} / {_mean(cell, 'growth_ratio')}" if cell else "not run"
+            cells.append(f"{ours} / {paper:.2f}")
+        seeds = sorted({g["seed"] for g in growths if g["network"] == network})
+        lines.append(f"| {network} | {', '.join(map(str, seeds)) or '-'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def probes(folder: Path = RESULTS) -> str:
     """The linear probe of the task from the default inputs, per network, in percent."""
     path = folder / "fcm-noise-equivalence.json"
@@ -673,6 +708,8 @@ def main() -> None:
     print(options_table())
     print("\nClient scaling on asia (F-CMs, total samples fixed), mean ± std over the seeds run:\n")
     print(scaling_table())
+    print("\nParameter change at growth, F-CMs, percent (mean over growths and seeds):\n")
+    print(growth_cost_table())
 
 
 if __name__ == "__main__":

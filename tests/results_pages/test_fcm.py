@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -53,6 +54,7 @@ def test_every_table_of_the_studies_page_is_printed_from_its_files(tables: Modul
         tables.reference_table(),
         tables.options_table(),
         tables.scaling_table(),
+        tables.growth_cost_table(),
     ]
 
     # Assert
@@ -96,3 +98,28 @@ def test_the_concept_study_marks_a_concept_late_only_when_no_first_round_client_
     assert record["client_share"] == {"a": 1.0, "b": 0.5, "c": 0.5}
     assert record["growth_rounds"] == [10]
     assert record["balanced_by_round"] == [0.5, 0.6]
+
+
+def test_the_growth_cost_table_averages_each_cells_growths_and_marks_cells_without_one(
+    repository_script: Callable[[str], ModuleType], tmp_path: Path, tables: ModuleType
+) -> None:
+    # Prepare: asia CBM grew once in each of two seeds; nothing else ran
+    extract = repository_script("scripts/fcm_growth_cost.py")
+    growths = [
+        record
+        for seed, (ours, paper) in enumerate([(0.3, 0.2), (0.5, 0.4)])
+        for record in extract.growth_records(
+            {"data.network": "asia", "runs.*.params.model.family": "cbm", "seed": seed},
+            {"name": "F-CMs", "artifacts": {"changes": [{"round": 10, "ratio": ours, "growth_ratio": paper}]}},
+        )
+    ]
+    (tmp_path / "fcm-growth-cost.json").write_text(json.dumps({"config": "", "growths": growths}), encoding="utf-8")
+
+    # Execute
+    rows = {line.split(" | ")[0]: line for line in tables.growth_cost_table(tmp_path).splitlines()}
+
+    # Assert: means of the two growths, in percent, beside the paper's 62.55
+    assert (
+        rows["| asia"] == "| asia | 0, 1 | 40.0 / 30.0 / 62.55 | not run / 61.30 | not run / 32.19 | not run / 28.56 |"
+    )
+    assert rows["| sachs"].startswith("| sachs | - | not run / 70.00 |")
