@@ -7,8 +7,8 @@ reliance and the same numbers on the validation set (``validation_*``);
 over seeds 0-2, ``fedcfa-variants-28.json`` for three of the variant runs
 at full resolution, ``fedcfa-simpson-paper.json`` for ``fedmosaic run
 fedcfa-simpson-paper``; ``fedcfa-simpson.json``, ``fedcfa-simpson-grid.json``,
-``fedcfa-ablation.json`` and ``fedcfa-table-dir06-seed0.json`` the earlier
-runs.
+``fedcfa-ablation.json`` the earlier runs, and ``fedcfa-table-<partition>-seed<seed>.json``
+the 60-client table's cells run so far.
 The recommended variant is chosen by :data:`RULE` on the validation numbers
 only; the test numbers are reported, never used to choose.
 
@@ -286,8 +286,23 @@ def ablation_table(path: Path = RESULTS / "fedcfa-ablation.json") -> str:
     return "\n".join(lines)
 
 
-def clients60_table(path: Path = RESULTS / "fedcfa-table-dir06-seed0.json") -> str:
-    """The 60-client table's runs (Dirichlet 0.6, seed 0): test accuracy after rounds 5 / 10 / 15 / 20."""
+CLIENTS60 = "fedcfa-table-*.json"
+"""The 60-client table's files, one per partition and seed, each a list of grid parts."""
+
+
+def clients60_setting(path: Path) -> str:
+    """The partition and seed of one 60-client file, as the page names them (e.g. ``Dirichlet 0.6, seed 0``)."""
+    config = json.loads(path.read_text(encoding="utf-8"))[0]["points"][0]["config"]
+    partition = config["partition"]
+    shown = f"Dirichlet {partition['alpha']}" if partition["scheme"] == "dirichlet" else partition["scheme"].upper()
+    return f"{shown}, seed {config['seed']}"
+
+
+def clients60_table(path: Path) -> str:
+    """One 60-client file's runs (one partition and seed): test accuracy after rounds 5 / 10 / 15 / 20, per dataset.
+
+    A run missing from a dataset shows ``-``.
+    """
     cells: dict[str, dict[str, str]] = defaultdict(dict)
     for part in json.loads(path.read_text(encoding="utf-8")):
         for point in part["points"]:
@@ -295,8 +310,13 @@ def clients60_table(path: Path = RESULTS / "fedcfa-table-dir06-seed0.json") -> s
                 shown = " / ".join(f"{100 * run['history'][r - 1]['accuracy']:.1f}" for r in (5, 10, 15, 20))
                 cells[run["name"]][point["config"]["data"]["dataset"]] = shown
     lines = ["| run | MNIST, rounds 5 / 10 / 15 / 20 | Fashion-MNIST, rounds 5 / 10 / 15 / 20 |", "|---|---|---|"]
-    lines += [f"| {name} | {row['mnist']} | {row['fashion-mnist']} |" for name, row in cells.items()]
+    lines += [f"| {name} | {row.get('mnist', '-')} | {row.get('fashion-mnist', '-')} |" for name, row in cells.items()]
     return "\n".join(lines)
+
+
+def clients60_files(folder: Path = RESULTS) -> list[Path]:
+    """The committed 60-client files, Dirichlet 0.6 before 0.2 (the page's order)."""
+    return sorted(folder.glob(CLIENTS60), reverse=True)
 
 
 def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path = REFERENCE) -> list[str]:
@@ -317,7 +337,7 @@ def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path =
         drift_table(paper) + "\n\n" + table(paper, "validation_") + "\n\n" + table(paper, ""),
         targets(paper, PAPER_RECOMMENDED),
         ablation_table(),
-        clients60_table(),
+        *(clients60_table(path) for path in clients60_files()),
     ]
 
 
@@ -341,7 +361,7 @@ def main() -> None:
         path.write_text(json.dumps(collect(args.collect, args.experiment), indent=1) + "\n", encoding="utf-8")
         return
     runs = load_runs()
-    goals, paradox, methods, validation, test, protocol, full, paper, paper_goals, ablation, clients60 = tables()
+    goals, paradox, methods, validation, test, protocol, full, paper, paper_goals, ablation, *clients60 = tables()
     print("Targets (issue 27), for the chosen variant on the test set:\n")
     print(goals)
     print("\nFedAvg over local epochs x resolution (seed 0), test set, percent:\n")
@@ -363,8 +383,9 @@ def main() -> None:
     print(paper_goals)
     print("\nEarlier one-change FedCFA variants on the validation set (fedcfa-ablation, seed 0, 25 rounds):\n")
     print(ablation)
-    print("\n60 clients, Dirichlet 0.6, seed 0, 20 rounds, test accuracy:\n")
-    print(clients60)
+    for path, table_60 in zip(clients60_files(), clients60, strict=True):
+        print(f"\n60 clients, {clients60_setting(path)}, 20 rounds, test accuracy:\n")
+        print(table_60)
 
 
 if __name__ == "__main__":
