@@ -15,7 +15,7 @@ only; the test numbers are reported, never used to choose.
 Usage::
 
     python scripts/fedcfa_tables.py                     # print the page's tables
-    python scripts/fedcfa_tables.py --collect RUN_DIR [--experiment fedcfa-reference] [--out FILE]   # a JSON
+    python scripts/fedcfa_tables.py --collect RUN_DIR [--experiment fedcfa-reference] [--out FILE] [--command CMD]
 """
 
 from __future__ import annotations
@@ -53,8 +53,19 @@ RULE = (
 Runs = dict[str, list[dict[str, Any]]]
 
 
-def collect(folder: Path, experiment: str) -> dict[str, Any]:
-    """The compact grid file from a finished ``fedmosaic run <experiment>`` output folder (a grid over seeds)."""
+def collect(folder: Path, experiment: str, command: str | None = None) -> dict[str, Any]:
+    """The compact grid file from a finished ``fedmosaic run <experiment>`` output folder.
+
+    Parameters
+    ----------
+    folder
+        The grid's output folder.
+    experiment
+        The preset it ran.
+    command
+        The command that ran it, recorded as given (default: the preset's plain command); every
+        point's full configuration is recorded too.
+    """
     points = []
     for path in sorted(folder.glob("points/*/results.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
@@ -72,8 +83,8 @@ def collect(folder: Path, experiment: str) -> dict[str, Any]:
         ]
         points.append({"seed": result["seed"], "config": result["config"], "runs": runs})
     return {
-        "experiment": "fedcfa-variants",
-        "command": "fedmosaic run fedcfa-variants --data-dir DATA",
+        "experiment": experiment,
+        "command": command or f"fedmosaic run {experiment} --data-dir DATA",
         "points": points,
     }
 
@@ -287,12 +298,18 @@ def ablation_table(path: Path = RESULTS / "fedcfa-ablation.json") -> str:
 
 
 CLIENTS60 = "fedcfa-table-*.json"
-"""The 60-client table's files, one per partition and seed, each a list of grid parts."""
+"""The 60-client table's files, one per partition and seed: a collected grid or a list of grid parts."""
+
+
+def _parts(path: Path) -> list[dict[str, Any]]:
+    """The grid parts of a 60-client file: one collected grid (``--collect``), or a list of them."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, list) else [data]
 
 
 def clients60_setting(path: Path) -> str:
     """The partition and seed of one 60-client file, as the page names them (e.g. ``Dirichlet 0.6, seed 0``)."""
-    config = json.loads(path.read_text(encoding="utf-8"))[0]["points"][0]["config"]
+    config = _parts(path)[0]["points"][0]["config"]
     partition = config["partition"]
     shown = f"Dirichlet {partition['alpha']}" if partition["scheme"] == "dirichlet" else partition["scheme"].upper()
     return f"{shown}, seed {config['seed']}"
@@ -304,7 +321,7 @@ def clients60_table(path: Path) -> str:
     A run missing from a dataset shows ``-``.
     """
     cells: dict[str, dict[str, str]] = defaultdict(dict)
-    for part in json.loads(path.read_text(encoding="utf-8")):
+    for part in _parts(path):
         for point in part["points"]:
             for run in point["runs"]:
                 shown = " / ".join(f"{100 * run['history'][r - 1]['accuracy']:.1f}" for r in (5, 10, 15, 20))
@@ -349,16 +366,18 @@ def main() -> None:
     )
     parser.add_argument(
         "--experiment",
-        choices=("fedcfa-variants", "fedcfa-reference", "fedcfa-simpson-paper"),
+        choices=("fedcfa-variants", "fedcfa-reference", "fedcfa-simpson-paper", "fedcfa-table"),
         default="fedcfa-variants",
     )
+    parser.add_argument("--command", default=None, help="the command that ran the folder, recorded in the JSON")
     parser.add_argument(
         "--out", type=Path, default=None, help="where --collect writes (default: the experiment's file)"
     )
     args = parser.parse_args()
     if args.collect is not None:
         path = args.out or RESULTS / f"{args.experiment}.json"
-        path.write_text(json.dumps(collect(args.collect, args.experiment), indent=1) + "\n", encoding="utf-8")
+        collected = collect(args.collect, args.experiment, args.command)
+        path.write_text(json.dumps(collected, indent=1) + "\n", encoding="utf-8")
         return
     runs = load_runs()
     goals, paradox, methods, validation, test, protocol, full, paper, paper_goals, ablation, *clients60 = tables()

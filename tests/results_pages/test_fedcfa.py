@@ -1,5 +1,6 @@
 """The FedCFA results page prints its tables from the committed JSON (``scripts/fedcfa_tables.py``)."""
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -30,3 +31,23 @@ def test_the_page_names_the_variant_the_validation_rule_chooses(script: ModuleTy
     chosen = script.recommended(script.load_runs())
     # Assert
     assert f"**{chosen}** (chosen)" in PAGE.read_text(encoding="utf-8")
+
+
+def test_a_collected_grid_records_its_experiment_and_the_command_given(script: ModuleType, tmp_path: Path) -> None:
+    # Prepare: one finished point of a 60-client grid
+    point = tmp_path / "points" / "000-mnist"
+    point.mkdir(parents=True)
+    history = [{"round": 1, "metrics": {"accuracy": 0.912345678, "loss": 0.3}}]
+    run = {"name": "FedAvg", "method": "fedavg", "params": {}, "history": history}
+    result = {"seed": 0, "config": {"data": {"dataset": "mnist"}}, "runs": [run]}
+    (point / "results.json").write_text(json.dumps(result), encoding="utf-8")
+
+    # Execute
+    plain = script.collect(tmp_path, "fedcfa-table")
+    given = script.collect(tmp_path, "fedcfa-table", "fedmosaic run fedcfa-table --set federation.rounds=20")
+
+    # Assert: only the kept metrics, rounded
+    assert plain["experiment"] == "fedcfa-table"
+    assert plain["command"] == "fedmosaic run fedcfa-table --data-dir DATA"
+    assert given["command"] == "fedmosaic run fedcfa-table --set federation.rounds=20"
+    assert plain["points"][0]["runs"][0]["history"] == [{"round": 1, "accuracy": 0.91235}]
