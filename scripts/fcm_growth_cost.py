@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FAMILY_KEY = "runs.*.params.model.family"
+from fcm_selection_concepts import FAMILY_KEY, grid_runs
 
 
 def growth_records(values: dict[str, Any], run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,12 +56,7 @@ def extract(grid_out: Path) -> dict[str, Any]:
     dict
         ``config`` (the grid's configuration as run) and ``growths`` (one record per growth).
     """
-    grid = json.loads((grid_out / "results.json").read_text(encoding="utf-8"))
-    growths = []
-    for point in grid["points"]:
-        results = json.loads((grid_out / point["folder"] / "results.json").read_text(encoding="utf-8"))
-        for run in results["runs"]:
-            growths += growth_records(point["values"], run)
+    growths = [record for values, run in grid_runs(grid_out) for record in growth_records(values, run)]
     return {"config": (grid_out / "config.toml").read_text(encoding="utf-8"), "growths": growths}
 
 

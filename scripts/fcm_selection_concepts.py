@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +53,18 @@ def run_record(values: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def extract(grid_out: Path) -> list[dict[str, Any]]:
-    """Every run of the grid in ``grid_out`` (its ``results.json`` and its points' own)."""
+def grid_runs(grid_out: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every run of the grid in ``grid_out`` with its point's grid values (its ``results.json`` and its points' own)."""
     grid = json.loads((grid_out / "results.json").read_text(encoding="utf-8"))
-    records = []
     for point in grid["points"]:
         results = json.loads((grid_out / point["folder"] / "results.json").read_text(encoding="utf-8"))
-        records += [run_record(point["values"], run) for run in results["runs"]]
-    return records
+        for run in results["runs"]:
+            yield point["values"], run
+
+
+def extract(grid_out: Path) -> list[dict[str, Any]]:
+    """Every run of the grid in ``grid_out``, as the study reads it."""
+    return [run_record(values, run) for values, run in grid_runs(grid_out)]
 
 
 def main() -> None:
