@@ -22,7 +22,9 @@ def combine(setting: str, histories: list[list[RoundRecord]], pooled_bytes: int 
     boundaries, so it is counted as bytes up in round 1 and the one-client
     federation's own messages (internal to one site) are not counted. Local:
     nothing crosses a boundary; metrics are the mean over clients with
-    ``<metric>_std``; a client that stopped early counts with its last round.
+    ``<metric>_std``; a client that stopped early counts with its last round's
+    metrics, while the wall time, replies and sampled clients of a round are
+    those of the clients that ran it.
     """
     if setting == "federated":
         return [record.to_dict() for record in histories[0]]
@@ -31,27 +33,31 @@ def combine(setting: str, histories: list[list[RoundRecord]], pooled_bytes: int 
         rows[0]["bytes_up"] = pooled_bytes
         return rows
     length = max(len(h) for h in histories)
-    return [_mean_over_clients([h[min(i, len(h) - 1)] for h in histories], i + 1) for i in range(length)]
+    return [
+        _mean_over_clients([h[min(i, len(h) - 1)] for h in histories], [h[i] for h in histories if i < len(h)], i + 1)
+        for i in range(length)
+    ]
 
 
-def _mean_over_clients(records: list[RoundRecord], rnd: int) -> dict[str, Any]:
-    keys = sorted(set.intersection(*(set(r.metrics) for r in records)))
+def _mean_over_clients(latest: list[RoundRecord], ran: list[RoundRecord], rnd: int) -> dict[str, Any]:
+    """Round ``rnd`` of a local run: metrics of every client's ``latest`` record, the rest of those that ``ran`` it."""
+    keys = sorted(set.intersection(*(set(r.metrics) for r in latest)))
     metrics: dict[str, float] = {}
     for key in keys:
-        values = np.array([r.metrics[key] for r in records])
+        values = np.array([r.metrics[key] for r in latest])
         metrics[key] = float(values.mean())
         metrics[f"{key}_std"] = float(values.std())
-    skipped = [r for r in records if r.status != "ok"]
+    skipped = [r for r in ran if r.status != "ok"]
     return {
         "round": rnd,
         "status": "ok" if not skipped else "skipped",
-        "clients_sampled": len(records),
-        "replies": sum(r.replies for r in records),
+        "clients_sampled": len(ran),
+        "replies": sum(r.replies for r in ran),
         "dropped": [],
         "bytes_up": 0,
         "bytes_down": 0,
         "trips": 0,
-        "wall_time_s": sum(r.wall_time_s for r in records),
+        "wall_time_s": sum(r.wall_time_s for r in ran),
         "metrics": metrics,
         "reason": "; ".join(r.reason for r in skipped),
     }
