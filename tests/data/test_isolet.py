@@ -38,7 +38,14 @@ def test_rows_become_float32_features_and_zero_based_labels(isolet_text: IsoletT
         (", ".join(["0.5"] * 617) + ", 27.\n", "class on line 1 is 27.0; expected 1. to 26."),
         (", ".join(["0.5"] * 617) + ", 0.\n", "class on line 1 is 0.0"),
         (", ".join(["0.5"] * 617) + ", 2.5\n", "class on line 1 is 2.5"),
-        (", ".join(["0.5"] * 617) + ", x\n", "could not convert string ' x' to float32"),
+        (", ".join(["0.5"] * 617) + ", x\n", "could not convert string to float: 'x'"),
+        (", ".join(["0.5"] * 617) + ", 1.\n0.5, 2.\n", "line 2 has fewer than 618 values, or an empty or 'nan' one"),
+        (", ".join(["0.5"] * 617) + ", nan\n", "line 1 has fewer than 618 values, or an empty or 'nan' one"),
+        (
+            ", ".join(["0.5"] * 617) + ", 1.\n" + ", ".join(["0.5"] * 619) + "\n",
+            "Expected 618 fields in line 2, saw 619",
+        ),
+        ("", "No columns to parse from file"),
     ],
 )
 def test_malformed_rows_are_reported_in_one_line(line: str, expected: str) -> None:
