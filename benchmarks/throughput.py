@@ -1,11 +1,16 @@
 """Throughput of the paper workloads: this tree against a pinned earlier commit, side by side in one invocation.
 
 Each workload is one run of a preset, cut to a few rounds, started as ``fedmosaic run`` in a fresh
-process, once with the baseline commit's sources (a ``git worktree``, first on ``PYTHONPATH``) and once
-with this tree's, one after the other, so both meet the same machine and load. Per workload it prints
-the wall seconds per round (the rounds' own ``wall_time_s``, evaluation included), the process's wall
-and CPU seconds (its children, the client workers, included), the ratio baseline / this tree, and the
-largest difference of the final metrics (0 where the computation is unchanged).
+process, with the baseline commit's sources (a ``git worktree``, first on ``PYTHONPATH``) and with this
+tree's, one after the other, so both meet the same machine and load; both trees' sources are compiled
+to bytecode first, so that neither pays for compiling them. With ``--repeats N`` each workload runs N
+times on each tree, the two trees' order alternating from one repeat to the next, and every figure is
+the median of its N readings (the readings are kept under ``samples``): one run's seconds vary by 10 to
+30% from one invocation to the next on a shared 2-core machine. Per workload it prints the wall seconds
+per round (the rounds' own ``wall_time_s``, evaluation included), the process's wall and CPU seconds
+(its children, the client workers, included), the ratio baseline / this tree, and the largest
+difference of the final metrics (0 where the computation is unchanged; a seed gives the same final
+metrics in every repeat).
 
 Concept workloads read their sampled splits from a cache (``FEDMOSAIC_SPLITS_CACHE``) in this tree:
 every run of a grid point after the first finds them there. The benchmark measures such a run: it
@@ -14,7 +19,7 @@ fills a scratch cache first, in a process of its own whose wall and CPU seconds 
 
 Usage::
 
-    python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--out FILE [--update]]
+    python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--repeats N] [--out FILE [--update]]
     python benchmarks/throughput.py --table FILE    # a written result as the Markdown table of docs/performance.md
 
 ``--update`` replaces, in the result ``--out`` names, the rows of the workloads measured now and
@@ -27,6 +32,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -150,6 +156,40 @@ def run_once(workload: Workload, sources: Path, data_dir: Path, folder: Path) ->
     }
 
 
+def measure(workload: Workload, trees: dict[str, Path], data_dir: Path, scratch: Path, repeats: int) -> dict[str, Any]:
+    """``workload`` run ``repeats`` times on each of ``trees`` (baseline first, then this tree, alternating).
+
+    Each tree's figures are the medians of its readings, which are kept under ``samples``; its final
+    metrics are its first run's (the others' are checked equal: the same seed gives the same numbers).
+    """
+    readings: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for repeat in range(repeats):
+        order = list(trees) if repeat % 2 == 0 else list(reversed(trees))
+        for name in order:
+            reading = run_once(workload, trees[name], data_dir, scratch / f"{workload.name}-{name}-{repeat}")
+            if readings[name] and reading["final"] != readings[name][0]["final"]:
+                raise SystemExit(f"{workload.name} on the {name} tree: repeat {repeat} changed the final metrics")
+            readings[name].append(reading)
+    return {name: _median(rows) for name, rows in readings.items()}
+
+
+def _median(readings: list[dict[str, Any]]) -> dict[str, Any]:
+    """One tree's medians over its ``readings`` of a workload, the readings themselves under ``samples``.
+
+    Examples
+    --------
+    >>> rows = [{"wall_s": w, "cpu_s": 1.0, "round_wall_s": 0.5, "rounds": 2, "final": {}} for w in (3.0, 1.0, 2.0)]
+    >>> _median(rows)["wall_s"], len(_median(rows)["samples"])
+    (2.0, 3)
+    """
+    timed = ("wall_s", "cpu_s", "round_wall_s")
+    result = {**readings[0], **{key: statistics.median(r[key] for r in readings) for key in timed}}
+    if "splits" in readings[0]:
+        result["splits"] = {key: statistics.median(r["splits"][key] for r in readings) for key in ("wall_s", "cpu_s")}
+    result["samples"] = [{key: r[key] for key in (*timed, *(("splits",) if "splits" in r else ()))} for r in readings]
+    return result
+
+
 def compare(baseline: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """Ratios baseline / current and the largest difference of a shared final metric."""
     shared = sorted(set(baseline["final"]) & set(current["final"]))
@@ -203,6 +243,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="workload names (default: all)")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each workload on each tree (medians)")
     parser.add_argument("--table", type=Path, default=None, help="print this result file as a Markdown table")
     parser.add_argument(
         "--update", action="store_true", help="with --out: replace only the measured workloads' rows of that file"
@@ -214,6 +255,8 @@ def main() -> None:
     chosen = [w for w in WORKLOADS if args.only is None or w.name in args.only]
     if not chosen:
         parser.error(f"--only: none of {args.only} is a workload; choose from {[w.name for w in WORKLOADS]}")
+    if args.repeats < 1:
+        parser.error(f"--repeats: expected a count of at least 1, got {args.repeats}")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         tree = Path(scratch) / "baseline"
@@ -223,19 +266,28 @@ def main() -> None:
             stdout=sys.stderr,
         )
         try:
+            trees = {"baseline": tree, "current": REPO}
+            for sources in trees.values():
+                subprocess.run([sys.executable, "-m", "compileall", "-q", str(sources / "src")], check=True)
             for workload in chosen:
                 print(f"{workload.name} ...", file=sys.stderr, flush=True)
-                baseline = run_once(workload, tree, args.data_dir, Path(scratch) / f"{workload.name}-baseline")
-                current = run_once(workload, REPO, args.data_dir, Path(scratch) / f"{workload.name}-current")
-                rows.append(
-                    {"workload": workload.name, "baseline": baseline, "current": current, **compare(baseline, current)}
-                )
+                medians = measure(workload, trees, args.data_dir, Path(scratch), args.repeats)
+                rows.append({"workload": workload.name, **medians, **compare(medians["baseline"], medians["current"])})
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
     workloads = rows
     if args.update and args.out is not None and args.out.exists():
         workloads = updated(json.loads(args.out.read_text()), rows)["workloads"]
-    emit({"benchmark": "throughput", "baseline": args.baseline, "workloads": workloads, "machine": machine()}, args.out)
+    emit(
+        {
+            "benchmark": "throughput",
+            "baseline": args.baseline,
+            "repeats": args.repeats,
+            "workloads": workloads,
+            "machine": machine(),
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":
