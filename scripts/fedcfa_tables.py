@@ -332,8 +332,13 @@ def clients60_table(path: Path) -> str:
 
 
 def clients60_files(folder: Path = RESULTS) -> list[Path]:
-    """The committed 60-client files, Dirichlet 0.6 before 0.2 (the page's order)."""
-    return sorted(folder.glob(CLIENTS60), reverse=True)
+    """The committed 60-client files in the page's order: Dirichlet 0.6 before 0.2, each partition's seeds in order."""
+
+    def partition_then_seed(path: Path) -> tuple[str, int]:
+        partition, _, seed = path.stem.rpartition("-seed")
+        return partition, -int(seed)
+
+    return sorted(folder.glob(CLIENTS60), key=partition_then_seed, reverse=True)
 
 
 def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path = REFERENCE) -> list[str]:

@@ -51,3 +51,19 @@ def test_a_collected_grid_records_its_experiment_and_the_command_given(script: M
     assert plain["command"] == "fedmosaic run fedcfa-table --data-dir DATA"
     assert given["command"] == "fedmosaic run fedcfa-table --set federation.rounds=20"
     assert plain["points"][0]["runs"][0]["history"] == [{"round": 1, "accuracy": 0.91235}]
+
+
+def test_the_60_client_files_are_shown_by_partition_then_seed(script: ModuleType, tmp_path: Path) -> None:
+    # Prepare
+    for name in ("dir02-seed1", "dir06-seed10", "dir02-seed0", "dir06-seed2", "dir06-seed0"):
+        (tmp_path / f"fedcfa-table-{name}.json").write_text("[]", encoding="utf-8")
+    # Execute
+    files = script.clients60_files(tmp_path)
+    # Assert
+    assert [path.stem.removeprefix("fedcfa-table-") for path in files] == [
+        "dir06-seed0",
+        "dir06-seed2",
+        "dir06-seed10",
+        "dir02-seed0",
+        "dir02-seed1",
+    ]
