@@ -84,6 +84,7 @@ def repository_script() -> Callable[[str], ModuleType]:
             assert spec is not None
             assert spec.loader is not None
             module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # dataclasses look their module up there
             spec.loader.exec_module(module)
             return module
         finally:
