@@ -4,7 +4,6 @@ import io
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
 from fedmosaic.data.sources import read_data_file, require_file
@@ -47,6 +46,8 @@ def parse_isolet(text: str, *, source: str) -> ArrayDataset:
     >>> data.x.shape, data.y.tolist()
     ((1, 617), [25])
     """
+    import pandas as pd  # half a second to import: imported where ISOLET is read
+
     try:  # a malformed value, a line longer than the first and an empty file are ValueErrors
         table = pd.read_csv(io.StringIO(text), header=None, dtype=np.float64, skipinitialspace=True).to_numpy()
     except ValueError as error:
