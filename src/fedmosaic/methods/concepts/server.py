@@ -368,10 +368,13 @@ class FCMServer(ServerLogic):
         order = random_order(concepts, derive_rng(self.seed, "curve"))
         random_curve = intervention_curve(model, noisy, order)
         topological_curve = intervention_curve(model, noisy, concepts)
+        by_never: dict[tuple[str, ...], float] = {}  # clients that label the same concepts share one pass
         unlabeled = []
         for entry in self.registry.values():
-            never = [n for n in concepts if n not in entry["concepts"]]
-            unlabeled.append(task_accuracy(model, noisy, never))
+            never = tuple(n for n in concepts if n not in entry["concepts"])
+            if never not in by_never:
+                by_never[never] = task_accuracy(model, noisy, never)
+            unlabeled.append(by_never[never])
         self.curves = {
             "random": random_curve,
             "topological": topological_curve,
