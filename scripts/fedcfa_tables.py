@@ -307,38 +307,60 @@ def _parts(path: Path) -> list[dict[str, Any]]:
     return data if isinstance(data, list) else [data]
 
 
-def clients60_setting(path: Path) -> str:
-    """The partition and seed of one 60-client file, as the page names them (e.g. ``Dirichlet 0.6, seed 0``)."""
-    config = _parts(path)[0]["points"][0]["config"]
-    partition = config["partition"]
-    shown = f"Dirichlet {partition['alpha']}" if partition["scheme"] == "dirichlet" else partition["scheme"].upper()
-    return f"{shown}, seed {config['seed']}"
+CLIENTS60_PARTITIONS = {"dir06": "Dirichlet 0.6", "dir02": "Dirichlet 0.2", "iid": "IID"}
+"""The 60-client files' partitions (``fedcfa-table-<partition>-seed<seed>.json``) in the page's order, as it names them."""
+CLIENTS60_ROUNDS = (5, 10, 15, 20)
 
 
-def clients60_table(path: Path) -> str:
-    """One 60-client file's runs (one partition and seed): test accuracy after rounds 5 / 10 / 15 / 20, per dataset.
+def clients60_partitions(folder: Path = RESULTS) -> dict[str, list[Path]]:
+    """The committed 60-client files by partition, in :data:`CLIENTS60_PARTITIONS`' order, each partition's seeds in order."""
+    grouped: dict[str, list[tuple[int, Path]]] = defaultdict(list)
+    for path in folder.glob(CLIENTS60):
+        partition, _, seed = path.stem.removeprefix("fedcfa-table-").rpartition("-seed")
+        grouped[partition].append((int(seed), path))
+    return {name: [path for _, path in sorted(grouped[name])] for name in CLIENTS60_PARTITIONS if name in grouped}
 
-    A run missing from a dataset shows ``-``.
+
+def clients60_setting(partition: str, paths: list[Path]) -> str:
+    """A partition's name and seeds as the page gives them (e.g. ``Dirichlet 0.6, seeds 0, 1, 2``)."""
+    seeds = sorted({point["config"]["seed"] for path in paths for part in _parts(path) for point in part["points"]})
+    return f"{CLIENTS60_PARTITIONS[partition]}, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+
+
+def clients60_table(paths: list[Path]) -> str:
+    """One partition's runs over its seeds' files, per dataset: mean test accuracy at rounds 5 / 10 / 15 / 20.
+
+    The mean is over the seeds that ran the run; each seed's accuracy after round 20 follows (``-``
+    where a seed did not run it).
     """
-    cells: dict[str, dict[str, str]] = defaultdict(dict)
-    for part in _parts(path):
-        for point in part["points"]:
-            for run in point["runs"]:
-                shown = " / ".join(f"{100 * run['history'][r - 1]['accuracy']:.1f}" for r in (5, 10, 15, 20))
-                cells[run["name"]][point["config"]["data"]["dataset"]] = shown
-    lines = ["| run | MNIST, rounds 5 / 10 / 15 / 20 | Fashion-MNIST, rounds 5 / 10 / 15 / 20 |", "|---|---|---|"]
-    lines += [f"| {name} | {row.get('mnist', '-')} | {row.get('fashion-mnist', '-')} |" for name, row in cells.items()]
+    accuracy: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(dict))
+    for path in paths:
+        for part in _parts(path):
+            for point in part["points"]:
+                config = point["config"]
+                for run in point["runs"]:
+                    checkpoints = [run["history"][r - 1]["accuracy"] for r in CLIENTS60_ROUNDS]
+                    accuracy[run["name"]][config["data"]["dataset"]][config["seed"]] = checkpoints
+    seeds = sorted({seed for datasets in accuracy.values() for runs in datasets.values() for seed in runs})
+
+    def cells(per_seed: dict[int, list[float]]) -> str:
+        if not per_seed:
+            return "- | -"
+        means = " / ".join(f"{100 * v:.1f}" for v in np.mean(list(per_seed.values()), axis=0))
+        last = " / ".join(f"{100 * per_seed[seed][-1]:.1f}" if seed in per_seed else "-" for seed in seeds)
+        return f"{means} | {last}"
+
+    rounds = " / ".join(map(str, CLIENTS60_ROUNDS))
+    lines = [
+        f"| run | MNIST, rounds {rounds}, mean | MNIST, round 20 per seed | Fashion-MNIST, rounds {rounds}, mean"
+        " | Fashion-MNIST, round 20 per seed |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {name} | {cells(datasets.get('mnist', {}))} | {cells(datasets.get('fashion-mnist', {}))} |"
+        for name, datasets in accuracy.items()
+    ]
     return "\n".join(lines)
-
-
-def clients60_files(folder: Path = RESULTS) -> list[Path]:
-    """The committed 60-client files in the page's order: Dirichlet 0.6 before 0.2, each partition's seeds in order."""
-
-    def partition_then_seed(path: Path) -> tuple[str, int]:
-        partition, _, seed = path.stem.rpartition("-seed")
-        return partition, -int(seed)
-
-    return sorted(folder.glob(CLIENTS60), key=partition_then_seed, reverse=True)
 
 
 def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path = REFERENCE) -> list[str]:
@@ -359,7 +381,7 @@ def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path =
         drift_table(paper) + "\n\n" + table(paper, "validation_") + "\n\n" + table(paper, ""),
         targets(paper, PAPER_RECOMMENDED),
         ablation_table(),
-        *(clients60_table(path) for path in clients60_files()),
+        *(clients60_table(paths) for paths in clients60_partitions().values()),
     ]
 
 
@@ -407,8 +429,8 @@ def main() -> None:
     print(paper_goals)
     print("\nEarlier one-change FedCFA variants on the validation set (fedcfa-ablation, seed 0, 25 rounds):\n")
     print(ablation)
-    for path, table_60 in zip(clients60_files(), clients60, strict=True):
-        print(f"\n60 clients, {clients60_setting(path)}, 20 rounds, test accuracy:\n")
+    for (partition, paths), table_60 in zip(clients60_partitions().items(), clients60, strict=True):
+        print(f"\n60 clients, {clients60_setting(partition, paths)}, 20 rounds, test accuracy:\n")
         print(table_60)
 
 

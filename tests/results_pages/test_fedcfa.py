@@ -55,15 +55,38 @@ def test_a_collected_grid_records_its_experiment_and_the_command_given(script: M
 
 def test_the_60_client_files_are_shown_by_partition_then_seed(script: ModuleType, tmp_path: Path) -> None:
     # Prepare
-    for name in ("dir02-seed1", "dir06-seed10", "dir02-seed0", "dir06-seed2", "dir06-seed0"):
+    for name in ("iid-seed0", "dir02-seed1", "dir06-seed10", "dir02-seed0", "dir06-seed2", "dir06-seed0"):
         (tmp_path / f"fedcfa-table-{name}.json").write_text("[]", encoding="utf-8")
     # Execute
-    files = script.clients60_files(tmp_path)
+    partitions = script.clients60_partitions(tmp_path)
     # Assert
-    assert [path.stem.removeprefix("fedcfa-table-") for path in files] == [
-        "dir06-seed0",
-        "dir06-seed2",
-        "dir06-seed10",
-        "dir02-seed0",
-        "dir02-seed1",
+    shown = {name: [path.stem.rpartition("-seed")[2] for path in paths] for name, paths in partitions.items()}
+    assert list(shown.items()) == [("dir06", ["0", "2", "10"]), ("dir02", ["0", "1"]), ("iid", ["0"])]
+
+
+def test_a_60_client_table_averages_the_seeds_and_shows_each_seeds_last_round(
+    script: ModuleType, tmp_path: Path
+) -> None:
+    # Prepare: FedAvg on two seeds, FedCFA on seed 0 only, one dataset
+    def grid(seed: int, runs: dict[str, float]) -> dict[str, object]:
+        config = {"seed": seed, "data": {"dataset": "mnist"}, "partition": {"scheme": "iid"}}
+        history = lambda accuracy: [{"round": r, "accuracy": accuracy} for r in range(1, 21)]  # noqa: E731
+        return {
+            "points": [
+                {"seed": seed, "config": config, "runs": [{"name": n, "history": history(a)} for n, a in runs.items()]}
+            ]
+        }
+
+    paths = []
+    for seed, runs in ((0, {"FedAvg": 0.90, "FedCFA": 0.95}), (1, {"FedAvg": 0.80})):
+        paths.append(tmp_path / f"fedcfa-table-iid-seed{seed}.json")
+        paths[-1].write_text(json.dumps(grid(seed, runs)), encoding="utf-8")
+    # Execute
+    table = script.clients60_table(paths)
+    # Assert
+    rows = table.splitlines()[2:]
+    assert rows == [
+        "| FedAvg | 85.0 / 85.0 / 85.0 / 85.0 | 90.0 / 80.0 | - | - |",
+        "| FedCFA | 95.0 / 95.0 / 95.0 / 95.0 | 95.0 / - | - | - |",
     ]
+    assert script.clients60_setting("iid", paths) == "IID, seeds 0, 1"
