@@ -186,7 +186,7 @@ def _median(readings: list[dict[str, Any]]) -> dict[str, Any]:
     result = {**readings[0], **{key: statistics.median(r[key] for r in readings) for key in timed}}
     if "splits" in readings[0]:
         result["splits"] = {key: statistics.median(r["splits"][key] for r in readings) for key in ("wall_s", "cpu_s")}
-    result["samples"] = [{key: r[key] for key in (*timed, *(("splits",) if "splits" in r else ()))} for r in readings]
+    result["samples"] = [{key: r[key] for key in (*timed, "splits") if key in r} for r in readings]
     return result
 
 

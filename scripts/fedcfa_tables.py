@@ -312,18 +312,24 @@ CLIENTS60_PARTITIONS = {"dir06": "Dirichlet 0.6", "dir02": "Dirichlet 0.2", "iid
 CLIENTS60_ROUNDS = (5, 10, 15, 20)
 
 
+def _partition_and_seed(path: Path) -> tuple[str, int]:
+    """The partition and seed a 60-client file's name gives (``fedcfa-table-dir06-seed1.json``: ``("dir06", 1)``)."""
+    partition, _, seed = path.stem.removeprefix("fedcfa-table-").rpartition("-seed")
+    return partition, int(seed)
+
+
 def clients60_partitions(folder: Path = RESULTS) -> dict[str, list[Path]]:
     """The committed 60-client files by partition, in :data:`CLIENTS60_PARTITIONS`' order, each partition's seeds in order."""
     grouped: dict[str, list[tuple[int, Path]]] = defaultdict(list)
     for path in folder.glob(CLIENTS60):
-        partition, _, seed = path.stem.removeprefix("fedcfa-table-").rpartition("-seed")
-        grouped[partition].append((int(seed), path))
+        partition, seed = _partition_and_seed(path)
+        grouped[partition].append((seed, path))
     return {name: [path for _, path in sorted(grouped[name])] for name in CLIENTS60_PARTITIONS if name in grouped}
 
 
 def clients60_setting(partition: str, paths: list[Path]) -> str:
-    """A partition's name and seeds as the page gives them (e.g. ``Dirichlet 0.6, seeds 0, 1, 2``)."""
-    seeds = sorted({point["config"]["seed"] for path in paths for part in _parts(path) for point in part["points"]})
+    """A partition's name and its files' seeds as the page gives them (e.g. ``Dirichlet 0.6, seeds 0, 1, 2``)."""
+    seeds = sorted(_partition_and_seed(path)[1] for path in paths)
     return f"{CLIENTS60_PARTITIONS[partition]}, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
