@@ -15,7 +15,10 @@ only; the test numbers are reported, never used to choose.
 Usage::
 
     python scripts/fedcfa_tables.py                     # print the page's tables
-    python scripts/fedcfa_tables.py --collect RUN_DIR [--experiment fedcfa-reference] [--out FILE] [--command CMD]
+    python scripts/fedcfa_tables.py --collect RUN_DIR [--experiment fedcfa-reference] [--out FILE] [--command CMD] [--append]
+
+``--append`` adds the collected grid to ``--out`` as a further part (a 60-client file holds a list of
+grid parts where more runs of its partition and seed ran later) instead of replacing the file.
 """
 
 from __future__ import annotations
@@ -307,6 +310,11 @@ def _parts(path: Path) -> list[dict[str, Any]]:
     return data if isinstance(data, list) else [data]
 
 
+def appended(path: Path, part: dict[str, Any]) -> list[dict[str, Any]]:
+    """The grid parts of the file at ``path`` (none where it does not exist), then ``part``."""
+    return [*(_parts(path) if path.exists() else []), part]
+
+
 CLIENTS60_PARTITIONS = {"dir06": "Dirichlet 0.6", "dir02": "Dirichlet 0.2", "iid": "IID"}
 """The 60-client files' partitions (``fedcfa-table-<partition>-seed<seed>.json``) in the page's order, as it names them."""
 CLIENTS60_ROUNDS = (5, 10, 15, 20)
@@ -406,11 +414,15 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=None, help="where --collect writes (default: the experiment's file)"
     )
+    parser.add_argument(
+        "--append", action="store_true", help="add the collected grid to --out as a further part, keeping its parts"
+    )
     args = parser.parse_args()
     if args.collect is not None:
         path = args.out or RESULTS / f"{args.experiment}.json"
         collected = collect(args.collect, args.experiment, args.command)
-        path.write_text(json.dumps(collected, indent=1) + "\n", encoding="utf-8")
+        written = appended(path, collected) if args.append else collected
+        path.write_text(json.dumps(written, indent=1) + "\n", encoding="utf-8")
         return
     runs = load_runs()
     goals, paradox, methods, validation, test, protocol, full, paper, paper_goals, ablation, *clients60 = tables()

@@ -1,5 +1,6 @@
 """Specification of the Simpson-MNIST generator."""
 
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,8 @@ from fedmosaic.data.catalog import load_dataset
 from fedmosaic.data.simpson import (
     DARK,
     DIGITS,
+    GRID_CELL_INCHES,
+    GRID_DPI,
     LIGHT,
     SimpsonSplits,
     coarsened,
@@ -309,6 +312,17 @@ def test_the_sample_grid_is_a_deterministic_png(splits: SimpsonSplits) -> None:
     # Assert
     assert first.startswith(PNG_SIGNATURE)
     assert first == again
+
+
+def test_the_sample_grid_gives_each_sample_a_cell_of_fixed_size(splits: SimpsonSplits) -> None:
+    # Prepare: splits of 5 clients, 4 samples a row
+
+    # Execute
+    png = sample_grid_png(splits, per_client=4)
+
+    # Assert: the PNG header's width and height, in pixels (a band above the rows holds the title)
+    width, height = struct.unpack(">II", png[16:24])
+    assert (width, height) == (4 * GRID_CELL_INCHES * GRID_DPI, (5 * GRID_CELL_INCHES + 0.5) * GRID_DPI)
 
 
 @pytest.mark.parametrize("per_client", [0, 41])

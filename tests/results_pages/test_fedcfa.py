@@ -90,3 +90,16 @@ def test_a_60_client_table_averages_the_seeds_and_shows_each_seeds_last_round(
         "| FedCFA | 95.0 / 95.0 / 95.0 / 95.0 | 95.0 / - | - | - |",
     ]
     assert script.clients60_setting("iid", paths) == "IID, seeds 0, 1"
+
+
+def test_an_appended_grid_becomes_the_last_part_of_a_60_client_file(script: ModuleType, tmp_path: Path) -> None:
+    # Prepare: a file holding one collected grid, and a grid run later on the same partition and seed
+    path = tmp_path / "fedcfa-table-iid-seed1.json"
+    first, later = {"command": "first", "points": []}, {"command": "later", "points": []}
+    path.write_text(json.dumps(first), encoding="utf-8")
+    # Execute
+    parts = script.appended(path, later)
+    fresh = script.appended(tmp_path / "fedcfa-table-iid-seed2.json", later)
+    # Assert
+    assert parts == [first, later]
+    assert fresh == [later]

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -87,6 +88,9 @@ from fedmosaic.data.simpson_colours import (
 )
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.seeding import derive_rng
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = [
     "DARK",
@@ -419,28 +423,39 @@ def sample_grid_png(splits: SimpsonSplits, per_client: int = 8) -> bytes:
     if not 1 <= per_client <= smallest:
         raise ConfigError("simpson.per_client", f"must be from 1 to {smallest}, the smallest client (got {per_client})")
     rows = len(splits.clients)
-    size = (GRID_CELL_INCHES * per_client, GRID_CELL_INCHES * rows + 0.5)
+    height = GRID_CELL_INCHES * rows + 0.5
     with matplotlib.style.context("default"):
-        figure = Figure(figsize=size, dpi=GRID_DPI, layout="constrained")
+        figure = Figure(figsize=(GRID_CELL_INCHES * per_client, height), dpi=GRID_DPI)
         FigureCanvasAgg(figure)
-        axes = figure.subplots(rows, per_client, squeeze=False)
-        for k, (client, shades) in enumerate(zip(splits.clients, splits.shades, strict=True)):
-            _draw_row(axes[k], client, shades, k)
+        # One axes showing every sample as a tile of one mosaic: drawing a figure of one axes takes a
+        # tenth of the time of one axes per sample, and looks the same.
+        ax = figure.add_axes((0.04, 0.01, 0.95, 1 - 0.45 / height))
+        ax.set_axis_off()
+        ax.imshow(_mosaic(splits, per_client, ax), interpolation="nearest")
         figure.suptitle("Simpson-MNIST: samples per client (digit, shade)")
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
 
 
-def _draw_row(axes: np.ndarray, client: ArrayDataset, shades: np.ndarray, index: int) -> None:
-    """Show a client's first samples, dark to light, one per axes."""
-    order = np.argsort(shades[: len(axes)], kind="stable")
-    for ax, row in zip(axes, order, strict=False):  # fewer samples than axes: the rest stay empty
-        ax.imshow(np.clip(client.x[row].transpose(1, 2, 0), 0.0, 1.0))
-        ax.set_title(f"{DIGITS[client.y[row]]}, {shades[row]:.2f}", fontsize=8)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    axes[0].set_ylabel(f"client {index}")
+def _mosaic(splits: SimpsonSplits, per_client: int, ax: Axes) -> np.ndarray:
+    """Each client's first ``per_client`` samples, dark to light, as one row of tiles on white, titled on ``ax``.
+
+    A tile's title (digit, shade) goes in the white band above it, and each row's client to its left.
+    """
+    channels, side_height, side_width = splits.clients[0].x.shape[1:]
+    band, gap = side_height // 2, max(1, side_width // 8)
+    cell_height, cell_width = side_height + band, side_width + gap
+    mosaic = np.ones((len(splits.clients) * cell_height, per_client * cell_width - gap, channels), dtype=np.float32)
+    for k, (client, shades) in enumerate(zip(splits.clients, splits.shades, strict=True)):
+        top = k * cell_height + band
+        for j, row in enumerate(np.argsort(shades[:per_client], kind="stable")):
+            left = j * cell_width
+            mosaic[top : top + side_height, left : left + side_width] = client.x[row].transpose(1, 2, 0)
+            title = f"{DIGITS[client.y[row]]}, {shades[row]:.2f}"
+            ax.text(left + side_width / 2, top - 0.5, title, ha="center", va="bottom", fontsize=8)
+        ax.text(-gap, top + side_height / 2, f"client {k}", ha="right", va="center", rotation=90, fontsize=9)
+    return np.clip(mosaic, 0.0, 1.0)
 
 
 def _check_parameters(
