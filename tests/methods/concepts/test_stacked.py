@@ -21,8 +21,8 @@ TRAIN_PARAMS = TrainParams(
 )
 
 
-def _host(task: ConceptTask, params: object) -> ClientHost:
-    return ClientHost(lambda k: FCMClient(task.clients[k], params, TRAIN_PARAMS, task.cardinalities), seed=3)  # type: ignore[arg-type]
+def _host(task: ConceptTask, params: object, train: TrainParams = TRAIN_PARAMS) -> ClientHost:
+    return ClientHost(lambda k: FCMClient(task.clients[k], params, train, task.cardinalities), seed=3)  # type: ignore[arg-type]
 
 
 def _messages(task: ConceptTask, params: object, seed: int) -> dict[int, Message]:
@@ -37,16 +37,17 @@ def _assert_close(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> No
         np.testing.assert_allclose(got[name], want[name], atol=1e-5, rtol=0, err_msg=name)
 
 
-@pytest.mark.parametrize("family", ["cgm", "c2bm"])
+@pytest.mark.parametrize(("family", "optimizer_state"), [("cgm", "kept"), ("c2bm", "kept"), ("cgm", "fresh")])
 def test_clients_trained_together_reply_and_keep_state_as_each_trained_alone(
-    family: str, make_task, make_client_data, make_params
+    family: str, optimizer_state: str, make_task, make_client_data, make_params
 ) -> None:
-    # Prepare: two rounds, so that the second starts from each client's kept Adam state.
+    # Prepare: two rounds, so that the second starts from each client's kept Adam state (a fresh one: from none).
     subsets = (("a", "b", "y"), ("b", "c", "y"), ("a", "b"), ("a", "b", "c", "y"))
     clients = [make_client_data(s, seed=k, n_train=n) for k, (s, n) in enumerate(zip(subsets, SIZES, strict=True))]
     task = make_task(clients=clients)
     params = make_params(family, aggregation="module")
-    together, alone = _host(task, params), _host(task, params)
+    train = TRAIN_PARAMS.model_copy(update={"optimizer_state": optimizer_state})
+    together, alone = _host(task, params, train), _host(task, params, train)
 
     for rnd in (1, 2):
         messages = _messages(task, params, seed=rnd)

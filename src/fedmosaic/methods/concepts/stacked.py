@@ -26,6 +26,7 @@ DP-SGD (Opacus clips each client's per-example gradients) and SGD are trained cl
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,9 @@ from fedmosaic.methods.concepts.models import ConceptModel
 from fedmosaic.methods.concepts.objective import Objective
 from fedmosaic.methods.kept_optimizer import keep_optimizer, restore_optimizer
 from fedmosaic.methods.training import TrainParams, batch_indices, make_optimizer
+
+ADAM_DEFAULTS = inspect.signature(torch.optim.Adam).parameters
+"""The defaults of the :class:`torch.optim.Adam` that :func:`~fedmosaic.methods.training.make_optimizer` builds (betas, eps)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,8 @@ def train_stacked(fits: Sequence[LocalFit], params: TrainParams) -> list[float]:
     stacked = _StackedParameters(fits, names)
     adam = _StackedAdam(stacked, fits, params)
     losses = _Losses(fits[0].model)
-    weights = torch.stack([fit.objective.node_weights(_node_order(fits[0])) for fit in fits])
+    nodes = _node_order(fits[0])
+    weights = torch.stack([fit.objective.node_weights(nodes) for fit in fits])
     device = fits[0].x.device
     total = torch.zeros(len(fits), device=device)
     seen = torch.zeros(len(fits), device=device)
@@ -216,9 +221,12 @@ class _StackedAdam:
     def __init__(self, stacked: _StackedParameters, fits: Sequence[LocalFit], params: TrainParams) -> None:
         self.stacked = stacked
         self.lr, self.weight_decay = params.lr, params.weight_decay
-        self.optimizers = [make_optimizer(fit.model, params) for fit in fits]
-        self.beta1, self.beta2 = self.optimizers[0].defaults["betas"]
-        self.eps = self.optimizers[0].defaults["eps"]
+        # A torch.optim.Adam only for the clients that keep their optimizer state: it reads and writes it.
+        self.optimizers = [
+            (c, kept, make_optimizer(fit.model, params)) for c, fit in enumerate(fits) if (kept := fit.kept) is not None
+        ]
+        self.beta1, self.beta2 = ADAM_DEFAULTS["betas"].default
+        self.eps = ADAM_DEFAULTS["eps"].default
         flat = stacked.flat
         self.exp_avg = torch.zeros_like(flat, requires_grad=False)
         self.exp_avg_sq = torch.zeros_like(flat, requires_grad=False)
@@ -227,9 +235,9 @@ class _StackedAdam:
             torch.arange(len(stacked.sizes), device=flat.device), torch.tensor(stacked.sizes, device=flat.device)
         )
         self.fits = fits
-        for c, (fit, optimizer) in enumerate(zip(fits, self.optimizers, strict=True)):
-            if fit.kept is not None:
-                restore_optimizer(optimizer, fit.model, fit.kept)
+        for c, kept, optimizer in self.optimizers:
+            fit = fits[c]
+            restore_optimizer(optimizer, fit.model, kept)
             for p, parameter in enumerate(self._parameters(fit.model)):
                 state = optimizer.state.get(parameter)
                 if state:
@@ -259,9 +267,8 @@ class _StackedAdam:
 
     def write_back(self) -> None:
         """Write each client's moments into its kept optimizer state (where it keeps one)."""
-        for c, (fit, optimizer) in enumerate(zip(self.fits, self.optimizers, strict=True)):
-            if fit.kept is None:
-                continue
+        for c, kept, optimizer in self.optimizers:
+            fit = self.fits[c]
             for p, parameter in enumerate(self._parameters(fit.model)):
                 if parameter.requires_grad and self.steps[c, p] > 0:
                     optimizer.state[parameter] = {
@@ -269,7 +276,7 @@ class _StackedAdam:
                         "exp_avg": self.exp_avg[c, self._columns(p)].view_as(parameter).clone(),
                         "exp_avg_sq": self.exp_avg_sq[c, self._columns(p)].view_as(parameter).clone(),
                     }
-            keep_optimizer(optimizer, fit.model, fit.kept)
+            keep_optimizer(optimizer, fit.model, kept)
 
     def _parameters(self, model: ConceptModel) -> list[nn.Parameter]:
         own = dict(model.named_parameters())
