@@ -228,6 +228,7 @@ def test_bayes_optimal_accuracy_of_asia_dysp_is_about_85_percent(asia: ConceptSp
     assert ceiling == pytest.approx(0.8528, abs=1e-4)
     assert on_samples == pytest.approx(ceiling, abs=0.01)
     assert 0.80 < on_test_split < 0.90
+    assert asia.bayes_optimal_accuracy == on_test_split  # the splits carry their test split's ceiling
 
 
 def test_unknown_network_is_a_one_line_config_error_with_a_suggestion() -> None:
@@ -335,7 +336,8 @@ def test_leaking_the_task_puts_it_among_the_encoded_variables_and_lifts_the_prob
         for s in (sealed, leaked)
     ]
 
-    # Assert: clean inputs that encode the task give it away to a linear probe
+    # Assert: clean inputs that encode the task give it away to a linear probe, as the splits record
+    assert [s.probe_accuracy for s in (sealed, leaked)] == probes
     assert "dysp" not in sealed.inputs
     assert "dysp" in leaked.inputs
     assert probes[1] > probes[0] + 0.05

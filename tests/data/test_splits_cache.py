@@ -10,6 +10,7 @@ import pytest
 from fedmosaic.data import bayesnet
 from fedmosaic.data.concept_splits import SPLIT_NAMES, ConceptSplits
 from fedmosaic.data.splits_cache import CACHE_ENV, cache_folder
+from fedmosaic.errors import ConfigError
 
 
 def _draw(seed: int = 0) -> ConceptSplits:
@@ -20,13 +21,9 @@ def _assert_equal(first: ConceptSplits, second: ConceptSplits) -> None:
     for name in SPLIT_NAMES:
         np.testing.assert_array_equal(getattr(first, name).x, getattr(second, name).x)
         np.testing.assert_array_equal(getattr(first, name).concepts, getattr(second, name).concepts)
-    assert (first.graph_edges, first.task, first.inputs, first.latent_std, first.train.states) == (
-        second.graph_edges,
-        second.task,
-        second.inputs,
-        second.latent_std,
-        second.train.states,
-    )
+    facts = ("graph_edges", "task", "inputs", "bayes_optimal_accuracy", "probe_accuracy", "latent_std")
+    assert [getattr(first, fact) for fact in facts] == [getattr(second, fact) for fact in facts]
+    assert first.train.states == second.train.states
 
 
 @pytest.fixture
@@ -35,16 +32,17 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_the_same_arguments_read_the_stored_splits_without_sampling(
+def test_the_same_arguments_read_the_stored_splits_without_sampling_or_reading_the_network(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Prepare
     computed = _draw()
 
     def never(*args: object, **kwargs: object) -> ConceptSplits:
-        raise AssertionError("sampled again")
+        raise AssertionError("sampled again or read the network")
 
     monkeypatch.setattr(bayesnet, "_sample", never)
+    monkeypatch.setattr(bayesnet, "load_network", never)
 
     # Execute
     read = _draw()
@@ -52,6 +50,15 @@ def test_the_same_arguments_read_the_stored_splits_without_sampling(
     # Assert
     assert len(list(folder.glob("asia-*.npz"))) == 1
     _assert_equal(computed, read)
+
+
+def test_a_task_the_network_lacks_is_refused_where_splits_are_stored(folder: Path) -> None:
+    # Prepare: the default task's splits stored
+    _draw()
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match=r"data\.task"):
+        bayesnet.sample_concept_splits("asia", seed=0, task="nope", n_samples=100, latent_dim=4, epochs=1)
 
 
 def test_other_arguments_are_another_file(folder: Path) -> None:

@@ -227,6 +227,24 @@ def test_a_concept_report_without_a_known_network_says_so(concept_results: dict[
     )
 
 
+def test_a_concept_report_compares_with_the_true_edges_its_run_recorded(concept_results: dict[str, Any]) -> None:
+    # Prepare: the run recorded the truth, and the configuration names no network to read it from
+    recorded = copy.deepcopy(concept_results)
+    recorded["config"] = {**recorded["config"], "data": {"dataset": "table"}}
+    (graph_run,) = [run for run in recorded["runs"] if "graph" in (run.get("artifacts") or {})]
+    truth = [["smoke", "lung"], ["lung", "either"], ["either", "dysp"], ["bronc", "dysp"], ["smoke", "bronc"]]
+    graph_run["artifacts"]["true_edges"] = truth
+
+    # Execute
+    document = build_document(recorded)
+
+    # Assert
+    assert _after(document, "Fused concept graph") == Paragraph(
+        "The graph F-CMs learned, against the true network's edges between the same concepts: "
+        "3 correct, 1 reversed, 1 extra, 1 missing."
+    )
+
+
 def test_file_names_of_figures_are_safe_whatever_the_metric_name(results: dict[str, Any]) -> None:
     # Prepare
     renamed = copy.deepcopy(results)

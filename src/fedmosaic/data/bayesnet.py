@@ -41,6 +41,7 @@ from fedmosaic.data.concept_inputs import (
     REFERENCE_MAX_EPOCHS,
     autoencoded_inputs,
     one_hot_inputs,
+    probe_accuracy,
     reference_inputs,
 )
 from fedmosaic.data.concept_splits import ConceptDataset, ConceptSplits
@@ -271,8 +272,9 @@ def sample_concept_splits(
     >>> splits.task, "dysp" in splits.inputs
     ('dysp', False)
     """
-    model = load_network(name)
-    task = _resolve_task(model, name, task)
+    names = network_names()
+    if name not in names:
+        raise unknown_choice("data.network", "network", name, names)
     n_samples = _resolve_count(
         "data.n_samples", n_samples, DEFAULT_SAMPLES.get(name, DEFAULT_SAMPLE_COUNT), _MIN_SAMPLES
     )
@@ -288,7 +290,7 @@ def sample_concept_splits(
     arguments = {
         "network": name,
         "seed": seed,
-        "task": task,
+        "task": task if task is not None else NETWORK_TASKS.get(name),
         "n_samples": n_samples,
         "latent_dim": latent_dim,
         "epochs": epochs,
@@ -296,20 +298,24 @@ def sample_concept_splits(
         "mode": mode,
         "leak_task": leak_task,
     }
-    return cached_splits(
-        arguments,
-        lambda: _sample(
+
+    def sample() -> ConceptSplits:
+        # The network is read (pgmpy's parser, seconds on the large networks) only where the splits are
+        # sampled: a cached task was checked when its splits were, and a wrong or missing one finds no cache.
+        model = load_network(name)
+        return _sample(
             model,
             seed=seed,
-            task=task,
+            task=_resolve_task(model, name, task),
             n_samples=n_samples,
             latent_dim=latent_dim,
             epochs=epochs,
             noise_share=float(noise_share),
             mode=mode,
             leak_task=leak_task,
-        ),
-    )
+        )
+
+    return sample() if arguments["task"] is None else cached_splits(arguments, sample)
 
 
 def _sample(
@@ -341,13 +347,16 @@ def _sample(
     datasets = {
         split: ConceptDataset(features[split], codes[split], names, task, cardinalities, states) for split in codes
     }
+    train, test = datasets["train"], datasets["test"]
     return ConceptSplits(
-        train=datasets["train"],
+        train=train,
         val=datasets["val"],
-        test=datasets["test"],
+        test=test,
         graph_edges=tuple(model.edges()),
         task=task,
         inputs=inputs,
+        bayes_optimal_accuracy=bayes_optimal_accuracy(model, task, test.concepts, names),
+        probe_accuracy=probe_accuracy(train.x, train.columns([task])[:, 0], test.x, test.columns([task])[:, 0]),
         latent_std=latent_std,
     )
 

@@ -120,6 +120,12 @@ class ConceptSplits:
     inputs : tuple[str, ...]
         The variables the autoencoder behind ``x`` encodes: all but the task,
         or all of them when the task is leaked into ``x``.
+    bayes_optimal_accuracy : float
+        Test accuracy of the Bayes-optimal prediction of the task from every
+        other concept under the true network: the ceiling of any model.
+    probe_accuracy : float
+        Test accuracy of a logistic regression from ``x`` to the task, fitted
+        on the train split: what the inputs give away.
     latent_std : float
         Standard deviation of the autoencoder's latent before the noise
         (train split, root mean square over its dimensions); 1 where the
@@ -132,6 +138,8 @@ class ConceptSplits:
     graph_edges: tuple[tuple[str, str], ...]
     task: str
     inputs: tuple[str, ...]
+    bayes_optimal_accuracy: float
+    probe_accuracy: float
     latent_std: float = 1.0
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -140,7 +148,7 @@ class ConceptSplits:
         Examples
         --------
         >>> data = ConceptDataset(np.zeros((1, 2), np.float32), np.zeros((1, 1), np.int64), ("y",), "y", {"y": 2}, {"y": ["a", "b"]})
-        >>> splits = ConceptSplits(data, data, data, (), "y", ("y",), 0.5)
+        >>> splits = ConceptSplits(data, data, data, (), "y", ("y",), 1.0, 0.5, 0.5)
         >>> back = ConceptSplits.from_arrays(splits.to_arrays())
         >>> back.latent_std, back.test.states, back.val.x.shape
         (0.5, {'y': ['a', 'b']}, (1, 2))
@@ -153,6 +161,8 @@ class ConceptSplits:
             "states": first.states,
             "graph_edges": [list(edge) for edge in self.graph_edges],
             "inputs": list(self.inputs),
+            "bayes_optimal_accuracy": self.bayes_optimal_accuracy,
+            "probe_accuracy": self.probe_accuracy,
             "latent_std": self.latent_std,
         }
         arrays = {"structure": np.frombuffer(json.dumps(structure).encode(), dtype=np.uint8)}
@@ -182,5 +192,7 @@ class ConceptSplits:
             graph_edges=tuple((parent, child) for parent, child in structure["graph_edges"]),
             task=structure["task"],
             inputs=tuple(structure["inputs"]),
+            bayes_optimal_accuracy=float(structure["bayes_optimal_accuracy"]),
+            probe_accuracy=float(structure["probe_accuracy"]),
             latent_std=float(structure["latent_std"]),
         )

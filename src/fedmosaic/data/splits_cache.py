@@ -4,7 +4,7 @@ A network's splits depend only on what :func:`~fedmosaic.data.bayesnet.sample_co
 is given (network, seed, sizes, noise, input construction) and on the code and libraries that
 compute them. The cache file's name is a hash of all of that: the arguments, the source of the
 modules that sample and autoencode (:data:`SOURCES`), and the versions of fedmosaic, NumPy,
-PyTorch and pgmpy; any change to them is a new file, never a stale hit.
+PyTorch, pgmpy and scikit-learn (the splits' linear probe); any change to them is a new file, never a stale hit.
 
 The folder is ``$FEDMOSAIC_SPLITS_CACHE``, else ``$XDG_CACHE_HOME/fedmosaic/splits``
 (``~/.cache/fedmosaic/splits`` when ``XDG_CACHE_HOME`` is unset); ``FEDMOSAIC_SPLITS_CACHE=off``
@@ -40,7 +40,7 @@ SOURCES = (
     "fedmosaic.seeding",
 )
 """The modules whose code determines the splits."""
-LIBRARIES = ("numpy", "torch", "pgmpy")
+LIBRARIES = ("numpy", "torch", "pgmpy", "scikit-learn")
 
 
 def cache_folder() -> Path | None:

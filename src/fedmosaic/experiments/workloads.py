@@ -19,8 +19,6 @@ from fedmosaic.data.bayesnet import (
     REFERENCE_NOISE_SHARE,
     ConceptDataset,
     ConceptSplits,
-    bayes_optimal_accuracy,
-    load_network,
     sample_concept_splits,
 )
 from fedmosaic.data.catalog import load_dataset
@@ -34,7 +32,6 @@ from fedmosaic.data.concept_clients import (
     learned_confidence,
     oracle_confidence,
 )
-from fedmosaic.data.concept_inputs import probe_accuracy
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.partition import partition
 from fedmosaic.data.simpson import sample_grid_png, simpson_mnist
@@ -62,8 +59,6 @@ class ConceptWorkload:
     layout: list[ConceptClient]
     clients: list[ConceptClientData]
     true_ancestors: frozenset[str]
-    bayes_optimal: float
-    probe: float
     figures: tuple[tuple[str, str, bytes], ...] = ()
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
@@ -108,10 +103,11 @@ class ConceptWorkload:
             last_arrival=last_arrival,
             rounds=config.federation.rounds,
             extras={
-                "bayes_optimal_accuracy": self.bayes_optimal,
-                "probe_accuracy": self.probe,
+                "bayes_optimal_accuracy": self.splits.bayes_optimal_accuracy,
+                "probe_accuracy": self.splits.probe_accuracy,
                 "input_latent_std": self.splits.latent_std,
             },
+            true_edges=self.splits.graph_edges,
         )
 
 
@@ -244,18 +240,8 @@ def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
         for client in layout
     ]
     ancestors, _ = ancestral_graph(splits.graph_edges, splits.task)
-    bayes = bayes_optimal_accuracy(load_network(data.network), splits.task, splits.test.concepts, splits.test.names)
-    task_column = [splits.task]
-    probe = probe_accuracy(
-        splits.train.x, splits.train.columns(task_column)[:, 0], splits.test.x, splits.test.columns(task_column)[:, 0]
-    )
     return ConceptWorkload(
-        splits=splits,
-        layout=layout,
-        clients=clients,
-        true_ancestors=frozenset(ancestors) - {splits.task},
-        bayes_optimal=bayes,
-        probe=probe,
+        splits=splits, layout=layout, clients=clients, true_ancestors=frozenset(ancestors) - {splits.task}
     )
 
 

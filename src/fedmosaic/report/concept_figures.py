@@ -32,8 +32,15 @@ def true_network(config: Mapping[str, Any]) -> "DiscreteBayesianNetwork | None":
     return load_network(data["network"])
 
 
-def true_edges(config: Mapping[str, Any]) -> list[Edge] | None:
-    """The true network's edges when the data are sampled from a known network (bnlearn), else None."""
+def true_edges(run: Mapping[str, Any], config: Mapping[str, Any]) -> list[Edge] | None:
+    """The true graph's edges when the data come from a known network (bnlearn), else None.
+
+    A run records them (``true_edges`` in its artifacts); for results written before runs
+    did, they are read from the network the configuration names.
+    """
+    recorded = (run.get("artifacts") or {}).get("true_edges")
+    if recorded is not None:
+        return sorted((str(a), str(b)) for a, b in recorded)
     network = true_network(config)
     return None if network is None else sorted((str(a), str(b)) for a, b in network.edges())
 
@@ -75,7 +82,7 @@ def concept_sections(results: Mapping[str, Any]) -> list[Block]:
     run = graph_run(results)
     if run is not None:
         graph = run["artifacts"]["graph"]
-        marks = compare_edges(graph["parents"], true_edges(results["config"]))
+        marks = compare_edges(graph["parents"], true_edges(run, results["config"]))
         scores = consensus_scores(run["artifacts"].get("fusions", []), graph["parents"])
         numbers = "; numbers: the clients' consensus behind each edge" if scores else ""
         blocks += [

@@ -6,6 +6,7 @@ and checkpoints.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -749,6 +750,23 @@ def test_a_run_is_determined_by_its_seed(make_task, make_params, run_federation)
     a1, a2, a3 = (model_to_arrays(s.model) for s in (first, again, other))
     assert all(np.array_equal(a1[n], a2[n]) for n in a1)
     assert any(not np.array_equal(a1[n], a3[n]) for n in a1)
+
+
+def test_the_final_artifacts_record_the_true_edges_where_the_network_is_known(
+    make_task, make_params, run_federation
+) -> None:
+    # Prepare: the same task with and without its true graph
+    unknown = make_task(GROWTH_SUBSETS, rounds=1)
+    known = dataclasses.replace(unknown, true_edges=(("a", "b"), ("b", "y")))
+    params = make_params("cbm")
+
+    # Execute
+    with_truth, _ = run_federation(known, params, rounds=1)
+    without, _ = run_federation(unknown, params, rounds=1)
+
+    # Assert
+    assert with_truth.artifacts()["true_edges"] == [["a", "b"], ["b", "y"]]
+    assert "true_edges" not in without.artifacts()
 
 
 def test_state_dict_round_trips_through_load_state_dict(make_task, make_params) -> None:

@@ -388,6 +388,7 @@ class FCMServer(ServerLogic):
             "registry": {
                 str(c): {"concepts": e["concepts"], "joined": e.get("joined", 1)} for c, e in self.registry.items()
             },
+            **({"true_edges": [list(edge) for edge in task.true_edges]} if task.true_edges is not None else {}),
         }
         return {
             "full_intervention_accuracy": task_accuracy(model, task.test, concepts),

@@ -88,6 +88,11 @@ class ConceptTask:
         Round at which the last client joins (early stopping waits for it).
     rounds : int
         Number of rounds of the federation.
+    extras : dict of str to float
+        Facts of the data reported with the final metrics (e.g. the Bayes ceiling).
+    true_edges : tuple of (str, str) or None
+        Every edge ``(parent, child)`` of the true graph where the data come
+        from a known network, recorded for the report; None for a table's concepts.
     """
 
     clients: list[ConceptClientData]
@@ -99,6 +104,7 @@ class ConceptTask:
     last_arrival: int = 1
     rounds: int = 1
     extras: dict[str, float] = field(default_factory=dict)
+    true_edges: tuple[tuple[str, str], ...] | None = None
 
     @property
     def input_dim(self) -> int:
