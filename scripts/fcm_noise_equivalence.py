@@ -22,18 +22,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fedmosaic.data.bayesnet import NETWORK_TASKS, REFERENCE_NOISE_SHARE, ConceptSplits, sample_concept_splits
-from fedmosaic.data.concept_inputs import REFERENCE_MAX_EPOCHS, probe_accuracy
+from fedmosaic.data.bayesnet import NETWORK_TASKS, REFERENCE_NOISE_SHARE, sample_concept_splits
+from fedmosaic.data.concept_inputs import REFERENCE_MAX_EPOCHS
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "results" / "fcm-noise-equivalence.json"
 SEED = 0
-
-
-def _probe(splits: ConceptSplits) -> float:
-    task = [splits.task]
-    return probe_accuracy(
-        splits.train.x, splits.train.columns(task)[:, 0], splits.test.x, splits.test.columns(task)[:, 0]
-    )
 
 
 def main() -> None:
@@ -47,7 +40,7 @@ def main() -> None:
         }
         for network in NETWORK_TASKS
     }
-    probes = {network: _probe(sample_concept_splits(network, seed=SEED)) for network in NETWORK_TASKS}
+    probes = {network: sample_concept_splits(network, seed=SEED).probe_accuracy for network in NETWORK_TASKS}
     document = {"seed": SEED, "epochs": REFERENCE_MAX_EPOCHS, "latent_std": scales, "default_probe_accuracy": probes}
     OUT.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 

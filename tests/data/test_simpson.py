@@ -1,6 +1,5 @@
 """Specification of the Simpson-MNIST generator."""
 
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +10,11 @@ from fedmosaic.data.catalog import load_dataset
 from fedmosaic.data.simpson import (
     DARK,
     DIGITS,
-    GRID_CELL_INCHES,
-    GRID_DPI,
     LIGHT,
     SimpsonSplits,
     coarsened,
     one_shares,
     rule_shades,
-    sample_grid_png,
     shade_colour,
     shade_label_correlation,
     simpson_mnist,
@@ -26,7 +22,6 @@ from fedmosaic.data.simpson import (
 from fedmosaic.errors import ConfigError, FedmosaicError
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SMALL = {
     "num_clients": 5,
     "samples_per_client": 40,
@@ -300,38 +295,6 @@ def test_an_undefined_correlation_is_an_error(shades: list[float], labels: list[
     # Execute / Assert
     with pytest.raises(FedmosaicError):
         shade_label_correlation(*arrays)
-
-
-def test_the_sample_grid_is_a_deterministic_png(splits: SimpsonSplits) -> None:
-    # Prepare: splits of 5 clients
-
-    # Execute
-    first = sample_grid_png(splits, per_client=4)
-    again = sample_grid_png(splits, per_client=4)
-
-    # Assert
-    assert first.startswith(PNG_SIGNATURE)
-    assert first == again
-
-
-def test_the_sample_grid_gives_each_sample_a_cell_of_fixed_size(splits: SimpsonSplits) -> None:
-    # Prepare: splits of 5 clients, 4 samples a row
-
-    # Execute
-    png = sample_grid_png(splits, per_client=4)
-
-    # Assert: the PNG header's width and height, in pixels (a band above the rows holds the title)
-    width, height = struct.unpack(">II", png[16:24])
-    assert (width, height) == (4 * GRID_CELL_INCHES * GRID_DPI, (5 * GRID_CELL_INCHES + 0.5) * GRID_DPI)
-
-
-@pytest.mark.parametrize("per_client", [0, 41])
-def test_the_sample_grid_rejects_an_impossible_row_length(splits: SimpsonSplits, per_client: int) -> None:
-    # Prepare: clients of 40 samples
-
-    # Execute / Assert
-    with pytest.raises(ConfigError, match=r"simpson\.per_client: must be from 1 to 40"):
-        sample_grid_png(splits, per_client=per_client)
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,8 @@ from fedmosaic.data.concept_clients import (
 )
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.partition import partition
-from fedmosaic.data.simpson import sample_grid_png, simpson_mnist
+from fedmosaic.data.simpson import simpson_mnist
+from fedmosaic.data.simpson_figure import sample_grid_png
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
