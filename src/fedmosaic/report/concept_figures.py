@@ -38,11 +38,13 @@ def true_edges(run: Mapping[str, Any], config: Mapping[str, Any]) -> list[Edge] 
     A run records them (``true_edges`` in its artifacts); for results written before runs
     did, they are read from the network the configuration names.
     """
-    recorded = (run.get("artifacts") or {}).get("true_edges")
-    if recorded is not None:
-        return sorted((str(a), str(b)) for a, b in recorded)
-    network = true_network(config)
-    return None if network is None else sorted((str(a), str(b)) for a, b in network.edges())
+    edges = (run.get("artifacts") or {}).get("true_edges")
+    if edges is None:
+        network = true_network(config)
+        if network is None:
+            return None
+        edges = network.edges()
+    return sorted((str(a), str(b)) for a, b in edges)
 
 
 def consensus_scores(fusions: Sequence[Mapping[str, Any]], parents: Mapping[str, Sequence[str]]) -> dict[Edge, float]:
