@@ -7,8 +7,9 @@ reliance and the same numbers on the validation set (``validation_*``);
 over seeds 0-2, ``fedcfa-variants-28.json`` for three of the variant runs
 at full resolution, ``fedcfa-simpson-paper.json`` for ``fedmosaic run
 fedcfa-simpson-paper``; ``fedcfa-simpson.json``, ``fedcfa-simpson-grid.json``,
-``fedcfa-ablation.json`` the earlier runs, and ``fedcfa-table-<partition>-seed<seed>.json``
-the 60-client table's cells run so far.
+``fedcfa-ablation.json`` the earlier runs, ``fedcfa-table-<partition>-seed<seed>.json``
+the 60-client table's cells run so far (20 rounds), and ``fedcfa-table50-<partition>-seed<seed>.json``
+the cells run for the preset's 50 rounds.
 The recommended variant is chosen by :data:`RULE` on the validation numbers
 only; the test numbers are reported, never used to choose.
 
@@ -302,6 +303,9 @@ def ablation_table(path: Path = RESULTS / "fedcfa-ablation.json") -> str:
 
 CLIENTS60 = "fedcfa-table-*.json"
 """The 60-client table's files, one per partition and seed: a collected grid or a list of grid parts."""
+HORIZON = "fedcfa-table50-*.json"
+"""The 60-client table's cells run for the preset's 50 rounds, one file per partition and seed, named likewise."""
+HORIZON_ROUNDS = (20, 50)
 
 
 def _parts(path: Path) -> list[dict[str, Any]]:
@@ -322,14 +326,17 @@ CLIENTS60_ROUNDS = (5, 10, 15, 20)
 
 def _partition_and_seed(path: Path) -> tuple[str, int]:
     """The partition and seed a 60-client file's name gives (``fedcfa-table-dir06-seed1.json``: ``("dir06", 1)``)."""
-    partition, _, seed = path.stem.removeprefix("fedcfa-table-").rpartition("-seed")
+    partition, _, seed = path.stem.split("-", 2)[2].rpartition("-seed")
     return partition, int(seed)
 
 
-def clients60_partitions(folder: Path = RESULTS) -> dict[str, list[Path]]:
-    """The committed 60-client files by partition, in :data:`CLIENTS60_PARTITIONS`' order, each partition's seeds in order."""
+def clients60_partitions(folder: Path = RESULTS, pattern: str = CLIENTS60) -> dict[str, list[Path]]:
+    """The committed 60-client files by partition, in :data:`CLIENTS60_PARTITIONS`' order, each partition's seeds in order.
+
+    ``pattern`` picks the files: the 20-round table's (:data:`CLIENTS60`) or the 50-round cells' (:data:`HORIZON`).
+    """
     grouped: dict[str, list[tuple[int, Path]]] = defaultdict(list)
-    for path in folder.glob(CLIENTS60):
+    for path in folder.glob(pattern):
         partition, seed = _partition_and_seed(path)
         grouped[partition].append((seed, path))
     return {name: [path for _, path in sorted(grouped[name])] for name in CLIENTS60_PARTITIONS if name in grouped}
@@ -377,6 +384,45 @@ def clients60_table(paths: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def horizon_table(partitions: dict[str, list[Path]]) -> str:
+    """The cells run for 50 rounds: each run's test accuracy after round 20 and after round 50, per partition and dataset.
+
+    One column per partition (in :data:`CLIENTS60_PARTITIONS`' order) and dataset, the mean over the
+    seeds that ran (``-`` where none did); the best mean after round 50 of a column, as shown, is in bold.
+    """
+    accuracy: dict[tuple[str, str], dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
+    for partition, paths in partitions.items():
+        for path in paths:
+            for part in _parts(path):
+                for point in part["points"]:
+                    column = (partition, point["config"]["data"]["dataset"])
+                    for run in point["runs"]:
+                        accuracy[column][run["name"]].append(
+                            [run["history"][r - 1]["accuracy"] for r in HORIZON_ROUNDS]
+                        )
+    columns = [(p, d) for p in CLIENTS60_PARTITIONS for d in ("mnist", "fashion-mnist") if (p, d) in accuracy]
+    means = {
+        column: {name: np.round(100 * np.mean(v, axis=0), 1) for name, v in accuracy[column].items()}
+        for column in columns
+    }
+    best = {column: max(m[-1] for m in runs.values()) for column, runs in means.items()}
+    names = list(dict.fromkeys(name for column in columns for name in accuracy[column]))
+    dataset_names = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST"}
+
+    def cell(column: tuple[str, str], name: str) -> str:
+        if name not in means[column]:
+            return "-"
+        text = " → ".join(f"{v:.1f}" for v in means[column][name])
+        return f"**{text}**" if means[column][name][-1] == best[column] else text
+
+    lines = [
+        "| run | " + " | ".join(f"{CLIENTS60_PARTITIONS[p]}, {dataset_names[d]}" for p, d in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    lines += [f"| {name} | " + " | ".join(cell(column, name) for column in columns) + " |" for name in names]
+    return "\n".join(lines)
+
+
 def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path = REFERENCE) -> list[str]:
     """Every table of the page, in its order."""
     runs = load_runs(variants)
@@ -396,6 +442,7 @@ def tables(variants: Path = VARIANTS, methods: Path = METHODS, reference: Path =
         targets(paper, PAPER_RECOMMENDED),
         ablation_table(),
         *(clients60_table(paths) for paths in clients60_partitions().values()),
+        *([horizon_table(horizon)] if (horizon := clients60_partitions(pattern=HORIZON)) else []),
     ]
 
 
@@ -447,9 +494,16 @@ def main() -> None:
     print(paper_goals)
     print("\nEarlier one-change FedCFA variants on the validation set (fedcfa-ablation, seed 0, 25 rounds):\n")
     print(ablation)
-    for (partition, paths), table_60 in zip(clients60_partitions().items(), clients60, strict=True):
+    partitions = clients60_partitions()
+    for (partition, paths), table_60 in zip(partitions.items(), clients60, strict=False):
         print(f"\n60 clients, {clients60_setting(partition, paths)}, 20 rounds, test accuracy:\n")
         print(table_60)
+    if len(clients60) > len(partitions):
+        seeds = sorted({_partition_and_seed(path)[1] for path in RESULTS.glob(HORIZON)})
+        print(
+            f"\n60 clients, 50 rounds, seeds {', '.join(map(str, seeds))}: test accuracy after round 20 → round 50:\n"
+        )
+        print(clients60[-1])
 
 
 if __name__ == "__main__":
