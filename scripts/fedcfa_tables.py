@@ -344,8 +344,7 @@ def clients60_partitions(folder: Path = RESULTS, pattern: str = CLIENTS60) -> di
 
 def clients60_setting(partition: str, paths: list[Path]) -> str:
     """A partition's name and its files' seeds as the page gives them (e.g. ``Dirichlet 0.6, seeds 0, 1, 2``)."""
-    seeds = sorted(_partition_and_seed(path)[1] for path in paths)
-    return f"{CLIENTS60_PARTITIONS[partition]}, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+    return f"{CLIENTS60_PARTITIONS[partition]}, {_seeds({_partition_and_seed(path)[1] for path in paths})}"
 
 
 def clients60_table(paths: list[Path]) -> str:
@@ -384,18 +383,26 @@ def clients60_table(paths: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def _seeds(seeds: set[int]) -> str:
+    """``seed 0`` or ``seeds 0, 1, 2``."""
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))}"
+
+
 def horizon_table(partitions: dict[str, list[Path]]) -> str:
     """The cells run for 50 rounds: each run's test accuracy after round 20 and after round 50, per partition and dataset.
 
-    One column per partition (in :data:`CLIENTS60_PARTITIONS`' order) and dataset, the mean over the
-    seeds that ran (``-`` where none did); the best mean after round 50 of a column, as shown, is in bold.
+    One column per partition (in :data:`CLIENTS60_PARTITIONS`' order) and dataset, headed by the
+    seeds that ran there, the mean over them (``-`` for a run none of them ran); the best mean after
+    round 50 of a column, as shown, is in bold.
     """
     accuracy: dict[tuple[str, str], dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
+    seeds: dict[tuple[str, str], set[int]] = defaultdict(set)
     for partition, paths in partitions.items():
         for path in paths:
             for part in _parts(path):
                 for point in part["points"]:
                     column = (partition, point["config"]["data"]["dataset"])
+                    seeds[column].add(point["config"]["seed"])
                     for run in point["runs"]:
                         accuracy[column][run["name"]].append(
                             [run["history"][r - 1]["accuracy"] for r in HORIZON_ROUNDS]
@@ -416,7 +423,9 @@ def horizon_table(partitions: dict[str, list[Path]]) -> str:
         return f"**{text}**" if means[column][name][-1] == best[column] else text
 
     lines = [
-        "| run | " + " | ".join(f"{CLIENTS60_PARTITIONS[p]}, {dataset_names[d]}" for p, d in columns) + " |",
+        "| run | "
+        + " | ".join(f"{CLIENTS60_PARTITIONS[p]}, {dataset_names[d]}, {_seeds(seeds[p, d])}" for p, d in columns)
+        + " |",
         "|---|" + "---|" * len(columns),
     ]
     lines += [f"| {name} | " + " | ".join(cell(column, name) for column in columns) + " |" for name in names]
@@ -499,10 +508,7 @@ def main() -> None:
         print(f"\n60 clients, {clients60_setting(partition, paths)}, 20 rounds, test accuracy:\n")
         print(table_60)
     if len(clients60) > len(partitions):
-        seeds = sorted({_partition_and_seed(path)[1] for path in RESULTS.glob(HORIZON)})
-        print(
-            f"\n60 clients, 50 rounds, seeds {', '.join(map(str, seeds))}: test accuracy after round 20 → round 50:\n"
-        )
+        print("\n60 clients, 50 rounds: test accuracy after round 20 → round 50, mean over the seeds run:\n")
         print(clients60[-1])
 
 
