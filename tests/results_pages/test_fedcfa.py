@@ -108,24 +108,25 @@ def test_an_appended_grid_becomes_the_last_part_of_a_60_client_file(script: Modu
 def test_the_50_round_table_shows_round_20_then_50_per_partition_and_bolds_each_columns_best(
     script: ModuleType, tmp_path: Path
 ) -> None:
-    # Prepare: Dirichlet 0.2 on MNIST (FedAvg, FedCFA) and IID on Fashion-MNIST (FedAvg only), one seed each
-    def grid(partition: str, dataset: str, runs: dict[str, tuple[float, float]]) -> None:
+    # Prepare: Dirichlet 0.2 on MNIST, seeds 0 and 1 (FedCFA on seed 0 only); IID on Fashion-MNIST, seed 0
+    def grid(partition: str, dataset: str, seed: int, runs: dict[str, tuple[float, float]]) -> None:
         def history(at20: float, at50: float) -> list[dict[str, float]]:
             return [{"round": r, "accuracy": at20 if r <= 20 else at50} for r in range(1, 51)]
 
-        config = {"seed": 0, "data": {"dataset": dataset}}
-        point = {"seed": 0, "config": config, "runs": [{"name": n, "history": history(*a)} for n, a in runs.items()]}
-        (tmp_path / f"fedcfa-table50-{partition}-seed0.json").write_text(json.dumps({"points": [point]}))
+        config = {"seed": seed, "data": {"dataset": dataset}}
+        point = {"config": config, "runs": [{"name": n, "history": history(*a)} for n, a in runs.items()]}
+        (tmp_path / f"fedcfa-table50-{partition}-seed{seed}.json").write_text(json.dumps({"points": [point]}))
 
-    grid("iid", "fashion-mnist", {"FedAvg": (0.78, 0.85)})
-    grid("dir02", "mnist", {"FedAvg": (0.90, 0.96), "FedCFA": (0.95, 0.94)})
+    grid("iid", "fashion-mnist", 0, {"FedAvg": (0.78, 0.85)})
+    grid("dir02", "mnist", 0, {"FedAvg": (0.90, 0.96), "FedCFA": (0.95, 0.94)})
+    grid("dir02", "mnist", 1, {"FedAvg": (0.80, 0.90)})
     # Execute
     table = script.horizon_table(script.clients60_partitions(tmp_path, script.HORIZON))
     # Assert
     assert table.splitlines() == [
-        "| run | Dirichlet 0.2, MNIST | IID, Fashion-MNIST |",
+        "| run | Dirichlet 0.2, MNIST, seeds 0, 1 | IID, Fashion-MNIST, seed 0 |",
         "|---|---|---|",
-        "| FedAvg | **90.0 → 96.0** | **78.0 → 85.0** |",
-        "| FedCFA | 95.0 → 94.0 | - |",
+        "| FedAvg | 85.0 → 93.0 | **78.0 → 85.0** |",
+        "| FedCFA | **95.0 → 94.0** | - |",
     ]
     assert not script.clients60_partitions(tmp_path)  # the 20-round table reads none of them
