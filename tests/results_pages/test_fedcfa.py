@@ -105,7 +105,7 @@ def test_an_appended_grid_becomes_the_last_part_of_a_60_client_file(script: Modu
     assert fresh == [later]
 
 
-def test_the_50_round_table_shows_round_20_then_50_per_partition_and_bolds_each_columns_best(
+def test_the_50_round_table_shows_round_20_then_50_and_the_late_mean_and_bolds_each_columns_best(
     script: ModuleType, tmp_path: Path
 ) -> None:
     # Prepare: Dirichlet 0.2 on MNIST, seeds 0 and 1 (FedCFA on seed 0 only); IID on Fashion-MNIST, seed 0
@@ -126,7 +126,7 @@ def test_the_50_round_table_shows_round_20_then_50_per_partition_and_bolds_each_
     assert table.splitlines() == [
         "| run | Dirichlet 0.2, MNIST, seeds 0, 1 | IID, Fashion-MNIST, seed 0 |",
         "|---|---|---|",
-        "| FedAvg | 85.0 → 93.0 | **78.0 → 85.0** |",
-        "| FedCFA | **95.0 → 94.0** | - |",
+        "| FedAvg | 85.0 → 93.0 (93.0) | **78.0 → 85.0** (85.0) |",
+        "| FedCFA | **95.0 → 94.0** (94.0) | - |",
     ]
     assert not script.clients60_partitions(tmp_path)  # the 20-round table reads none of them
