@@ -407,9 +407,11 @@ def horizon_table(partitions: dict[str, list[Path]]) -> str:
                     column = (partition, point["config"]["data"]["dataset"])
                     seeds[column].add(point["config"]["seed"])
                     for run in point["runs"]:
-                        readings = [run["history"][r - 1]["accuracy"] for r in (*HORIZON_ROUNDS, *HORIZON_LATE)]
-                        late = readings[len(HORIZON_ROUNDS) :]
-                        accuracy[column][run["name"]].append([*readings[: len(HORIZON_ROUNDS)], sum(late) / len(late)])
+                        history = run["history"]
+                        late = sum(history[r - 1]["accuracy"] for r in HORIZON_LATE) / len(HORIZON_LATE)
+                        accuracy[column][run["name"]].append(
+                            [*(history[r - 1]["accuracy"] for r in HORIZON_ROUNDS), late]
+                        )
     columns = [(p, d) for p in CLIENTS60_PARTITIONS for d in ("mnist", "fashion-mnist") if (p, d) in accuracy]
     means = {
         column: {name: np.round(100 * np.mean(v, axis=0), 1) for name, v in accuracy[column].items()}
@@ -508,15 +510,16 @@ def main() -> None:
     print("\nEarlier one-change FedCFA variants on the validation set (fedcfa-ablation, seed 0, 25 rounds):\n")
     print(ablation)
     partitions = clients60_partitions()
-    for (partition, paths), table_60 in zip(partitions.items(), clients60, strict=False):
+    clients60, horizon = clients60[: len(partitions)], clients60[len(partitions) :]
+    for (partition, paths), table_60 in zip(partitions.items(), clients60, strict=True):
         print(f"\n60 clients, {clients60_setting(partition, paths)}, 20 rounds, test accuracy:\n")
         print(table_60)
-    if len(clients60) > len(partitions):
+    for table_50 in horizon:
         print(
             "\n60 clients, 50 rounds: test accuracy after round 20 → round 50 (mean of rounds 30 to 50),"
             " mean over the seeds run:\n"
         )
-        print(clients60[-1])
+        print(table_50)
 
 
 if __name__ == "__main__":
