@@ -39,3 +39,14 @@ def test_the_committed_result_holds_every_reading_its_medians_come_from() -> Non
 
     # Assert
     assert counts == {document["repeats"]}
+
+
+def test_outside_the_rounds_is_the_run_wall_less_the_rounds_wall(benchmark: ModuleType) -> None:
+    # Prepare
+    reading = {"wall_s": 11.2, "rounds": 10, "round_wall_s": 0.54}
+
+    # Execute
+    outside = benchmark.outside_rounds(reading)
+
+    # Assert
+    assert outside == pytest.approx(5.8)
