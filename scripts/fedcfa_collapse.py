@@ -48,7 +48,8 @@ from fedmosaic.methods.horizontal.fedcfa.counterfactual import (
     select_factors,
 )
 from fedmosaic.methods.horizontal.models import Classifier
-from fedmosaic.methods.registry import HorizontalTask, get_method
+from fedmosaic.methods.horizontal.task import HorizontalTask
+from fedmosaic.methods.registry import get_method
 
 # The benchmarks' helpers (data folder, machine facts, JSON output) serve this investigation too.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

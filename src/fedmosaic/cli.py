@@ -28,10 +28,12 @@ from fedmosaic.deploy.supernode import POLL_INTERVAL_S
 from fedmosaic.devices import resolve_device
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import apply_overrides, load_config
+from fedmosaic.experiments.datasets import DATASETS
 from fedmosaic.experiments.presets import describe_presets, resolve_experiment
 from fedmosaic.experiments.progress import ProgressSink
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import RoundRecord
+from fedmosaic.methods.architectures import MODELS
 from fedmosaic.methods.registry import METHODS
 from fedmosaic.report import load_results, write_report
 from fedmosaic.report.content import headline_table
@@ -441,15 +443,16 @@ def examples(
 
 @app.command()
 def presets() -> None:
-    """List the shipped experiments and the registered methods."""
+    """List the shipped experiments, and the registered methods, models and datasets with the package of each."""
     table = Table("preset", "description", box=None)
     for name, description in describe_presets():
         table.add_row(name, description)
     out_console.print(table)
-    methods = Table("method", "summary", box=None)
-    for method in METHODS.values():
-        methods.add_row(method.name, method.summary)
-    out_console.print(methods)
+    for registry in (METHODS, MODELS, DATASETS):
+        listing = Table(registry.kind, "package", "summary", box=None)
+        for name, component in registry.items():
+            listing.add_row(name, registry.package(name), component.summary)
+        out_console.print(listing)
 
 
 @app.command()

@@ -9,7 +9,7 @@ import tomli_w
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import apply_overrides, fingerprint, load_config, method_params
 from fedmosaic.experiments.presets import resolve_experiment
-from fedmosaic.methods.registry import FedProxParams
+from fedmosaic.methods.horizontal.fedavg.params import FedProxParams
 
 BASE = {"name": "t", "runs": [{"name": "FedAvg", "method": "fedavg"}]}
 
@@ -52,7 +52,7 @@ def test_a_minimal_config_gets_documented_defaults() -> None:
         (_with(federation={"rounds": "ten"}), "federation.rounds", "valid integer"),
         (_with(federation={"rounds": 2.5}), "federation.rounds", "valid integer"),
         (_with(partition={"scheme": "random"}), "partition.scheme", "'iid', 'dirichlet' or 'pathological'"),
-        (_with(data={"dataset": "cifar"}), "data.dataset", "'digits'"),
+        (_with(data={"dataset": "cifar"}), "data.dataset", "unknown dataset 'cifar' (accepted: bnlearn, digits"),
         (_with(train={"lr": 0}), "train.lr", "greater than 0"),
         (
             _with(train={"device": "gpu"}),

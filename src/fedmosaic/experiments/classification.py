@@ -10,6 +10,7 @@ from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.job import Job, federated_schedule
 from fedmosaic.federation import Schedule
+from fedmosaic.methods.horizontal.models import ModelParams, check_classifier
 from fedmosaic.methods.horizontal.probes import Probe
 from fedmosaic.methods.horizontal.task import HorizontalTask
 
@@ -37,6 +38,17 @@ class ClassificationWorkload:
     pretrain: ArrayDataset | None = None
     figures: tuple[tuple[str, str, bytes], ...] = ()
     probes: tuple[Probe, ...] = ()
+
+    def checked(self, model: ModelParams) -> ClassificationWorkload:
+        """The workload itself, once ``model`` is known to map its examples to its classes' logits.
+
+        Raises
+        ------
+        ConfigError
+            Naming ``model.factory`` (or ``model.kind``) otherwise.
+        """
+        check_classifier(model, tuple(self.test.x.shape[1:]), self.test.num_classes)
+        return self
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
         """The federations that make up a run in ``setting``."""

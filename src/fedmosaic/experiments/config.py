@@ -25,6 +25,7 @@ from fedmosaic.data.tables.schema import TablesSection, check_tables
 from fedmosaic.devices import parse_device
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.capabilities import UPDATE_ATTACKS, check_supported
+from fedmosaic.experiments.datasets import DATASETS, get_dataset
 from fedmosaic.experiments.inert_keys import check_inert_keys, recorded_document
 from fedmosaic.experiments.overrides import apply_overrides, grid_points, read_toml
 from fedmosaic.experiments.sections import (
@@ -47,9 +48,10 @@ from fedmosaic.experiments.validation import validate
 from fedmosaic.federation.privacy import noise_for_epsilon
 from fedmosaic.limits import MAX_SEED, MIN_NOISE
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.horizontal.models import ModelParams
+from fedmosaic.methods.horizontal.models import ModelParams, check_signature
 from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.training import TrainParams
+from fedmosaic.user_code import source_sha256
 
 __all__ = [
     "VERTICAL_DATASETS",
@@ -146,7 +148,7 @@ class ExperimentConfig(Section):
         """
         if self.tables is not None:
             return self.tables.num_clients
-        if self.data.dataset == "bnlearn":
+        if self.task_kind == "concepts":
             return self.concepts.num_clients
         if self.vertical is not None:
             return self.vertical.parties(self.data.dataset) - 1
@@ -156,14 +158,19 @@ class ExperimentConfig(Section):
     def task_kind(self) -> str:
         """The kind of task: ``"concepts"``, ``"vertical"`` or ``"classification"``.
 
-        ``"concepts"`` for concept data, ``"vertical"`` with a ``[vertical]``
-        section, ``"classification"`` otherwise (with ``[tables]``: its kind).
+        The kind of task the dataset gives (``"concepts"`` for concept data),
+        and for a dataset of classification arrays ``"vertical"`` with a
+        ``[vertical]`` section (with ``[tables]``: its kind).
+
+        Raises
+        ------
+        ConfigError
+            If ``data.dataset`` is not registered.
         """
         if self.tables is not None:
             return self.tables.task_kind
-        if self.data.dataset == "bnlearn":
-            return "concepts"
-        return "vertical" if self.vertical is not None else "classification"
+        kind = get_dataset(self.data.dataset).kind
+        return "vertical" if self.vertical is not None and kind == "classification" else kind
 
     def document(self) -> dict[str, Any]:
         """The configuration as a run records it (``config.toml``, results, model cards): only keys that act.
@@ -245,7 +252,36 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
             f"must be <= concepts.num_clients ({concepts.num_clients}), got {concepts.initial_clients}",
         )
     check_inert_keys(source, config)
-    return config
+    return _with_model_code(config)
+
+
+def _with_model_code(config: ExperimentConfig) -> ExperimentConfig:
+    """``config`` with its own model checked and, for a factory, the SHA-256 of the source it runs.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``model.factory`` or ``model.kind``: both set, an architecture that
+        is not registered, a factory that cannot be imported or called with a
+        shape, classes and ``args``; naming ``model.code_sha256`` if a recorded
+        hash no longer matches the source.
+    """
+    model = config.model
+    if model.factory is not None and "kind" in model.model_fields_set:
+        raise ConfigError("model.kind", "set either model.kind or model.factory, not both")
+    if config.task_kind != "classification":  # the model of other tasks is set in runs.N.params
+        return config
+    check_signature(model)
+    if model.factory is None:
+        return config
+    digest = source_sha256(model.factory, "model.factory")
+    if model.code_sha256 is not None and model.code_sha256 != digest:
+        raise ConfigError(
+            "model.code_sha256",
+            f"the source of {model.factory} changed since this configuration was recorded "
+            f"({model.code_sha256[:12]}..., now {digest[:12]}...)",
+        )
+    return config.model_copy(update={"model": model.model_copy(update={"code_sha256": digest})})
 
 
 def _check_grid(source: dict[str, Any], grid: GridSection) -> None:
@@ -356,10 +392,9 @@ def sample_rate(config: ExperimentConfig, num_clients: int) -> float:
 def _check_vertical(config: ExperimentConfig) -> None:
     vertical = config.vertical
     assert vertical is not None
-    if config.data.dataset not in VERTICAL_DATASETS:
-        raise ConfigError(
-            "data.dataset", f"a vertical task needs one of {', '.join(VERTICAL_DATASETS)}, got '{config.data.dataset}'"
-        )
+    if "vertical" not in get_dataset(config.data.dataset).tasks:
+        accepted = ", ".join(d.name for d in DATASETS.values() if "vertical" in d.tasks)
+        raise ConfigError("data.dataset", f"a vertical task needs one of {accepted}, got '{config.data.dataset}'")
     parties = vertical.parties(config.data.dataset)
     settings = [("vertical.train_missing", vertical.train_missing)] + [
         ("vertical.test_missing", t) for t in vertical.test_settings()

@@ -170,7 +170,7 @@ def _method_client(
 
 
 @lru_cache(maxsize=2)
-def _workload(experiment: str, data_dir: str | None) -> ClassificationWorkload | ConceptWorkload:
+def _workload(experiment: str, data_dir: str | None) -> Any:
     return prepare_workload(load_config(json.loads(experiment)), data_dir=data_dir)
 
 

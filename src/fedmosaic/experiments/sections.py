@@ -45,8 +45,10 @@ class DataSection(Section):
 
     Parameters
     ----------
-    dataset : {"digits", "mnist", "fashion-mnist", "isolet", "simpson-mnist", "bnlearn"}, default "digits"
-        ``digits`` ships with scikit-learn; ``bnlearn`` samples concept data
+    dataset : str, default "digits"
+        A registered dataset (``fedmosaic presets`` lists them, plugins'
+        included): ``digits``, ``mnist``, ``fashion-mnist``, ``isolet``,
+        ``simpson-mnist`` and ``bnlearn`` are fedmosaic's own. ``digits`` ships with scikit-learn; ``bnlearn`` samples concept data
         from a Bayesian network that ships with pgmpy (for concept methods);
         ``simpson-mnist`` colours MNIST's 1s and 7s so that every client shows
         the trend the pooled data reverses (``partition.num_clients`` clients,
@@ -119,7 +121,7 @@ class DataSection(Section):
         keeps MNIST's 28 x 28.
     """
 
-    dataset: Literal["digits", "mnist", "fashion-mnist", "isolet", "simpson-mnist", "bnlearn"] = "digits"
+    dataset: str = "digits"
     data_dir: str | None = None
     test_fraction: float = Field(default=0.25, gt=0, lt=1)
     network: str = "asia"

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-from fedmosaic.data.catalog import load_dataset
 from fedmosaic.data.missingness import MaskModel, Missingness, fit_mechanism, parse_missingness
 from fedmosaic.data.vertical import dirichlet_column_blocks, even_column_blocks, image_patch_blocks
 from fedmosaic.data.vertical_data import (
@@ -18,6 +17,7 @@ from fedmosaic.data.vertical_data import (
     vertical_split,
 )
 from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
+from fedmosaic.experiments.datasets import load_splits
 from fedmosaic.experiments.job import Job
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
@@ -86,12 +86,7 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
     """Load the dataset, cut it into party blocks and draw masks and labels (all seeded)."""
     section = config.vertical
     assert section is not None
-    splits = load_dataset(
-        config.data.dataset,
-        data_dir=data_dir if data_dir is not None else config.data.data_dir,
-        seed=config.seed,
-        test_fraction=config.data.test_fraction,
-    )
+    splits = load_splits(config, data_dir)
     image = splits.train.x.ndim == 4
     train_x, train_y = _rows(splits.train.x, splits.train.y, section.train_rows, config.seed, "train")
     test_x, test_y = _rows(splits.test.x, splits.test.y, section.test_rows, config.seed, "test")

@@ -1,16 +1,21 @@
 """Prepare an experiment's data and turn each run into the federations it needs.
 
-Two kinds of workload exist: *classification* (a dataset partitioned across
-clients; FedAvg, FedProx) and *concepts* (bnlearn concept data laid out over
-clients with concept subsets and arrival rounds; F-CMs). Each gives, for a
-setting (federated, centralized, local), the jobs to run: a task object the
-method is built from, and a schedule.
+The workload is chosen by lookup, never by branching on a kind: a ``[tables]``
+experiment by its tables' kind (:data:`TABLE_WORKLOADS`), any other by its
+dataset in :data:`~fedmosaic.experiments.datasets.DATASETS` and the kind of
+task the experiment asks of it. The preparers of fedmosaic's own datasets
+are here: *classification* (a dataset partitioned across clients; FedAvg,
+FedProx), Simpson-MNIST, and *concepts* (bnlearn concept data laid out over
+clients with concept subsets and arrival rounds; F-CMs). Each workload
+gives, for a setting (federated, centralized, local), the jobs to run: a
+task object the method is built from, and a schedule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +26,6 @@ from fedmosaic.data.bayesnet import (
     ConceptSplits,
     sample_concept_splits,
 )
-from fedmosaic.data.catalog import load_dataset
 from fedmosaic.data.concept_clients import (
     ConceptClient,
     ancestral_graph,
@@ -39,10 +43,10 @@ from fedmosaic.data.simpson_figure import sample_grid_png
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
+from fedmosaic.experiments.datasets import Preparer, get_dataset, load_splits
 from fedmosaic.experiments.job import Job, federated_schedule
 from fedmosaic.experiments.table_vertical import ALIGNMENT, read_tables
 from fedmosaic.experiments.table_workload import prepare_tables
-from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
@@ -112,33 +116,37 @@ class ConceptWorkload:
         )
 
 
-def prepare_workload(
-    config: ExperimentConfig, *, data_dir: str | Path | None = None
-) -> ClassificationWorkload | ConceptWorkload:
+def prepare_workload(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> Any:
     """Load and lay out the experiment's data (before anything is written)."""
     if config.tables is not None:
-        if config.tables.kind != "vertical":
-            return prepare_tables(config)  # type: ignore[return-value]
-        audit = MessageRecord(ALIGNMENT) if config.federation.audit else None
-        in_process = config.federation.engine == "inprocess"
-        return replace(read_tables(config, in_process=in_process), audit=audit)  # type: ignore[return-value]
-    if config.task_kind == "concepts":
-        return prepare_concepts(config)
-    if config.task_kind == "vertical":
-        return prepare_vertical(config, data_dir=data_dir)  # type: ignore[return-value]
-    return prepare_classification(config, data_dir=data_dir)
+        prepare = TABLE_WORKLOADS[config.tables.kind]
+    else:
+        prepare = get_dataset(config.data.dataset).preparer(config.task_kind)
+    return prepare(config, data_dir=data_dir)
+
+
+def _vertical_tables(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> Any:
+    """The active party's tables (and in process every party's), with the alignment's audit when asked."""
+    audit = MessageRecord(ALIGNMENT) if config.federation.audit else None
+    return replace(read_tables(config, in_process=config.federation.engine == "inprocess"), audit=audit)
+
+
+def _site_tables(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> Any:
+    """Every site's horizontal or concept table, read and checked (the test table too)."""
+    return prepare_tables(config)
+
+
+TABLE_WORKLOADS: dict[str, Preparer] = {
+    "horizontal": _site_tables,
+    "concepts": _site_tables,
+    "vertical": _vertical_tables,
+}
+"""``tables.kind`` -> how a ``[tables]`` experiment's workload is prepared."""
 
 
 def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
     """Load the dataset and partition its training split across clients."""
-    if config.data.dataset == "simpson-mnist":
-        return prepare_simpson(config, data_dir=data_dir)
-    splits = load_dataset(
-        config.data.dataset,
-        data_dir=data_dir if data_dir is not None else config.data.data_dir,
-        seed=config.seed,
-        test_fraction=config.data.test_fraction,
-    )
+    splits = load_splits(config, data_dir)
     p = config.partition
     if p.num_clients > len(splits.train):
         raise ConfigError(
@@ -154,12 +162,12 @@ def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | N
         classes_per_client=p.classes_per_client,
         min_size=p.min_size,
     )
-    return ClassificationWorkload(clients=splits.train.partitioned(parts), test=splits.test)
+    return ClassificationWorkload(clients=splits.train.partitioned(parts), test=splits.test).checked(config.model)
 
 
 def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
     """Simpson-MNIST: a colour rule per client, the pooled trend reversed; colour reliance probed every evaluation."""
-    mnist = load_dataset("mnist", data_dir=data_dir if data_dir is not None else config.data.data_dir)
+    mnist = load_splits(config, data_dir, "mnist")
     splits = simpson_mnist(
         mnist,
         seed=config.seed,
@@ -191,10 +199,10 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
         pretrain=splits.pretrain if len(splits.pretrain) else None,
         figures=(picture,),
         probes=probes,
-    )
+    ).checked(config.model)
 
 
-def prepare_concepts(config: ExperimentConfig) -> ConceptWorkload:
+def prepare_concepts(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ConceptWorkload:
     """Sample a network's concept data and lay it out over clients."""
     data, layout_config = config.data, config.concepts
     splits = sample_concept_splits(

@@ -11,8 +11,23 @@ from typing import Any
 from fedmosaic.data.tables.schema import resolve_paths
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import read_toml
+from fedmosaic.user_code import resolve_beside
 
 _PACKAGE = __name__
+
+
+def resolve_model_code(source: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The raw configuration with a ``model.factory`` module that lies in ``base`` made an absolute file path.
+
+    Examples
+    --------
+    >>> resolve_model_code({"model": {"kind": "mlp"}}, Path("."))
+    {'model': {'kind': 'mlp'}}
+    """
+    model = source.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("factory"), str):
+        return source
+    return {**source, "model": {**model, "factory": resolve_beside(model["factory"], base)}}
 
 
 def preset_names() -> list[str]:
@@ -48,7 +63,7 @@ def resolve_experiment(spec: str) -> dict[str, Any]:
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
             raise ConfigError("experiment", f"no such file: {path}")
-        return resolve_paths(read_toml(path), path.parent)
+        return resolve_model_code(resolve_paths(read_toml(path), path.parent), path.parent)
     close = difflib.get_close_matches(spec, preset_names(), n=1)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     raise ConfigError(

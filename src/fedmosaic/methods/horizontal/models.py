@@ -1,15 +1,21 @@
-"""Classifier models built from a small, validated description."""
+"""Classifier models built from a small, validated description: a registered architecture or a user's factory."""
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.limits import MAX_LAYERS, Width
+from fedmosaic.methods.architectures import MODELS, ModelArchitecture
+from fedmosaic.user_code import load_callable
 
 
 class ModelParams(BaseModel):
@@ -17,7 +23,8 @@ class ModelParams(BaseModel):
 
     Parameters
     ----------
-    kind : {"mlp", "cnn"}, default "mlp"
+    kind : str, default "mlp"
+        A registered architecture (``fedmosaic presets`` lists them).
         ``mlp``: flatten, then fully connected layers with ReLU.
         ``cnn``: 3x3 convolutions with ReLU and 2x2 max-pooling, then a
         linear layer.
@@ -25,16 +32,52 @@ class ModelParams(BaseModel):
         Hidden layer widths of the MLP.
     channels : list of int, default [32, 64]
         Output channels of each convolution block of the CNN.
+    factory : str or None, default None
+        Your own model instead of ``kind``: ``"module:callable"`` (a module
+        beside the experiment file, or installed) or ``"file.py:callable"``.
+        It is called as ``callable(input_shape=..., num_classes=..., **args)``
+        and returns a ``torch.nn.Module`` whose output is ``(batch,
+        num_classes)`` logits. FedCFA cuts it into encoder and decoder, so
+        for FedCFA it is an ``nn.Sequential`` (``runs.N.params.split`` says
+        where the encoder ends).
+    args : table or None, default None
+        Further keyword arguments of the factory, or of a registered
+        architecture.
+    code_sha256 : str or None, default None
+        Set when the configuration loads: the SHA-256 of the factory's
+        module source, recorded with every run. Given (a recorded
+        configuration), it must match the source found.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    kind: Literal["mlp", "cnn"] = "mlp"
+    kind: str = "mlp"
     hidden: list[Width] = Field(default_factory=lambda: [200, 200], max_length=MAX_LAYERS)
     channels: list[Width] = Field(default_factory=lambda: [32, 64], min_length=1, max_length=MAX_LAYERS)
+    factory: str | None = Field(default=None, min_length=1)
+    args: dict[str, Any] | None = None
+    code_sha256: str | None = Field(default=None, min_length=64, max_length=64)
+
+    @property
+    def field(self) -> str:
+        """The key that names the model: ``model.factory`` or ``model.kind``."""
+        return "model.factory" if self.factory is not None else "model.kind"
+
+    def builder(self) -> tuple[Callable[..., nn.Module], dict[str, Any]]:
+        """The callable that builds the model, and its keyword arguments besides the shape and classes.
+
+        Raises
+        ------
+        ConfigError
+            If the architecture is not registered, or the factory cannot be imported.
+        """
+        if self.factory is not None:
+            return load_callable(self.factory, "model.factory"), dict(self.args or {})
+        architecture = MODELS.get(self.kind, field="model.kind")
+        return architecture.build, {key: getattr(self, key) for key in architecture.keys} | (self.args or {})
 
 
-def build_model(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> nn.Sequential:
+def build_model(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Build the classifier described by ``params``.
 
     Parameters
@@ -52,9 +95,8 @@ def build_model(params: ModelParams, input_shape: tuple[int, ...], num_classes: 
     >>> sum(p.numel() for p in model.parameters())
     1210
     """
-    if params.kind == "mlp":
-        return _mlp(math.prod(input_shape), params.hidden, num_classes)
-    return _cnn(input_shape, params.channels, num_classes)
+    build, arguments = params.builder()
+    return build(input_shape=tuple(input_shape), num_classes=num_classes, **arguments)
 
 
 @dataclass(frozen=True)
@@ -81,14 +123,14 @@ class Classifier:
     input_shape: tuple[int, ...]
     num_classes: int
 
-    def __call__(self) -> nn.Sequential:
+    def __call__(self) -> nn.Module:
         """A fresh model of this architecture."""
         return build_model(self.params, self.input_shape, self.num_classes)
 
     def to_json(self) -> dict[str, Any]:
         """The architecture as JSON (a model card's ``architecture``)."""
         return {
-            "model": self.params.model_dump(mode="json"),
+            "model": self.params.model_dump(mode="json", exclude_none=True),
             "input_shape": list(self.input_shape),
             "num_classes": self.num_classes,
         }
@@ -99,9 +141,10 @@ class Classifier:
         return cls(ModelParams(**document["model"]), tuple(document["input_shape"]), int(document["num_classes"]))
 
 
-def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Sequential:
+def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: list[int]) -> nn.Sequential:
+    """Flatten, then fully connected layers of widths ``hidden`` with ReLU, then ``num_classes`` logits."""
     layers: list[nn.Module] = [nn.Flatten()]
-    width = inputs
+    width, outputs = math.prod(input_shape), num_classes
     for size in hidden:
         layers += [nn.Linear(width, size), nn.ReLU()]
         width = size
@@ -109,7 +152,9 @@ def _mlp(inputs: int, hidden: list[int], outputs: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def _cnn(input_shape: tuple[int, ...], channels: list[int], outputs: int) -> nn.Sequential:
+def cnn(input_shape: tuple[int, ...], num_classes: int, channels: list[int]) -> nn.Sequential:
+    """3x3 convolution blocks of ``channels`` with ReLU and 2x2 max-pooling, then a linear layer to the logits."""
+    outputs = num_classes
     if len(input_shape) != 3:
         raise ValueError(f"model.kind 'cnn' needs image inputs (C, H, W), got shape {input_shape}")
     depth, height, width = input_shape
@@ -122,3 +167,82 @@ def _cnn(input_shape: tuple[int, ...], channels: list[int], outputs: int) -> nn.
         depth = size
     layers += [nn.Flatten(), nn.Linear(depth * height * width, outputs)]
     return nn.Sequential(*layers)
+
+
+BUILTIN_MODELS: tuple[ModelArchitecture, ...] = (
+    ModelArchitecture("mlp", "Fully connected layers with ReLU (model.hidden)", mlp, keys=("hidden",)),
+    ModelArchitecture(
+        "cnn",
+        "3x3 convolutions with ReLU and 2x2 max-pooling, then a linear layer (model.channels)",
+        cnn,
+        ("channels",),
+    ),
+)
+"""fedmosaic's own architectures, registered through its ``fedmosaic.models`` entry point."""
+
+
+def check_signature(params: ModelParams) -> None:
+    """Refuse a model whose builder cannot take a shape, a number of classes and ``args``.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``model.factory`` (or ``model.kind``), if it cannot be imported or called so.
+    """
+    build, arguments = params.builder()
+    try:
+        inspect.signature(build).bind(input_shape=(1,), num_classes=2, **arguments)
+    except TypeError as error:
+        named = params.factory or params.kind
+        extra = f" and args {sorted(arguments)}" if arguments else ""
+        raise ConfigError(params.field, f"{named} must accept input_shape, num_classes{extra} ({error})") from None
+    except ValueError:  # a callable without a signature Python can read (a C function): checked when it builds
+        return
+
+
+def check_classifier(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> None:
+    """Build the model once and refuse it unless it maps a batch of ``input_shape`` to ``num_classes`` logits.
+
+    The global random state is left as it was, so runs draw what they drew without the check.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``model.factory`` (or ``model.kind``): what the builder raised, a
+        result that is not a module with parameters, or an output of another shape.
+
+    Examples
+    --------
+    >>> check_classifier(ModelParams(hidden=[4]), (3,), 2)
+    >>> check_classifier(ModelParams(kind="cnn"), (3,), 2)
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.ConfigError: model.kind: cnn cannot be built for inputs of shape (3,) and 2 classes: ValueError: model.kind 'cnn' needs image inputs (C, H, W), got shape (3,)
+    """
+    named = params.factory or params.kind
+    with torch.random.fork_rng(), torch.no_grad():
+        try:
+            model = build_model(params, input_shape, num_classes)
+        except ConfigError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the user's code: whatever it raises is reported on one line
+            raise ConfigError(params.field, _failed(named, "be built", input_shape, num_classes, error)) from None
+        if not isinstance(model, nn.Module) or not any(True for _ in model.parameters()):
+            raise ConfigError(params.field, f"{named} must return a torch.nn.Module with parameters, got {model!r:.80}")
+        model.eval()
+        try:
+            output = model(torch.zeros((2, *input_shape)))
+        except Exception as error:  # noqa: BLE001 - as above
+            raise ConfigError(params.field, _failed(named, "run", input_shape, num_classes, error)) from None
+    shape = tuple(output.shape) if isinstance(output, torch.Tensor) else type(output).__name__
+    if shape != (2, num_classes):
+        raise ConfigError(
+            params.field,
+            f"{named} must output (batch, {num_classes}) logits for inputs of shape {input_shape}, "
+            f"got {shape} for a batch of 2",
+        )
+
+
+def _failed(named: str, what: str, input_shape: tuple[int, ...], num_classes: int, error: Exception) -> str:
+    detail = str(error).splitlines()[0] if str(error) else ""
+    return f"{named} cannot {what} for inputs of shape {input_shape} and {num_classes} classes: {type(error).__name__}: {detail}"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+from torch import nn
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.methods.base import Built
 from fedmosaic.methods.horizontal.fedcfa.client import FedCFAClient
 from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
@@ -56,6 +58,11 @@ def build_fedcfa(task: HorizontalTask, params: FedCFAParams) -> Built:
     """
     factory = task.model_factory()
     model = factory()
+    if not isinstance(model, nn.Sequential):
+        raise ConfigError(
+            task.model.field,
+            f"FedCFA cuts the model into encoder and decoder: it must be an nn.Sequential, got {type(model).__name__}",
+        )
     split = default_split(model) if params.split is None else params.split
     encoder, _ = split_model(model, split)
     with torch.no_grad():

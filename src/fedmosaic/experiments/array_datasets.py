@@ -1,0 +1,38 @@
+"""Datasets of plain train and test arrays, as a plugin (or fedmosaic itself) registers them."""
+
+from __future__ import annotations
+
+from fedmosaic.experiments.datasets import Dataset, Preparer, SplitsLoader
+from fedmosaic.experiments.vertical_workload import prepare_vertical
+from fedmosaic.experiments.workloads import prepare_classification
+
+
+def array_dataset(name: str, summary: str, load: SplitsLoader, *, vertical: bool = False) -> Dataset:
+    """A dataset of train and test arrays, partitioned across clients by ``[partition]``.
+
+    Parameters
+    ----------
+    name, summary : str
+        As :class:`Dataset`'s.
+    load : callable (data_dir=..., seed=..., test_fraction=...) -> DatasetSplits
+        Reads or makes the arrays; ``data_dir`` is the folder the user chose
+        (``data.data_dir``, ``--data-dir``) or None.
+    vertical : bool, default False
+        Whether a ``[vertical]`` section may cut it into party blocks too.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fedmosaic.data.arrays import ArrayDataset
+    >>> def noise(data_dir=None, seed=0, test_fraction=0.25):
+    ...     rng = np.random.default_rng(seed)
+    ...     part = lambda n: ArrayDataset(rng.normal(size=(n, 4)).astype(np.float32), rng.integers(0, 2, n), 2)
+    ...     return DatasetSplits("noise", part(80), part(20))
+    >>> dataset = array_dataset("noise", "Gaussian noise, two classes", noise)
+    >>> dataset.kind, len(dataset.load().train)
+    ('classification', 80)
+    """
+    tasks: dict[str, Preparer] = {"classification": prepare_classification}
+    if vertical:
+        tasks["vertical"] = prepare_vertical
+    return Dataset(name, summary, tasks, load)

@@ -1,0 +1,41 @@
+"""fedmosaic's own datasets, registered through its ``fedmosaic.datasets`` entry point as a plugin's are."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from fedmosaic.data.catalog import load_dataset
+from fedmosaic.experiments.array_datasets import array_dataset
+from fedmosaic.experiments.datasets import Dataset
+from fedmosaic.experiments.workloads import prepare_concepts, prepare_simpson
+
+DATASETS: tuple[Dataset, ...] = (
+    array_dataset(
+        "digits",
+        "scikit-learn's 8x8 digits, shipped with it (split at random)",
+        partial(load_dataset, "digits"),
+        vertical=True,
+    ),
+    array_dataset("mnist", "MNIST, 28x28 digits, from the data folder", partial(load_dataset, "mnist"), vertical=True),
+    array_dataset(
+        "fashion-mnist",
+        "Fashion-MNIST, 28x28 clothing, from the data folder",
+        partial(load_dataset, "fashion-mnist"),
+        vertical=True,
+    ),
+    array_dataset(
+        "isolet",
+        "ISOLET, 617 spoken-letter features, from the data folder",
+        partial(load_dataset, "isolet"),
+        vertical=True,
+    ),
+    Dataset(
+        "simpson-mnist",
+        "MNIST's 1s and 7s coloured so that each client's trend reverses the pooled one (from MNIST)",
+        {"classification": prepare_simpson},
+    ),
+    Dataset(
+        "bnlearn", "concept data sampled from a Bayesian network that ships with pgmpy", {"concepts": prepare_concepts}
+    ),
+)
+"""The built-in datasets, in the order ``fedmosaic presets`` lists them."""
