@@ -23,11 +23,11 @@ def array_dataset(name: str, summary: str, load: SplitsLoader, *, vertical: bool
     Examples
     --------
     >>> import numpy as np
-    >>> from fedmosaic.data.arrays import ArrayDataset
+    >>> from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
     >>> def noise(data_dir=None, seed=0, test_fraction=0.25):
     ...     rng = np.random.default_rng(seed)
     ...     part = lambda n: ArrayDataset(rng.normal(size=(n, 4)).astype(np.float32), rng.integers(0, 2, n), 2)
-    ...     return DatasetSplits("noise", part(80), part(20))
+    ...     return DatasetSplits(part(80), part(20), "noise")
     >>> dataset = array_dataset("noise", "Gaussian noise, two classes", noise)
     >>> dataset.kind, len(dataset.load().train)
     ('classification', 80)

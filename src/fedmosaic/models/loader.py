@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.models.card import CARD_FILE, ModelFileError, read_card
 from fedmosaic.models.loaded import ClassifierModel, ConceptModelFile, LoadedModel
 from fedmosaic.models.parts import with_party_scales
 from fedmosaic.models.vertical import FalseVFLModel, SplitVFLModel
+from fedmosaic.user_code import source_sha256
 
 MODEL_DIR = "model"
 """The folder of a run's output that holds its models."""
@@ -22,7 +25,7 @@ KINDS: dict[str, Callable[..., LoadedModel]] = {
 """The loaded-model class of each card ``kind``."""
 
 
-def load_model(path: str | Path) -> LoadedModel:
+def load_model(path: str | Path, *, trust_code: bool = False, allow_changed_code: bool = False) -> LoadedModel:
     """Load the model in ``path``, with nothing but the model folder.
 
     Parameters
@@ -32,6 +35,14 @@ def load_model(path: str | Path) -> LoadedModel:
         one, such as a run's output folder or its ``model/``. A vertical
         model's parties' parts are read from it: on a deployment each party
         writes its own (:mod:`fedmosaic.models.parts`), and they are copied here.
+    trust_code : bool, default False
+        Import the module a model built by a user's factory needs (its card
+        names it, ``architecture.model.factory``). Without it such a model is
+        refused: importing a module runs its code. The weights themselves are
+        safetensors and never run code.
+    allow_changed_code : bool, default False
+        With ``trust_code``, load even if the module's source is no longer
+        the one the card records (``architecture.model.code_sha256``).
 
     Returns
     -------
@@ -46,6 +57,7 @@ def load_model(path: str | Path) -> LoadedModel:
     """
     folder = model_folder(Path(path))
     card = with_party_scales(folder, read_card(folder))
+    check_code(folder, card, trust_code=trust_code, allow_changed_code=allow_changed_code)
     kind = card["kind"]
     if kind not in KINDS:
         raise ModelFileError(
@@ -63,6 +75,41 @@ def load_model(path: str | Path) -> LoadedModel:
         raise ModelFileError(
             f"{folder / CARD_FILE}: the card's architecture does not describe these weights ({reason})"
         ) from None
+
+
+def check_code(folder: Path, card: dict[str, Any], *, trust_code: bool, allow_changed_code: bool) -> None:
+    """Refuse a model built by a user's factory unless its code is trusted, and unchanged or allowed to be.
+
+    Raises
+    ------
+    ModelFileError
+        Naming the module that would be imported and the option that allows it.
+    """
+    architecture = card.get("architecture")
+    model = architecture.get("model") if isinstance(architecture, dict) else None
+    factory = model.get("factory") if isinstance(model, dict) else None
+    if factory is None:
+        return
+    where = f"{folder / CARD_FILE}: model.factory"
+    if not isinstance(factory, str):
+        raise ModelFileError(f"{where} must be a string, got {type(factory).__name__}")
+    module = factory.rpartition(":")[0]
+    if not trust_code:
+        raise ModelFileError(
+            f"{where}: this model is built by code, loading it would import {module}; "
+            "pass trust_code=True (--trust-code) if you trust that module"
+        )
+    try:
+        found = source_sha256(factory, "model.factory")
+    except ConfigError as error:
+        raise ModelFileError(f"{where}: {error.message}") from None
+    recorded = model.get("code_sha256") if isinstance(model, dict) else None
+    if found != recorded and not allow_changed_code:
+        raise ModelFileError(
+            f"{where}: the source of {module} is not the one this model was trained with "
+            f"(recorded {str(recorded)[:12]}..., now {found[:12]}...); "
+            "pass allow_changed_code=True (--trust-changed-code) to load it anyway"
+        )
 
 
 def model_folder(path: Path) -> Path:

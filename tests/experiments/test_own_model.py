@@ -1,0 +1,170 @@
+"""Your own PyTorch model, named by import path in the experiment file: trained, recorded, checked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fedmosaic
+from fedmosaic.cli import main
+from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.presets import resolve_experiment
+from fedmosaic.experiments.runner import run_experiment
+from fedmosaic.models.card import ModelFileError
+
+MODULE = '''
+from torch import nn
+
+
+def small_cnn(input_shape, num_classes, width=8):
+    """A user's own CNN: one convolution block, then a linear layer."""
+    channels, height, breadth = input_shape
+    return nn.Sequential(
+        nn.Conv2d(channels, width, 3, padding=1),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(width * height * breadth, num_classes),
+    )
+
+
+def wrong_output(input_shape, num_classes, width):
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, num_classes + 1))
+
+
+def no_shape():
+    return nn.Linear(2, 2)
+'''
+EXPERIMENT = """
+name = "own-model"
+seed = 0
+[data]
+dataset = "digits"
+[partition]
+scheme = "iid"
+num_clients = 4
+[federation]
+rounds = {rounds}
+[model]
+factory = "{factory}"
+args = {{ width = 6 }}
+[train]
+epochs = 1
+lr = 0.05
+{runs}
+"""
+HORIZONTAL = ("fedavg", "fedprox", "scaffold", "fedcfa")
+
+
+def _experiment(folder: Path, factory: str = "mynets:small_cnn", methods=HORIZONTAL, rounds: int = 3) -> Path:
+    (folder / "mynets.py").write_text(MODULE)
+    runs = "\n".join(f'[[runs]]\nname = "{m}"\nmethod = "{m}"' for m in methods)
+    path = folder / "experiment.toml"
+    path.write_text(EXPERIMENT.format(rounds=rounds, factory=factory, runs=runs))
+    return path
+
+
+def test_an_own_model_beside_the_experiment_trains_with_every_horizontal_method(tmp_path: Path) -> None:
+    # Prepare
+    config = load_config(resolve_experiment(str(_experiment(tmp_path))))
+
+    # Execute
+    results = run_experiment(config, tmp_path / "out")
+
+    # Assert: 10 classes, chance is 10%; each method is well above it after 3 rounds
+    accuracy = {run["name"]: run["final"]["accuracy"] for run in results["runs"]}
+    assert set(accuracy) == set(HORIZONTAL)
+    assert all(value > 0.5 for value in accuracy.values()), accuracy
+
+
+def test_the_run_records_the_factory_and_the_sha256_of_its_source(tmp_path: Path) -> None:
+    # Prepare
+    import hashlib
+
+    config = load_config(resolve_experiment(str(_experiment(tmp_path, methods=("fedavg",), rounds=1))))
+    digest = hashlib.sha256((tmp_path / "mynets.py").read_bytes()).hexdigest()
+
+    # Execute
+    results = run_experiment(config, tmp_path / "out")
+    card = json.loads((tmp_path / "out" / "model" / "00-fedavg" / "card.json").read_text())
+
+    # Assert
+    recorded = results["config"]["model"]
+    assert recorded["factory"] == f"{(tmp_path / 'mynets.py').resolve()}:small_cnn"
+    assert recorded["code_sha256"] == digest
+    assert 'code_sha256 = "' + digest in (tmp_path / "out" / "config.toml").read_text()
+    assert card["architecture"]["model"]["code_sha256"] == digest
+
+
+def test_a_model_with_code_loads_only_when_trusted_and_unchanged(tmp_path: Path) -> None:
+    # Prepare
+    config = load_config(resolve_experiment(str(_experiment(tmp_path, methods=("fedavg",), rounds=1))))
+    run_experiment(config, tmp_path / "out")
+    folder = tmp_path / "out" / "model" / "00-fedavg"
+    x = np.zeros((3, 1, 8, 8), np.float32)
+
+    # Execute
+    with pytest.raises(ModelFileError) as untrusted:
+        fedmosaic.load_model(folder)
+    predicted = fedmosaic.load_model(folder, trust_code=True).predict(x)
+    (tmp_path / "mynets.py").write_text(MODULE + "\n# edited\n")
+    with pytest.raises(ModelFileError) as changed:
+        fedmosaic.load_model(folder, trust_code=True)
+
+    # Assert
+    assert "loading it would import" in str(untrusted.value)
+    assert "pass trust_code=True (--trust-code)" in str(untrusted.value)
+    assert predicted.probabilities.shape == (3, 10)
+    assert "is not the one this model was trained with" in str(changed.value)
+    assert fedmosaic.load_model(folder, trust_code=True, allow_changed_code=True).predict(x).probabilities.shape == (
+        3,
+        10,
+    )
+
+
+@pytest.mark.parametrize(
+    ("factory", "expected"),
+    [
+        ("missing_module:net", "model.factory: cannot import missing_module: ModuleNotFoundError"),
+        ("mynets:absent", "model.factory: mynets.py has no attribute 'absent'"),
+        ("mynets:no_shape", "must accept input_shape, num_classes and args ['width']"),
+        ("mynets:wrong_output", "must output (batch, 10) logits for inputs of shape (1, 8, 8), got (2, 11)"),
+        ("no-colon", "model.factory: must be 'module:callable' or 'file.py:callable', got 'no-colon'"),
+    ],
+)
+def test_a_bad_factory_is_one_line_exit_2_and_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], factory: str, expected: str
+) -> None:
+    # Prepare
+    experiment = _experiment(tmp_path, factory=factory, methods=("fedavg",), rounds=1)
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["fedmosaic", "run", str(experiment), "--quiet", "--out", str(out)])
+
+    # Execute
+    with pytest.raises(SystemExit) as exited:
+        main()
+    error = capsys.readouterr().err
+
+    # Assert
+    assert exited.value.code == 2
+    assert error.count("\n") == 1
+    assert error.startswith("error: ")
+    assert expected in error.replace(str(tmp_path.resolve()) + "/", "")
+    assert not out.exists()
+
+
+def test_kind_and_factory_together_are_refused(tmp_path: Path) -> None:
+    # Prepare
+    source = resolve_experiment(str(_experiment(tmp_path, methods=("fedavg",), rounds=1)))
+    source["model"]["kind"] = "cnn"
+
+    # Execute
+    with pytest.raises(ConfigError) as raised:
+        load_config(source)
+
+    # Assert
+    assert str(raised.value) == "model.kind: set either model.kind or model.factory, not both"
