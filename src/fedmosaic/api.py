@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, load_config
+from fedmosaic.experiments.model_cards import model_path, slug
 from fedmosaic.experiments.outputs import SUMMARY
 from fedmosaic.experiments.overrides import set_path
 from fedmosaic.experiments.presets import resolve_experiment
@@ -84,13 +85,19 @@ class Results:
         return pd.DataFrame(rows)
 
     def model(self, run: str, *, point: int | None = None, trust_code: bool = False) -> LoadedModel:
-        """The model run ``run`` wrote (``fedmosaic.load_model`` on its folder)."""
+        """The model run ``run`` wrote (``fedmosaic.load_model`` on its folder; ``trust_code`` as there).
+
+        Raises
+        ------
+        ModelFileError
+            If the run wrote several models (a local run's, one per client: load one
+            of its folders with ``fedmosaic.load_model``) or none.
+        """
         from fedmosaic.models.loader import load_model
 
-        artifacts = self._run(run, point).get("artifacts", {})
-        if "model" not in artifacts:
-            raise ConfigError("run", f"run '{run}' wrote no model")
-        return load_model(self._folder(point) / artifacts["model"], trust_code=trust_code)
+        self._run(run, point)
+        index = self.runs.index(run)
+        return load_model(model_path(self._folder(point), index, slug(run), None), trust_code=trust_code)
 
     def _folder(self, point: int | None) -> Path:
         return self.out if point is None else self.out / self.raw["points"][point]["folder"]

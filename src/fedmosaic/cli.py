@@ -54,6 +54,12 @@ DeviceOption = Annotated[
     str | None,
     typer.Option(help="Train and evaluate on cpu, cuda, cuda:N, mps or auto (overrides train.device)."),
 ]
+TrustCodeOption = Annotated[
+    bool, typer.Option(help="Import the module a model built by your own factory needs (its card names it).")
+]
+TrustChangedCodeOption = Annotated[
+    bool, typer.Option(help="With --trust-code: load even if that module's source changed since training.")
+]
 TrackingUriOption = Annotated[
     str | None,
     typer.Option(help="--track mlflow: the tracking URI (default: MLFLOW_TRACKING_URI if set, else OUT/mlflow.db)."),
@@ -351,9 +357,11 @@ def predict(
         ),
     ],
     out: Annotated[Path | None, typer.Option(help="CSV to write [default: standard output].")] = None,
+    trust_code: TrustCodeOption = False,
+    trust_changed_code: TrustChangedCodeOption = False,
 ) -> None:
     """Predict with a saved model: one CSV column per class (and concept) probability."""
-    _write_table(model_dir, inputs, None, out)
+    _write_table(_load(model_dir, trust_code, trust_changed_code), inputs, None, out)
 
 
 @app.command()
@@ -364,18 +372,25 @@ def intervene(
         list[str] | None, typer.Option("--set", help="Fix a concept for every row: --set smoke=yes (repeatable).")
     ] = None,
     out: Annotated[Path | None, typer.Option(help="CSV to write [default: standard output].")] = None,
+    trust_code: TrustCodeOption = False,
+    trust_changed_code: TrustChangedCodeOption = False,
 ) -> None:
     """Predict with concepts fixed: their descendants and the task are recomputed through the graph."""
     from fedmosaic.models.apply import parse_settings
 
-    _write_table(model_dir, [inputs], parse_settings(list(set_ or [])), out)
+    values = parse_settings(list(set_ or []))
+    _write_table(_load(model_dir, trust_code, trust_changed_code), [inputs], values, out)
 
 
-def _write_table(model_dir: Path, inputs: list[Path], values: dict[str, str] | None, out: Path | None) -> None:
+def _load(model_dir: Path, trust_code: bool, trust_changed_code: bool) -> LoadedModel:
     from fedmosaic.models.loader import load_model
+
+    return load_model(model_dir, trust_code=trust_code, allow_changed_code=trust_changed_code)
+
+
+def _write_table(model: LoadedModel, inputs: list[Path], values: dict[str, str] | None, out: Path | None) -> None:
     from fedmosaic.models.party_tables import party_tables_prediction, reads_party_tables
 
-    model = load_model(model_dir)
     if out is not None:
         for path in inputs:
             _check_table_out(out, path, model.folder)
