@@ -106,3 +106,19 @@ def test_an_unknown_name_names_the_field_the_accepted_names_and_a_close_one() ->
     assert str(raised.value) == "paint.colour: unknown colour 'rd'; did you mean 'red'? (accepted: red)"
     with pytest.raises(ConfigError, match="'red' is taken"):
         colours.register(Colour("red", "again"))
+
+
+def test_the_built_ins_load_without_installed_metadata() -> None:
+    # Prepare: no entry point found at all (fedmosaic's source run without its distribution's metadata)
+    from fedmosaic.methods.base import Method
+
+    methods: Registry[Method] = Registry(
+        "method", "fedmosaic.methods", Method, builtin="fedmosaic.methods.builtin:METHODS", discover=lambda: ()
+    )
+
+    # Execute
+    names = methods.names()
+
+    # Assert
+    assert names == METHODS.names()
+    assert {methods.package(name) for name in names} == {"fedmosaic"}

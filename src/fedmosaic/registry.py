@@ -8,7 +8,10 @@ plugin package declares its components in its own. An entry point loads to
 one component or to a sequence of them.
 
 fedmosaic's own entry points load first, so a plugin cannot replace a
-built-in; then the others, by distribution name. A plugin that fails to
+built-in; then the others, by distribution name. Where fedmosaic's own
+distribution metadata is not on the path (its source run from a checkout,
+or an app process that sees only its own files), its built-ins' entry point
+is read from the registry's ``builtin`` instead, through the same loading. A plugin that fails to
 import, gives something that is not a component, or registers a name that is
 taken, is recorded as one line (:attr:`Registry.problems`, printed once on
 stderr when the registry is first read) and never stops the built-ins.
@@ -77,6 +80,9 @@ class Registry(Generic[T]):
         The entry-point group read (``"fedmosaic.methods"``).
     component_type : type
         The class every component is an instance of.
+    builtin : str or None, default None
+        fedmosaic's own entry point for this group (``"module:attribute"``),
+        loaded when the installed metadata does not list it.
     discover : callable () -> sequence of EntryPoint, optional
         Where entry points come from (default: the installed distributions'
         ``group``); tests give their own.
@@ -104,11 +110,13 @@ class Registry(Generic[T]):
         group: str,
         component_type: type[T],
         *,
+        builtin: str | None = None,
         discover: Callable[[], Sequence[EntryPoint]] | None = None,
     ) -> None:
         self.kind = kind
         self.group = group
         self._type = component_type
+        self._builtin = builtin
         self._discover = discover if discover is not None else lambda: tuple(entry_points(group=group))
         self._entries: dict[str, Registered[T]] = {}
         self._problems: list[str] = []
@@ -188,14 +196,22 @@ class Registry(Generic[T]):
     def _all(self) -> dict[str, Registered[T]]:
         if not self._loaded:
             self._loaded = True
-            for point in sorted(self._discover(), key=_load_order):
+            points = list(self._discover())
+            if self._builtin is not None and all(point.value != self._builtin for point in points):
+                points.append(EntryPoint("builtin", self._builtin, self.group))
+            for point in sorted(points, key=self._load_order):
                 self._load(point)
             for line in self._problems:
                 print(f"warning: {line}", file=sys.stderr)
         return self._entries
 
+    def _load_order(self, point: EntryPoint) -> tuple[bool, str, str]:
+        """The load order: fedmosaic's own entry points first, then by distribution and entry-point name."""
+        package = _package(point, self._builtin) or ""
+        return (package != OWN_DISTRIBUTION, package, point.name)
+
     def _load(self, point: EntryPoint) -> None:
-        package = point.dist.name if point.dist is not None else "unknown package"
+        package = _package(point, self._builtin) or "unknown package"
         where = f"plugin '{point.name}' of {package} ({self.group})"
         try:
             loaded = point.load()
@@ -221,7 +237,8 @@ class Registry(Generic[T]):
         self._entries[name] = Registered(component, package)
 
 
-def _load_order(point: EntryPoint) -> tuple[bool, str, str]:
-    """Fedmosaic's own entry points first, then by distribution and entry-point name."""
-    package = point.dist.name if point.dist is not None else ""
-    return (package != OWN_DISTRIBUTION, package, point.name)
+def _package(point: EntryPoint, builtin: str | None) -> str | None:
+    """The distribution that declares ``point`` (fedmosaic for its own built-ins' entry point)."""
+    if point.dist is not None:
+        return str(point.dist.name)
+    return OWN_DISTRIBUTION if builtin is not None and point.value == builtin else None

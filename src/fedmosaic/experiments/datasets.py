@@ -70,7 +70,9 @@ class Dataset:
         return self.tasks[kind]
 
 
-DATASETS: Registry[Dataset] = Registry("dataset", "fedmosaic.datasets", Dataset)
+DATASETS: Registry[Dataset] = Registry(
+    "dataset", "fedmosaic.datasets", Dataset, builtin="fedmosaic.experiments.builtin_datasets:DATASETS"
+)
 """Every registered dataset, by name: fedmosaic's first, then each plugin's."""
 
 

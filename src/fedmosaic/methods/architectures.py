@@ -41,5 +41,7 @@ class ModelArchitecture:
     keys: tuple[str, ...] = ()
 
 
-MODELS: Registry[ModelArchitecture] = Registry("model", "fedmosaic.models", ModelArchitecture)
+MODELS: Registry[ModelArchitecture] = Registry(
+    "model", "fedmosaic.models", ModelArchitecture, builtin="fedmosaic.methods.horizontal.models:BUILTIN_MODELS"
+)
 """Every registered architecture, by name: fedmosaic's first, then each plugin's."""

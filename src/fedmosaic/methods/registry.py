@@ -13,7 +13,7 @@ from fedmosaic.registry import Registry
 
 __all__ = ["METHODS", "get_method"]
 
-METHODS: Registry[Method] = Registry("method", "fedmosaic.methods", Method)
+METHODS: Registry[Method] = Registry("method", "fedmosaic.methods", Method, builtin="fedmosaic.methods.builtin:METHODS")
 """Every registered method, by name: fedmosaic's first, then each plugin's."""
 
 

@@ -1,0 +1,49 @@
+"""docs/architecture.md's table of capabilities is the registry's: it cannot go stale."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+from fedmosaic.methods.base import Capabilities
+from fedmosaic.methods.registry import METHODS
+
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def documented_capabilities(text: str) -> tuple[list[str], dict[str, set[str]]]:
+    """The table's flag columns, and each method's flags marked ``yes``."""
+    lines = [line.strip() for line in text.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("| method |"))
+    header = _cells(lines[start])[1:]
+    flags: dict[str, set[str]] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = _cells(line)
+        marked = {flag for flag, cell in zip(header, cells[1:], strict=True) if cell == "yes"}
+        flags |= dict.fromkeys(cells[0].split(", "), marked)
+    return header, flags
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_the_table_has_a_column_per_capability_and_a_row_per_built_in_method() -> None:
+    # Execute
+    header, flags = documented_capabilities(ARCHITECTURE.read_text())
+
+    # Assert
+    assert header == [f.name for f in fields(Capabilities)]
+    built_in = {name for name in METHODS if METHODS.package(name) == "fedmosaic"}
+    assert set(flags) == built_in
+
+
+def test_each_method_s_row_marks_exactly_the_flags_it_declares() -> None:
+    # Execute
+    _, flags = documented_capabilities(ARCHITECTURE.read_text())
+
+    # Assert
+    declared = {name: set(METHODS[name].supports.names()) for name in flags}
+    assert flags == declared
