@@ -7,7 +7,9 @@ from fedmosaic.experiments.vertical_workload import prepare_vertical
 from fedmosaic.experiments.workloads import prepare_classification
 
 
-def array_dataset(name: str, summary: str, load: SplitsLoader, *, vertical: bool = False) -> Dataset:
+def array_dataset(
+    name: str, summary: str, load: SplitsLoader, *, vertical: bool = False, random_split: bool = True
+) -> Dataset:
     """A dataset of train and test arrays, partitioned across clients by ``[partition]``.
 
     Parameters
@@ -19,6 +21,10 @@ def array_dataset(name: str, summary: str, load: SplitsLoader, *, vertical: bool
         (``data.data_dir``, ``--data-dir``) or None.
     vertical : bool, default False
         Whether a ``[vertical]`` section may cut it into party blocks too.
+    random_split : bool, default True
+        Whether ``load`` holds out ``test_fraction`` at random; False for a
+        published test split, so that ``data.test_fraction`` is refused as
+        having no effect.
 
     Examples
     --------
@@ -35,4 +41,4 @@ def array_dataset(name: str, summary: str, load: SplitsLoader, *, vertical: bool
     tasks: dict[str, Preparer] = {"classification": prepare_classification}
     if vertical:
         tasks["vertical"] = prepare_vertical
-    return Dataset(name, summary, tasks, load)
+    return Dataset(name, summary, tasks, load, random_split)

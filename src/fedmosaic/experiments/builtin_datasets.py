@@ -16,18 +16,26 @@ DATASETS: tuple[Dataset, ...] = (
         partial(load_dataset, "digits"),
         vertical=True,
     ),
-    array_dataset("mnist", "MNIST, 28x28 digits, from the data folder", partial(load_dataset, "mnist"), vertical=True),
+    array_dataset(
+        "mnist",
+        "MNIST, 28x28 digits, from the data folder",
+        partial(load_dataset, "mnist"),
+        vertical=True,
+        random_split=False,
+    ),
     array_dataset(
         "fashion-mnist",
         "Fashion-MNIST, 28x28 clothing, from the data folder",
         partial(load_dataset, "fashion-mnist"),
         vertical=True,
+        random_split=False,
     ),
     array_dataset(
         "isolet",
         "ISOLET, 617 spoken-letter features, from the data folder",
         partial(load_dataset, "isolet"),
         vertical=True,
+        random_split=False,
     ),
     Dataset(
         "simpson-mnist",

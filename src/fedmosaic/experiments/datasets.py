@@ -45,12 +45,16 @@ class Dataset:
     load : callable or None, default None
         ``load(data_dir=..., seed=..., test_fraction=...)`` -> DatasetSplits, for
         datasets of plain arrays (what other datasets build on, as Simpson-MNIST on MNIST).
+    random_split : bool, default False
+        Whether ``load`` splits at random by ``data.test_fraction`` (else the
+        key is refused as having no effect: a fixed test split).
     """
 
     name: str
     summary: str
     tasks: Mapping[str, Preparer] = field(default_factory=dict)
     load: SplitsLoader | None = None
+    random_split: bool = False
 
     @property
     def kind(self) -> str:

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from fedmosaic import __version__
 from fedmosaic.experiments.comparison import compare_with_best_other
 from fedmosaic.experiments.config import ExperimentConfig, GridSection, grid_points, load_config
 from fedmosaic.experiments.outputs import POINTS, claim_out_dir, finish_run, summary_rows
 from fedmosaic.experiments.processes import job_cores, run_in_processes
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
+from fedmosaic.version import __version__
 
 
 def run_grid(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedmosaic.errors import ConfigError
+from fedmosaic.experiments.datasets import get_dataset
 from fedmosaic.methods.training import TrainParams
 
 ExperimentConfig = Any
@@ -73,8 +74,8 @@ RULES = (
     Rule(SIMPSON, _dataset("simpson-mnist"), "outside data.dataset = 'simpson-mnist'"),
     Rule(
         ("data.test_fraction",),
-        _dataset("digits"),
-        "outside data.dataset = 'digits' (the others have a fixed test split)",
+        lambda c: c.tables is None and get_dataset(c.data.dataset).random_split,
+        "outside data.dataset = 'digits' or a plugin's dataset split at random (the others have a fixed test split)",
     ),
     Rule(
         ("partition",),

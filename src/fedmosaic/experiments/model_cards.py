@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from fedmosaic import __version__
 from fedmosaic.devices import compute_device
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
@@ -36,6 +35,7 @@ from fedmosaic.models.files import EXAMPLES, write_model
 from fedmosaic.models.inputs import input_schema
 from fedmosaic.models.loader import MODEL_DIR
 from fedmosaic.models.parts import SUFFIX
+from fedmosaic.version import __version__
 
 Workload = ClassificationWorkload | ConceptWorkload | VerticalWorkload | TableWorkload
 EXAMPLE_ROWS = 5

@@ -104,7 +104,7 @@ def render_reference() -> str:
         *(_table_section(table) for table in config_tables()),
         "## Methods and their parameters",
         "Set in the `params` table of a `[[runs]]` entry, e.g. `params = { mu = 0.1 }`.",
-        *(_method_section(method) for method in METHODS.values()),
+        *(_method_section(method) for name, method in METHODS.items() if METHODS.package(name) == "fedmosaic"),
         "## Presets",
         _presets_table(),
     ]

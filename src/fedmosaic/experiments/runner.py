@@ -9,7 +9,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fedmosaic import __version__
 from fedmosaic.devices import computing_on, resolve_device
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.aggregation import build_aggregation, build_secure
@@ -36,6 +35,7 @@ from fedmosaic.federation.robust import Aggregator
 from fedmosaic.methods.registry import get_method
 from fedmosaic.models.export import ModelExport
 from fedmosaic.threads import torch_threads
+from fedmosaic.version import __version__
 
 MESSAGES = "messages"
 """Folder of the message audit in a run's output folder."""

@@ -4,7 +4,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from fedmosaic.methods.horizontal.models import ModelParams, build_model
+from fedmosaic.errors import ConfigError
+from fedmosaic.methods.horizontal.models import ModelParams, build_model, check_signature
 
 
 @pytest.mark.parametrize(
@@ -26,7 +27,9 @@ def test_cnn_needs_image_inputs() -> None:
 
 
 def test_unknown_kinds_and_keys_are_rejected() -> None:
-    with pytest.raises(ValidationError):
-        ModelParams(kind="transformer")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^model\.kind: unknown model 'transformer' \(accepted: cnn, mlp\)$"):
+        build_model(ModelParams(kind="transformer"), (3,), 2)
+    with pytest.raises(ConfigError, match=r"^model\.kind: unknown model 'mpl'; did you mean 'mlp'\?"):
+        check_signature(ModelParams(kind="mpl"))
     with pytest.raises(ValidationError):
         ModelParams.model_validate({"hiden": [3]})

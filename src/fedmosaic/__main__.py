@@ -1,0 +1,5 @@
+"""``python -m fedmosaic``: the command line, as ``fedmosaic``."""
+
+from fedmosaic.cli import main
+
+main()
