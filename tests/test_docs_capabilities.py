@@ -1,4 +1,4 @@
-"""docs/architecture.md's table of capabilities is the registry's: it cannot go stale."""
+"""docs/architecture.md's method section against the code: its capabilities table and its ServerLogic list cannot go stale."""
 
 from __future__ import annotations
 
@@ -47,3 +47,19 @@ def test_each_method_s_row_marks_exactly_the_flags_it_declares() -> None:
     # Assert
     declared = {name: set(METHODS[name].supports.names()) for name in flags}
     assert flags == declared
+
+
+def test_the_server_bullet_names_every_public_method_of_server_logic() -> None:
+    # Prepare
+    from fedmosaic.federation import ServerLogic
+
+    text = ARCHITECTURE.read_text()
+    bullet = text[text.index("**Server** (`server.py`)") : text.index("**Client** (`client.py`)")]
+
+    # Execute
+    public = {name for name in vars(ServerLogic) if not name.startswith("_")}
+    missing = {name for name in public if f"`{name}`" not in bullet}
+
+    # Assert
+    assert public >= {"initialize", "run_round", "state_dict", "exported_model"}
+    assert not missing, f"docs/architecture.md's server bullet lacks {sorted(missing)}"

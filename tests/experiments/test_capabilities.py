@@ -12,8 +12,7 @@ from fedmosaic.experiments.capabilities import FEATURES
 from fedmosaic.experiments.config import load_config
 from fedmosaic.methods.base import Capabilities, Method
 from fedmosaic.methods.registry import METHODS
-
-from ..methods.tiny_tasks import minimal_source
+from fedmosaic.testing.tiny_tasks import minimal_source
 
 ASKING: dict[str, tuple[str, dict[str, Any]]] = {
     "dp_sgd": ("train.dp_noise_multiplier", {"train": {"dp_noise_multiplier": 1.0}}),

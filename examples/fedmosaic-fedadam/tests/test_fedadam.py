@@ -26,6 +26,7 @@ from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.registry import METHODS
 from fedmosaic.methods.training import TrainParams
+from fedmosaic.testing import check_method
 
 from fedmosaic_fedadam.data import BLOBS, NUM_CLASSES, load_blobs
 from fedmosaic_fedadam.method import FEDADAM, build_fedadam
@@ -174,3 +175,9 @@ def test_a_short_federation_improves_accuracy_over_its_first_round(tmp_path: Pat
     assert len(accuracy) == 3
     assert accuracy[-1] > accuracy[0] + 0.1
     assert (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_fedadam_passes_fedmosaic_s_method_contract(tmp_path: Path) -> None:
+    # Execute / Assert: runs, resumes exactly, drops malformed replies, refuses bad parameters,
+    # survives a checkpoint, and every runtime feature it declares acts on it (raises ContractError otherwise)
+    check_method(FEDADAM, tmp_path)

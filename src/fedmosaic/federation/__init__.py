@@ -14,7 +14,7 @@ from fedmosaic.federation.message import Message
 from fedmosaic.federation.record import RoundRecord
 from fedmosaic.federation.round import QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
-from fedmosaic.federation.state import ClientState
+from fedmosaic.federation.state import ClientState, ServerState
 from fedmosaic.federation.validation import ArraySpec, ReplyLimits, ReplySpec, check_reply, label_means_check
 from fedmosaic.seeding import derive_rng, derive_seed
 
@@ -37,6 +37,7 @@ __all__ = [
     "RoundRecord",
     "Schedule",
     "ServerLogic",
+    "ServerState",
     "check_reply",
     "derive_rng",
     "derive_seed",

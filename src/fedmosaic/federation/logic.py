@@ -16,7 +16,7 @@ import numpy as np
 
 from fedmosaic.federation.message import Message
 from fedmosaic.federation.round import RoundContext
-from fedmosaic.federation.state import ClientState
+from fedmosaic.federation.state import ClientState, ServerState
 
 if TYPE_CHECKING:  # a plain dataclass; the federation does not depend on model files
     from fedmosaic.models.export import ModelExport
@@ -136,9 +136,9 @@ class ServerLogic(ABC):
         return False
 
     @abstractmethod
-    def state_dict(self) -> ClientState:
+    def state_dict(self) -> ServerState:
         """The global state as named arrays and config."""
 
     @abstractmethod
-    def load_state_dict(self, state: ClientState) -> None:
+    def load_state_dict(self, state: ServerState) -> None:
         """Restore the global state saved by :meth:`state_dict`."""

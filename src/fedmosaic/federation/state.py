@@ -39,3 +39,8 @@ class ClientState:
     def nbytes(self) -> int:
         """Approximate memory held by this state, in bytes."""
         return sum(int(a.nbytes) for a in self.arrays.values()) + 8 * len(self.config)
+
+
+ServerState = ClientState
+"""What a server logic saves and restores (:meth:`~fedmosaic.federation.logic.ServerLogic.state_dict`):
+the same container of named arrays and config as a client's state."""

@@ -119,3 +119,25 @@ def seeded(seed: int, build: Callable[[], T]) -> T:
 def _forked_rng() -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         yield
+
+
+def prefixed(prefix: str, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``arrays`` with every name prefixed by ``prefix``: extra named arrays beside a model's in one message or state.
+
+    Examples
+    --------
+    >>> prefixed("control/", {"fc.weight": np.zeros(1)})
+    {'control/fc.weight': array([0.])}
+    """
+    return {prefix + name: array for name, array in arrays.items()}
+
+
+def unprefixed(prefix: str, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays whose name starts with ``prefix``, under their name without it (what :func:`prefixed` wrote).
+
+    Examples
+    --------
+    >>> unprefixed("control/", {"control/fc.weight": np.zeros(1), "fc.weight": np.ones(1)})
+    {'fc.weight': array([0.])}
+    """
+    return {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}

@@ -1,16 +1,4 @@
-"""A tiny hand-made concept world for the F-CMs method tests.
-
-Three concepts and a task with the true DAG ``a -> b -> y`` and ``c -> y``:
-
-- ``a`` in {0, 1}, uniform;
-- ``b`` in {0, 1, 2}: ``2 * a`` with probability 0.8, otherwise uniform;
-- ``c`` in {0, 1}, uniform;
-- ``y`` in {0, 1}: ``(b >= 1) xor c``, flipped with probability 0.1.
-
-The input ``x`` is the one-hot code of ``(a, b, c)`` (7 columns) plus Gaussian
-noise, so the concepts are learnable from ``x``; the task is not encoded.
-Each client labels a subset of the nodes and states the true DAG restricted to
-it as its confidence matrix (oracle beliefs).
+"""The tiny hand-made concept world (:mod:`fedmosaic.testing.tiny_worlds`) as fixtures for the F-CMs method tests.
 
 The factories are fixtures (the tests run with ``--import-mode=importlib``,
 where a conftest cannot be imported as a module).
@@ -26,52 +14,19 @@ import pytest
 
 from fedmosaic.federation import Federation, InProcessGrid, RoundRecord, Schedule
 from fedmosaic.methods.concepts.client import FCMClient
-from fedmosaic.methods.concepts.graph import ConfidenceMatrix
 from fedmosaic.methods.concepts.models import ConceptModelParams
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
-from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
+from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask
 from fedmosaic.methods.training import TrainParams
+from fedmosaic.testing.tiny_worlds import CARDINALITIES, EDGES, INPUT_DIM, NODES, TASK, client_data
+from fedmosaic.testing.tiny_worlds import labeled as _labeled
+from fedmosaic.testing.tiny_worlds import sample_concepts as _sample
 
-NODES = ("a", "b", "c", "y")
-TASK = "y"
-CARDINALITIES = {"a": 2, "b": 3, "c": 2, "y": 2}
-EDGES = (("a", "b"), ("b", "y"), ("c", "y"))
-INPUT_DIM = 7
+__all__ = ["CARDINALITIES", "EDGES", "INPUT_DIM", "NODES", "TASK", "_labeled", "_sample", "client_data"]
 
 #: Default concept subsets of clients 0..3: different subsets, client 2 has no task labels.
 SUBSETS: tuple[tuple[str, ...], ...] = (("a", "b", "y"), ("b", "c", "y"), ("a", "b"), ("a", "b", "c", "y"))
-
-
-def _sample(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, values)`` of ``n`` samples; ``values`` columns follow :data:`NODES`."""
-    a = rng.integers(0, 2, n)
-    b = np.where(rng.random(n) < 0.8, 2 * a, rng.integers(0, 3, n))
-    c = rng.integers(0, 2, n)
-    y = ((b >= 1) ^ (c == 1)).astype(np.int64)
-    y = np.where(rng.random(n) < 0.1, 1 - y, y)
-    values = np.stack([a, b, c, y], axis=1).astype(np.int64)
-    one_hot = np.concatenate([np.eye(2)[a], np.eye(3)[b], np.eye(2)[c]], axis=1)
-    x = (one_hot + 0.3 * rng.standard_normal(one_hot.shape)).astype(np.float32)
-    return x, values
-
-
-def _labeled(x: np.ndarray, values: np.ndarray, names: Sequence[str]) -> LabeledConcepts:
-    columns = [NODES.index(n) for n in names]
-    return LabeledConcepts(x=x, values=np.ascontiguousarray(values[:, columns]), names=tuple(names))
-
-
-def client_data(
-    concepts: Sequence[str], *, seed: int, n_train: int = 200, n_val: int = 50, edges: Sequence[tuple[str, str]] = EDGES
-) -> ConceptClientData:
-    """One client labeling ``concepts``, with the DAG ``edges`` restricted to them as beliefs."""
-    rng = np.random.default_rng([seed, 17])
-    train, val = _sample(n_train, rng), _sample(n_val, rng)
-    return ConceptClientData(
-        train=_labeled(*train, concepts),
-        val=_labeled(*val, concepts),
-        confidence=ConfidenceMatrix.from_dag(concepts, edges),
-    )
 
 
 @pytest.fixture

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
-from fedmosaic.experiments.array_datasets import array_dataset
+from fedmosaic.plugin import ArrayDataset, DatasetSplits, array_dataset
 
 NUM_CLASSES = 4
 """Classes, one blob each."""

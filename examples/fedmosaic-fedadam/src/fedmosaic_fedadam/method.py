@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from fedmosaic.methods.base import Built, Capabilities, Method
-from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
-from fedmosaic.methods.horizontal.task import HorizontalTask
+from fedmosaic.plugin import Built, Capabilities, FedAvgClient, HorizontalTask, Method
 
 from .params import FedAdamParams
 from .server import FedAdamServer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fedmosaic.methods.architectures import ModelArchitecture
+from fedmosaic.plugin import ModelArchitecture
 from torch import nn
 
 

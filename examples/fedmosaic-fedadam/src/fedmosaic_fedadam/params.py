@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fedmosaic.limits import MAX_LR
-from fedmosaic.methods.base import MethodParams
+from fedmosaic.plugin import MethodParams
 from pydantic import Field
 
 

@@ -20,12 +20,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.federation import ClientState, Message, RoundContext
-from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
-from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer, training_metrics
-from fedmosaic.methods.horizontal.probes import Probe
-from fedmosaic.methods.horizontal.task import Pretraining
+from fedmosaic.plugin import (
+    ArrayDataset,
+    FedAvgServer,
+    Message,
+    ModelFactory,
+    Pretraining,
+    Probe,
+    RoundContext,
+    ServerState,
+    prefixed,
+    training_metrics,
+    unprefixed,
+)
 from typing_extensions import override
 
 from .params import FedAdamParams
@@ -112,24 +119,16 @@ class FedAdamServer(FedAvgServer):
         return stepped
 
     @override
-    def state_dict(self) -> ClientState:
+    def state_dict(self) -> ServerState:
         state = super().state_dict()
-        state.arrays.update(_prefixed(FIRST_MOMENT, self.first_moment))
-        state.arrays.update(_prefixed(SECOND_MOMENT, self.second_moment))
+        state.arrays.update(prefixed(FIRST_MOMENT, self.first_moment))
+        state.arrays.update(prefixed(SECOND_MOMENT, self.second_moment))
         return state
 
     @override
-    def load_state_dict(self, state: ClientState) -> None:
+    def load_state_dict(self, state: ServerState) -> None:
         moments = (FIRST_MOMENT, SECOND_MOMENT)
         model = {name: a for name, a in state.arrays.items() if not name.startswith(moments)}
-        super().load_state_dict(ClientState(arrays=model, config=state.config))
-        self.first_moment = _unprefixed(FIRST_MOMENT, state.arrays)
-        self.second_moment = _unprefixed(SECOND_MOMENT, state.arrays)
-
-
-def _prefixed(prefix: str, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {prefix + name: array for name, array in arrays.items()}
-
-
-def _unprefixed(prefix: str, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {name.removeprefix(prefix): array for name, array in arrays.items() if name.startswith(prefix)}
+        super().load_state_dict(ServerState(arrays=model, config=state.config))
+        self.first_moment = unprefixed(FIRST_MOMENT, state.arrays)
+        self.second_moment = unprefixed(SECOND_MOMENT, state.arrays)

@@ -11,10 +11,10 @@ from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ClientContext, ClientState, Message
-from fedmosaic.methods.arrays import to_tensor
+from fedmosaic.methods.arrays import to_tensor, unprefixed
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient, ModelFactory
 from fedmosaic.methods.horizontal.gradients import GradientMap, gradient_hooks
-from fedmosaic.methods.horizontal.scaffold.messages import CONTROL, CONTROL_DELTA, LOCAL_CONTROL, unprefixed
+from fedmosaic.methods.horizontal.scaffold.messages import CONTROL, CONTROL_DELTA, LOCAL_CONTROL
 from fedmosaic.methods.training import TrainParams
 
 

@@ -10,10 +10,11 @@ from typing_extensions import override
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import ArraySpec, ClientState, Message, ReplySpec, RoundContext
+from fedmosaic.methods.arrays import prefixed, unprefixed
 from fedmosaic.methods.horizontal.fedavg.client import ModelFactory
 from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer, training_metrics
 from fedmosaic.methods.horizontal.probes import Probe
-from fedmosaic.methods.horizontal.scaffold.messages import CONTROL, CONTROL_DELTA, prefixed, unprefixed
+from fedmosaic.methods.horizontal.scaffold.messages import CONTROL, CONTROL_DELTA
 from fedmosaic.methods.horizontal.scaffold.params import ScaffoldParams
 from fedmosaic.methods.horizontal.task import Pretraining
 

@@ -1,4 +1,4 @@
-"""A tiny task of every kind a method is built from, for the method contract (tests/methods/test_contract.py).
+"""A tiny task of every kind a method is built from, for the method contract (:mod:`fedmosaic.testing.contract`).
 
 Each task has two or three clients (passive parties for vertical tasks) and
 a few dozen rows, so that one round of any method takes a fraction of a second.
@@ -6,6 +6,7 @@ a few dozen rows, so that one round of any method takes a fraction of a second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -18,9 +19,15 @@ from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.training import TrainParams
 from fedmosaic.methods.vertical.task import VerticalTask
-
-from .concepts.conftest import CARDINALITIES, NODES, TASK, _labeled, _sample, client_data
-from .vertical.conftest import tiny_vertical_data
+from fedmosaic.testing.tiny_worlds import (
+    CARDINALITIES,
+    NODES,
+    TASK,
+    client_data,
+    labeled,
+    sample_concepts,
+    tiny_vertical_data,
+)
 
 SMALL: dict[str, Any] = {
     "hidden": 8,
@@ -73,7 +80,7 @@ unlabeled cells (-1), which the data sampled from a network never has."""
 
 def tiny_task(variant: str, rounds: int) -> tuple[Any, int]:
     """The task ``variant`` (one of :data:`VARIANTS`) for a federation of ``rounds`` rounds, and its clients."""
-    builders = {
+    builders: dict[str, Callable[[int], Any]] = {
         "horizontal": _horizontal,
         "concepts": _concepts,
         "concept-tables": _concept_tables,
@@ -102,10 +109,10 @@ def _concepts(rounds: int) -> ConceptTask:
     """The tiny concept world of the F-CMs tests: clients labeling different concept subsets."""
     subsets = (("a", "b", "y"), ("b", "c", "y"), ("a", "b", "c", "y"))
     clients = [client_data(s, seed=k, n_train=40, n_val=16) for k, s in enumerate(subsets)]
-    test_x, test_values = _sample(60, np.random.default_rng([999, 17]))
+    test_x, test_values = sample_concepts(60, np.random.default_rng([999, 17]))
     return ConceptTask(
         clients=clients,
-        test=_labeled(test_x, test_values, NODES),
+        test=labeled(test_x, test_values, NODES),
         task=TASK,
         cardinalities=dict(CARDINALITIES),
         true_ancestors=frozenset({"a", "b", "c"}),
