@@ -42,7 +42,7 @@ def test_a_site_with_too_few_rows_sends_nothing() -> None:
 def test_one_round_over_a_grid_scales_every_site_by_the_pooled_statistics() -> None:
     # Prepare
     sites = _sites()
-    server = ScalingServer(width=3)
+    server = ScalingServer(shape=(3,))
     # Execute
     with InProcessGrid(lambda k: ScalingClient(sites[k]), seed=0) as grid:
         Federation(server, grid, Schedule(num_clients=3, min_replies=3), seed=0, rounds=1).run()

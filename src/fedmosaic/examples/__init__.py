@@ -3,8 +3,10 @@
 ``asia/``: three hospitals' tables sampled from the asia network, each
 labelling different concepts (hospital 1 with its own graph belief), the
 coordinator's test table and new patients to predict; ``vertical/``: two
-parties holding different columns of partly the same patients. Copy them
-with ``fedmosaic examples DEST``; :mod:`fedmosaic.examples.generate` wrote them.
+parties holding different columns of partly the same patients; ``images/``:
+three sites' own images (``.npz``) and a CNN of the user's own
+(``mynets.py``, ``docs/own-model.md``). Copy them with ``fedmosaic examples
+DEST``; :mod:`fedmosaic.examples.generate` wrote them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from fedmosaic.errors import ConfigError
 
-EXAMPLES = ("asia", "vertical")
+EXAMPLES = ("asia", "vertical", "images")
 """The example folders."""
 
 
@@ -34,6 +36,6 @@ def copy_examples(dest: Path) -> list[Path]:
     root = resources.files(__name__)
     for name in EXAMPLES:
         with resources.as_file(root / name) as source:
-            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         written.append(dest / name)
     return written

@@ -142,7 +142,37 @@ def write_vertical(folder: Path) -> None:
         table.to_csv(folder / f"{name}.csv", index=False)
 
 
+IMAGE_SITES = 3
+IMAGE_TEST_ROWS = 360
+IMAGE_SKEW = 0.5
+"""Dirichlet concentration of each image site's classes: every site holds every digit, some far more than others."""
+
+
+def write_images(folder: Path) -> None:
+    """Three sites' 8x8 digit images (scikit-learn's, as ``x`` of shape (n, 1, 8, 8) and ``y``), a test file and new images."""
+    from sklearn.datasets import load_digits
+
+    rng = np.random.default_rng(SEED)
+    digits = load_digits()
+    x = (digits.images / 16.0).astype(np.float32)[:, None]
+    y = digits.target.astype(np.int64)
+    order = rng.permutation(len(y))
+    test, new, train = (
+        order[:IMAGE_TEST_ROWS],
+        order[IMAGE_TEST_ROWS : IMAGE_TEST_ROWS + 5],
+        order[IMAGE_TEST_ROWS + 5 :],
+    )
+    np.savez_compressed(folder / "test.npz", x=x[test], y=y[test])
+    np.save(folder / "new-images.npy", x[new])
+    shares = rng.dirichlet([IMAGE_SKEW] * IMAGE_SITES, size=10)
+    site = np.array([rng.choice(IMAGE_SITES, p=shares[label]) for label in y[train]])
+    for k in range(IMAGE_SITES):
+        rows = train[site == k]
+        np.savez_compressed(folder / f"site-{k}.npz", x=x[rows], y=y[rows])
+
+
 if __name__ == "__main__":
     root = Path(__file__).parent
     write_asia(root / "asia")
     write_vertical(root / "vertical")
+    write_images(root / "images")

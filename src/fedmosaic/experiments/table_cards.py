@@ -8,6 +8,7 @@ categories, so predictions and interventions speak the sites' own words.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,9 +27,10 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
     """The card's ``inputs``, ``classes`` and, for a concept task, ``task`` and ``concepts``."""
     tables, scaling = workload.tables, workload.scaling
     assert scaling is not None
-    features = list(tables.features)
-    standardise = ([float(v) for v in scaling.mean], [float(v) for v in scaling.std])
-    described: dict[str, Any] = {"inputs": input_schema(features, (len(features),), SCALING, standardise=standardise)}
+    shape = tuple(scaling.mean.shape)
+    features = list(tables.features) or [f"x{k}" for k in range(scaling.mean.size)]
+    standardise = ([float(v) for v in scaling.mean.flat], [float(v) for v in scaling.std.flat])
+    described: dict[str, Any] = {"inputs": input_schema(features, shape, SCALING, standardise=standardise)}
     if tables.kind == "horizontal":
         return described | {"classes": list(tables.classes)}
     assert tables.task is not None
@@ -105,5 +107,7 @@ def raw_vertical_inputs(blocks: Sequence[np.ndarray], scales: Sequence[Scale | N
 
 
 def table_evaluation_inputs(workload: TableWorkload) -> np.ndarray:
-    """The coordinator's raw test features (the model scales them itself)."""
-    return np.zeros((0, len(workload.tables.features)), np.float32) if workload.test is None else workload.test.x
+    """The coordinator's raw test features, one flat row per example (the model scales them itself)."""
+    if workload.test is None:
+        return np.zeros((0, math.prod(workload.example_shape())), np.float32)
+    return workload.test.x.reshape(len(workload.test.x), -1)

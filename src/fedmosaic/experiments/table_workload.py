@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.federation.message import ConfigValue
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
+from fedmosaic.methods.horizontal.models import check_classifier
 from fedmosaic.preparation.scaling import MIN_SITE_ROWS, Scaling, ScalingClient, ScalingServer
 
 SCALING = "scaling"
@@ -74,6 +76,13 @@ class TableWorkload:
     audit: MessageRecord | None = None
     figures: tuple[tuple[str, str, bytes], ...] = ()
     _clients: dict[int, Sites[Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def example_shape(self) -> tuple[int, ...]:
+        """The shape of one example: ``(d,)`` for ``d`` feature columns, an ``.npz`` site's ``x`` row otherwise."""
+        if self.test is not None:
+            return tuple(self.test.x.shape[1:])
+        assert self.scaling is not None, "a node knows the shape from the scaling it was sent"
+        return tuple(self.scaling.mean.shape)
 
     def features(self, site: int) -> np.ndarray:
         """Site ``site``'s raw features (what its scaling client summarises)."""
@@ -117,7 +126,7 @@ class TableWorkload:
         clients = self.sites.map(lambda k, site: ArrayDataset(scaling.apply(site.x), site.y, classes))
         test = self.test
         if test is None:
-            scaled = ArrayDataset(np.zeros((0, len(self.tables.features)), np.float32), np.zeros(0, np.int64), classes)
+            scaled = ArrayDataset(np.zeros((0, *self.example_shape()), np.float32), np.zeros(0, np.int64), classes)
         else:
             scaled = ArrayDataset(scaling.apply(test.x), test.y, classes)  # type: ignore[union-attr]
         return ClassificationWorkload(clients=clients, test=scaled)  # type: ignore[arg-type]
@@ -209,10 +218,17 @@ def prepare_tables(config: ExperimentConfig) -> TableWorkload:
         test = ConceptSite(x, values, names, None)
     else:
         test = read_labeled(tables, tables.test, "tables.test", complete=True)
+        check_classifier(config.model, tuple(test.x.shape[1:]), len(tables.classes))
     in_process = config.federation.engine == "inprocess"
     sites = _sites(tables, None if in_process else frozenset(), {})
     if in_process:
         for k, site in enumerate(sites):
+            if site.x.shape[1:] != test.x.shape[1:]:
+                raise ConfigError(
+                    f"tables.sites.{k}.file",
+                    f"{Path(tables.sites[k].file).name}: rows of shape {site.x.shape[1:]}, "
+                    f"the test file's are {test.x.shape[1:]}",
+                )
             if len(site.x) < MIN_SITE_ROWS:
                 raise ConfigError(
                     f"tables.sites.{k}.file",
@@ -259,7 +275,7 @@ def fit_scaling(
         If not every site replied.
     """
     sites = len(workload.sites)
-    server = ScalingServer(len(workload.tables.features))
+    server = ScalingServer(workload.example_shape())
     schedule = Schedule(num_clients=sites, min_replies=sites)
 
     audit = MessageRecord(SCALING) if config.federation.audit else None

@@ -30,7 +30,8 @@ class Scaling:
     Parameters
     ----------
     mean, std : numpy.ndarray
-        float64 ``(d,)``; a constant feature has std 1.
+        float64 of the shape of one example (``(d,)`` for a table's rows, any
+        shape for arrays); a constant feature has std 1.
 
     Examples
     --------
@@ -47,18 +48,33 @@ class Scaling:
         scaled: np.ndarray = ((x.astype(np.float64) - self.mean) / self.std).astype(np.float32)
         return scaled
 
-    def to_config(self) -> dict[str, list[float]]:
-        """The scaling as message/header config."""
-        return {"scaling-mean": [float(v) for v in self.mean], "scaling-std": [float(v) for v in self.std]}
+    def to_config(self) -> dict[str, list[float] | list[int]]:
+        """The scaling as message/header config: flat values, and the shape of one example unless it is ``(d,)``.
+
+        Examples
+        --------
+        >>> s = Scaling(np.zeros((2, 1)), np.ones((2, 1)))
+        >>> Scaling.from_config(s.to_config()).mean.shape
+        (2, 1)
+        """
+        config: dict[str, list[float] | list[int]] = {
+            "scaling-mean": [float(v) for v in self.mean.flat],
+            "scaling-std": [float(v) for v in self.std.flat],
+        }
+        if self.mean.ndim != 1:
+            config["scaling-shape"] = [int(n) for n in self.mean.shape]
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, object]) -> Scaling | None:
         """The scaling :meth:`to_config` wrote, None when absent."""
         if "scaling-mean" not in config:
             return None
-        return cls(
-            np.asarray(config["scaling-mean"], dtype=np.float64), np.asarray(config["scaling-std"], dtype=np.float64)
-        )
+        mean = np.asarray(config["scaling-mean"], dtype=np.float64)
+        std = np.asarray(config["scaling-std"], dtype=np.float64)
+        given = config.get("scaling-shape")
+        shape = tuple(int(n) for n in given) if isinstance(given, list) else mean.shape
+        return cls(mean.reshape(shape), std.reshape(shape))
 
 
 def moments(x: np.ndarray) -> dict[str, np.ndarray]:
@@ -112,12 +128,12 @@ class ScalingServer(ServerLogic):
 
     Parameters
     ----------
-    width : int
-        Number of features.
+    shape : tuple of int
+        Shape of one example: ``(d,)`` for ``d`` feature columns.
     """
 
-    def __init__(self, width: int) -> None:
-        self._width = width
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self._shape = tuple(shape)
         self.scaling: Scaling | None = None
 
     @override
@@ -126,7 +142,7 @@ class ScalingServer(ServerLogic):
 
     @override
     def run_round(self, ctx: RoundContext) -> dict[str, float]:
-        vector = ArraySpec((self._width,), "float64")
+        vector = ArraySpec(self._shape, "float64")
         expect = ReplySpec(
             arrays={"count": ArraySpec((1,), "float64"), "sum": vector, "sum_sq": vector},
             metrics=frozenset({"num_examples"}),

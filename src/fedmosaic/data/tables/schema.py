@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fedmosaic.data.tables.npz import is_npz
 from fedmosaic.errors import ConfigError
 from fedmosaic.limits import Samples
 
@@ -85,6 +86,12 @@ class TablesSection(_Strict):
         Concept tasks: every concept's categories (the task's included).
     sites : list of {file, concepts, graph}, default []
         Horizontal and concept tasks: one table per site (site ``i`` is client ``i``).
+        A horizontal task's sites may instead be NumPy ``.npz`` files of an
+        array ``x`` (a row per example, any shape: images, signals) and
+        ``y`` (each row's class, as written in ``classes`` or its index);
+        then the test file is an ``.npz`` too, and ``features`` and
+        ``label`` stay unset. ``x`` is standardised element by element with
+        federated statistics, as table features are.
     test : str or None, default None
         Horizontal and concept tasks: the coordinator's test table, labeled
         for the label or every concept.
@@ -123,6 +130,11 @@ class TablesSection(_Strict):
         return "classification" if self.kind == "horizontal" else self.kind
 
     @property
+    def arrays(self) -> bool:
+        """Whether the sites are ``.npz`` arrays (``x`` and ``y``) rather than tables of columns."""
+        return any(is_npz(site.file) for site in self.sites) or (self.test is not None and is_npz(self.test))
+
+    @property
     def num_clients(self) -> int:
         """Clients of the federation: the sites, or the passive parties."""
         return len(self.parties) - 1 if self.kind == "vertical" else len(self.sites)
@@ -148,6 +160,9 @@ def check_tables(tables: TablesSection) -> None:
         raise ConfigError("tables.sites", f"a {tables.kind} task needs at least one site table")
     if tables.test is None:
         raise ConfigError("tables.test", "needs the coordinator's test table")
+    if tables.arrays:
+        _check_arrays(tables)
+        return
     _require(tables.features, "tables.features", "feature columns")
     _unique(tables.features, "tables.features")
     if tables.kind == "horizontal":
@@ -201,6 +216,25 @@ def _check_vertical(tables: TablesSection) -> None:
             if column in seen:
                 raise ConfigError(f"tables.parties.{index}.features", f"{column!r} is already party {seen[column]}'s")
             seen[column] = index
+
+
+def _check_arrays(tables: TablesSection) -> None:
+    """``.npz`` sites: every file an ``.npz``, a horizontal task, its classes, and no column names."""
+    assert tables.test is not None
+    files = [("tables.test", tables.test)] + [(f"tables.sites.{k}.file", s.file) for k, s in enumerate(tables.sites)]
+    tabular = next(((field, file) for field, file in files if not is_npz(file)), None)
+    if tabular is not None:
+        raise ConfigError(
+            tabular[0], f"with .npz sites every file is an .npz (x and y arrays), got {Path(tabular[1]).name}"
+        )
+    if tables.kind != "horizontal":
+        raise ConfigError("tables.kind", f".npz sites hold a horizontal task (x and y), got '{tables.kind}'")
+    _categories(tables.classes, "tables.classes")
+    for field in ("features", "label"):
+        if getattr(tables, field):
+            raise ConfigError(f"tables.{field}", "an .npz site holds x and y, not columns: leave it unset")
+    for field in ("task", "concepts", "id", "parties"):
+        _absent(tables, field, "horizontal")
 
 
 def _check_label(tables: TablesSection) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.tables.beliefs import read_belief
+from fedmosaic.data.tables.npz import read_npz_site
 from fedmosaic.data.tables.read import UNLABELED, Table, read_table
 from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.errors import ConfigError, FedmosaicError
@@ -176,7 +177,12 @@ def read_concept_test(tables: TablesSection) -> tuple[np.ndarray, np.ndarray, tu
 
 
 def read_labeled(tables: TablesSection, file: str, field: str, *, complete: bool = False) -> ArrayDataset:
-    """A horizontal table as features and labels (unlabeled rows dropped; ``complete``: none allowed)."""
+    """A horizontal table as features and labels (unlabeled rows dropped; ``complete``: none allowed).
+
+    An ``.npz`` site gives its ``x`` and ``y`` arrays, every row labeled (:mod:`~fedmosaic.data.tables.npz`).
+    """
+    if tables.arrays:
+        return read_npz_site(file, field, tables.classes)
     table = read_table(file, field)
     check_columns(table, tables.columns())
     x = table.numbers(tables.features)

@@ -1,0 +1,119 @@
+"""A site's own arrays as a NumPy ``.npz`` file: ``x`` of any shape (images, signals) and ``y``, checked.
+
+The file is read with ``allow_pickle=False``: an object array (pickled Python
+objects, which would run code when loaded) is refused, never loaded. Every
+other problem is one line naming the file: a missing or unknown array, rows
+that disagree, a dtype that is not numeric, NaN or infinite values, a label
+that is not one of ``tables.classes``.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.errors import ConfigError
+
+SUFFIX = ".npz"
+ARRAYS = ("x", "y")
+"""The arrays a site's ``.npz`` holds: ``x`` (a row per example, any shape after it) and ``y`` (a label per row)."""
+
+
+def is_npz(file: str) -> bool:
+    """Whether ``file`` names a ``.npz`` file (by its suffix)."""
+    return Path(file).suffix.lower() == SUFFIX
+
+
+def read_npz_site(file: str, field: str, classes: list[str]) -> ArrayDataset:
+    """A site's ``x`` and ``y``, checked; labels become indices into ``classes``.
+
+    ``y`` holds each row's class as written in ``classes`` (strings), or its
+    index in ``classes`` (integers).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field`` and the file, on the first problem.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "site.npz"
+    >>> np.savez(path, x=np.zeros((3, 1, 2, 2), np.float32), y=np.array(["cat", "dog", "cat"]))
+    >>> site = read_npz_site(str(path), "tables.sites.0.file", ["cat", "dog"])
+    >>> site.x.shape, site.y.tolist()
+    ((3, 1, 2, 2), [0, 1, 0])
+    >>> np.savez(path, x=np.full((2, 2), np.nan), y=np.array([0, 1]))
+    >>> read_npz_site(str(path), "tables.sites.0.file", ["cat", "dog"])
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.ConfigError: tables.sites.0.file: site.npz: x holds 4 NaN or infinite values (the first in row 1)
+    """
+    name = Path(file).name
+    arrays = _load(file, field)
+    unknown = sorted(set(arrays) - set(ARRAYS))
+    missing = [key for key in ARRAYS if key not in arrays]
+    if missing or unknown:
+        found = ", ".join(sorted(arrays)) or "nothing"
+        raise ConfigError(field, f"{name}: needs the arrays x and y and nothing else, found {found}")
+    x, y = arrays["x"], arrays["y"]
+    if x.ndim < 2 or not len(x):
+        raise ConfigError(field, f"{name}: x needs a row per example and a feature axis, got shape {x.shape}")
+    if x.dtype.kind not in "biuf":
+        raise ConfigError(field, f"{name}: x must hold numbers (bool, int or float), got dtype {x.dtype}")
+    bad = ~np.isfinite(x.reshape(len(x), -1)) if x.dtype.kind == "f" else np.zeros((len(x), 1), bool)
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0])
+        raise ConfigError(
+            field, f"{name}: x holds {int(bad.sum())} NaN or infinite values (the first in row {row + 1})"
+        )
+    if y.shape != (len(x),):
+        raise ConfigError(field, f"{name}: y needs one label per row of x ({len(x)}), got shape {y.shape}")
+    return ArrayDataset(x.astype(np.float32), _label_indices(y, classes, name, field), num_classes=len(classes))
+
+
+def _load(file: str, field: str) -> dict[str, np.ndarray]:
+    name = Path(file).name
+    try:
+        with np.load(file, allow_pickle=False) as archive:
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise ConfigError(field, f"{name}: is a single .npy array, not a .npz of the arrays x and y")
+            return {key: archive[key] for key in archive.files}
+    except FileNotFoundError:
+        raise ConfigError(field, f"no such file: {file}") from None
+    except ValueError as error:
+        if "allow_pickle" in str(error):
+            raise ConfigError(
+                field, f"{name}: holds an object array (pickled Python objects), never loaded; save numeric arrays"
+            ) from None
+        raise ConfigError(field, f"{name}: not a readable .npz file ({error})") from None
+    except (OSError, zipfile.BadZipFile, EOFError) as error:
+        raise ConfigError(field, f"{name}: not a readable .npz file ({type(error).__name__})") from None
+
+
+def _label_indices(y: np.ndarray, classes: list[str], name: str, field: str) -> np.ndarray:
+    """``y`` as indices into ``classes``: strings matched by name, integers taken as indices."""
+    if y.dtype.kind in "iu":
+        outside = (y < 0) | (y >= len(classes))
+        if outside.any():
+            row = int(np.argmax(outside))
+            raise ConfigError(
+                field,
+                f"{name}: y holds {int(y[row])} in row {row + 1}, a class never declared "
+                f"(tables.classes has {len(classes)}: indices 0 to {len(classes) - 1})",
+            )
+        return y.astype(np.int64)
+    if y.dtype.kind != "U":
+        raise ConfigError(
+            field, f"{name}: y must hold class names (strings) or indices (integers), got dtype {y.dtype}"
+        )
+    index = {label: k for k, label in enumerate(classes)}
+    unknown = [label for label in np.unique(y) if label not in index]
+    if unknown:
+        raise ConfigError(
+            field, f"{name}: y holds {unknown[0]!r}, a class never declared (tables.classes: {', '.join(classes)})"
+        )
+    return np.array([index[label] for label in y.tolist()], dtype=np.int64)
