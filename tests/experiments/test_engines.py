@@ -9,9 +9,11 @@ import pytest
 from flwr.app import Context, RecordDict
 
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.config import fingerprint, load_config, method_params
+from fedmosaic.examples import copy_examples
+from fedmosaic.experiments.config import apply_overrides, fingerprint, load_config, method_params
 from fedmosaic.experiments.engines import JobSpec, SimulationEngine
 from fedmosaic.experiments.flower_client import client_logic
+from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import configured_engine, run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.federation import ClientContext, ClientState, Message, Schedule, ServerLogic
@@ -185,6 +187,30 @@ def test_flower_simulation_gives_bit_identical_results(source: dict, ray_address
     # Assert
     assert _numbers(simulated) == _numbers(in_process)
     assert all(row["replies"] > 0 for run in simulated["runs"] for row in run["history"])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray-digits")
+def test_an_own_model_on_own_npz_sites_gives_the_in_process_numbers_on_flower_simulation(
+    ray_address: str, tmp_path: Path
+) -> None:
+    """The images example (a CNN of the user's own beside the experiment, three sites' .npz images) on Ray.
+
+    Each simulated node imports the factory's module from the path the experiment records and reads its
+    own site's file, as the in-process run does.
+    """
+    # Prepare
+    copy_examples(tmp_path / "examples")
+    source = resolve_experiment(str(tmp_path / "examples" / "images" / "images.toml"))
+    source = apply_overrides(source, ["federation.rounds=2", "runs=[{name = 'FedAvg', method = 'fedavg'}]"])
+
+    # Execute
+    in_process = run_experiment(load_config(source), tmp_path / "inprocess")
+    simulated = run_experiment(load_config(_simulated_on(source, ray_address)), tmp_path / "simulation")
+
+    # Assert
+    assert _numbers(simulated) == _numbers(in_process)
+    assert in_process["runs"][0]["final"]["accuracy"] > 0.3
 
 
 @pytest.mark.slow

@@ -267,7 +267,7 @@ def _with_model_code(config: ExperimentConfig) -> ExperimentConfig:
         hash no longer matches the source.
     """
     model = config.model
-    if model.factory is not None and "kind" in model.model_fields_set:
+    if model.factory is not None and model.kind != ModelParams.model_fields["kind"].default:
         raise ConfigError("model.kind", "set either model.kind or model.factory, not both")
     if config.task_kind != "classification":  # the model of other tasks is set in runs.N.params
         return config

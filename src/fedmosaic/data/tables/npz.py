@@ -85,11 +85,12 @@ def _load(file: str, field: str) -> dict[str, np.ndarray]:
     except FileNotFoundError:
         raise ConfigError(field, f"no such file: {file}") from None
     except ValueError as error:
-        if "allow_pickle" in str(error):
+        if "Object arrays" in str(error):
             raise ConfigError(
                 field, f"{name}: holds an object array (pickled Python objects), never loaded; save numeric arrays"
             ) from None
-        raise ConfigError(field, f"{name}: not a readable .npz file ({error})") from None
+        reason = "a pickle or another format, never unpickled" if "pickled" in str(error) else str(error)
+        raise ConfigError(field, f"{name}: not a readable .npz file ({reason})") from None
     except (OSError, zipfile.BadZipFile, EOFError) as error:
         raise ConfigError(field, f"{name}: not a readable .npz file ({type(error).__name__})") from None
 
@@ -111,7 +112,7 @@ def _label_indices(y: np.ndarray, classes: list[str], name: str, field: str) -> 
             field, f"{name}: y must hold class names (strings) or indices (integers), got dtype {y.dtype}"
         )
     index = {label: k for k, label in enumerate(classes)}
-    unknown = [label for label in np.unique(y) if label not in index]
+    unknown = [str(label) for label in np.unique(y) if label not in index]
     if unknown:
         raise ConfigError(
             field, f"{name}: y holds {unknown[0]!r}, a class never declared (tables.classes: {', '.join(classes)})"
