@@ -168,3 +168,80 @@ def test_kind_and_factory_together_are_refused(tmp_path: Path) -> None:
 
     # Assert
     assert str(raised.value) == "model.kind: set either model.kind or model.factory, not both"
+
+
+ENCODER = '''
+from torch import nn
+
+
+def encoder(input_shape, output_dim, width=32):
+    """A user's own input encoder for F-CMs: (batch, features) -> (batch, output_dim)."""
+    (features,) = input_shape
+    return nn.Sequential(nn.Linear(features, width), nn.GELU(), nn.Linear(width, output_dim), nn.GELU())
+'''
+CONCEPTS = """
+name = "own-encoder"
+[data]
+dataset = "bnlearn"
+network = "asia"
+samples = 2000
+[federation]
+rounds = 5
+[concepts]
+join_round = 3
+[[runs]]
+name = "F-CMs"
+method = "fcm"
+params = { model = { factory = "encoders:encoder", args = { width = 24 } } }
+[[runs]]
+name = "Centralized"
+method = "fcm"
+setting = "centralized"
+params = { model = { factory = "encoders:encoder" } }
+"""
+
+
+def test_f_cms_trains_its_concept_layers_on_an_own_input_encoder(tmp_path: Path) -> None:
+    # Prepare
+    (tmp_path / "encoders.py").write_text(ENCODER)
+    (tmp_path / "concepts.toml").write_text(CONCEPTS)
+    config = load_config(resolve_experiment(str(tmp_path / "concepts.toml")))
+
+    # Execute
+    results = run_experiment(config, tmp_path / "out")
+    model = fedmosaic.load_model(tmp_path / "out" / "model" / "00-f-cms", trust_code=True)
+
+    # Assert: asia's concepts are binary (chance 50%); the concepts are learned through the own encoder
+    federated, centralized = (run["final"] for run in results["runs"])
+    assert federated["concept_accuracy"] > 0.7
+    assert centralized["concept_accuracy"] > 0.8
+    assert centralized["accuracy"] > 0.65
+    recorded = results["runs"][0]["params"]["model"]
+    assert recorded["factory"].endswith("encoders.py:encoder")
+    assert len(recorded["code_sha256"]) == 64
+    encoder_weights = [name for name, _ in model.network.named_parameters() if name.startswith("encoder.")]
+    assert encoder_weights == ["encoder.0.weight", "encoder.0.bias", "encoder.2.weight", "encoder.2.bias"]
+    with pytest.raises(ModelFileError, match="loading it would import"):
+        fedmosaic.load_model(tmp_path / "out" / "model" / "00-f-cms")
+
+
+def test_an_encoder_of_the_wrong_width_is_one_line_naming_the_run_s_factory(tmp_path: Path) -> None:
+    # Prepare
+    (tmp_path / "encoders.py").write_text(
+        ENCODER + "\n\ndef narrow(input_shape, output_dim):\n    return nn.Linear(input_shape[0], 3)\n"
+    )
+    (tmp_path / "concepts.toml").write_text(
+        CONCEPTS.replace('factory = "encoders:encoder", args = { width = 24 }', 'factory = "encoders:narrow"')
+    )
+    config = load_config(resolve_experiment(str(tmp_path / "concepts.toml")))
+
+    # Execute
+    with pytest.raises(ConfigError) as raised:
+        run_experiment(config, tmp_path / "out")
+
+    # Assert: refused once the data is read, before anything is written
+    assert raised.value.field == "runs.0.params.model.factory"
+    assert "must return a torch.nn.Module of (batch, 64) features (encoder_hidden), got Linear of (2, 3)" in str(
+        raised.value
+    )
+    assert not (tmp_path / "out").exists()

@@ -44,14 +44,14 @@ from fedmosaic.experiments.sections import (
     Section,
     VerticalSection,
 )
+from fedmosaic.experiments.user_models import with_model_code
 from fedmosaic.experiments.validation import validate
 from fedmosaic.federation.privacy import noise_for_epsilon
 from fedmosaic.limits import MAX_SEED, MIN_NOISE
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.horizontal.models import ModelParams, check_signature
+from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.registry import get_method
 from fedmosaic.methods.training import TrainParams
-from fedmosaic.user_code import source_sha256
 
 __all__ = [
     "VERTICAL_DATASETS",
@@ -252,36 +252,8 @@ def load_config(source: dict[str, Any]) -> ExperimentConfig:
             f"must be <= concepts.num_clients ({concepts.num_clients}), got {concepts.initial_clients}",
         )
     check_inert_keys(source, config)
-    return _with_model_code(config)
-
-
-def _with_model_code(config: ExperimentConfig) -> ExperimentConfig:
-    """``config`` with its own model checked and, for a factory, the SHA-256 of the source it runs.
-
-    Raises
-    ------
-    ConfigError
-        Naming ``model.factory`` or ``model.kind``: both set, an architecture that
-        is not registered, a factory that cannot be imported or called with a
-        shape, classes and ``args``; naming ``model.code_sha256`` if a recorded
-        hash no longer matches the source.
-    """
-    model = config.model
-    if model.factory is not None and model.kind != ModelParams.model_fields["kind"].default:
-        raise ConfigError("model.kind", "set either model.kind or model.factory, not both")
-    if config.task_kind != "classification":  # the model of other tasks is set in runs.N.params
-        return config
-    check_signature(model)
-    if model.factory is None:
-        return config
-    digest = source_sha256(model.factory, "model.factory")
-    if model.code_sha256 is not None and model.code_sha256 != digest:
-        raise ConfigError(
-            "model.code_sha256",
-            f"the source of {model.factory} changed since this configuration was recorded "
-            f"({model.code_sha256[:12]}..., now {digest[:12]}...)",
-        )
-    return config.model_copy(update={"model": model.model_copy(update={"code_sha256": digest})})
+    checked: ExperimentConfig = with_model_code(config)
+    return checked
 
 
 def _check_grid(source: dict[str, Any], grid: GridSection) -> None:

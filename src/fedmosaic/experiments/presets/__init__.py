@@ -17,17 +17,34 @@ _PACKAGE = __name__
 
 
 def resolve_model_code(source: dict[str, Any], base: Path) -> dict[str, Any]:
-    """The raw configuration with a ``model.factory`` module that lies in ``base`` made an absolute file path.
+    """The raw configuration with each factory module that lies in ``base`` made an absolute file path.
+
+    Factories are ``model.factory`` and a run's ``params.model.factory``.
 
     Examples
     --------
     >>> resolve_model_code({"model": {"kind": "mlp"}}, Path("."))
     {'model': {'kind': 'mlp'}}
     """
-    model = source.get("model")
-    if not isinstance(model, dict) or not isinstance(model.get("factory"), str):
+
+    def resolved(model: Any) -> Any:
+        if not isinstance(model, dict) or not isinstance(model.get("factory"), str):
+            return model
+        return {**model, "factory": resolve_beside(model["factory"], base)}
+
+    source = {**source, "model": resolved(source["model"])} if "model" in source else source
+    runs = source.get("runs")
+    if not isinstance(runs, list):
         return source
-    return {**source, "model": {**model, "factory": resolve_beside(model["factory"], base)}}
+    return {
+        **source,
+        "runs": [
+            {**run, "params": {**run["params"], "model": resolved(run["params"].get("model"))}}
+            if isinstance(run, dict) and isinstance(run.get("params"), dict) and "model" in run["params"]
+            else run
+            for run in runs
+        ],
+    }
 
 
 def preset_names() -> list[str]:

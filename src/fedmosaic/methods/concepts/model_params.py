@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.limits import Width
+from fedmosaic.methods.concepts.slots import leaky_mlp
+from fedmosaic.user_code import load_callable
 
 
 class ConceptModelParams(BaseModel):
@@ -33,6 +38,18 @@ class ConceptModelParams(BaseModel):
     init : {"zero", "orthogonal"}, default "zero"
         Initialisation of the weights of connections created by growth.
         ``zero`` leaves the outputs for the old inputs unchanged.
+    factory : str or None, default None
+        Your own input encoder instead of the LeakyReLU MLP:
+        ``"module:callable"`` (a module beside the experiment file, or
+        installed) or ``"file.py:callable"``, called as
+        ``callable(input_shape=..., output_dim=encoder_hidden, **args)``; it
+        returns a ``torch.nn.Module`` mapping a batch of inputs to
+        ``(batch, encoder_hidden)`` features, which feed the concept layers.
+    args : table or None, default None
+        Further keyword arguments of the factory.
+    code_sha256 : str or None, default None
+        Set when the configuration loads: the SHA-256 of the factory's
+        module source, recorded with every run and model file.
 
     Examples
     --------
@@ -48,3 +65,38 @@ class ConceptModelParams(BaseModel):
     embedding_size: Width = 8
     decoder_hidden: Width = 32
     init: Literal["zero", "orthogonal"] = "zero"
+    factory: str | None = Field(default=None, min_length=1)
+    args: dict[str, Any] | None = None
+    code_sha256: str | None = Field(default=None, min_length=64, max_length=64)
+
+    def build_encoder(self, input_dim: int) -> nn.Module:
+        """The input encoder: the factory's module, else ``input_dim -> encoder_hidden -> encoder_hidden``, LeakyReLU after each.
+
+        Raises
+        ------
+        ConfigError
+            Naming ``model.factory``: it cannot be imported or called, or maps a
+            batch of inputs to another shape than ``(batch, encoder_hidden)``.
+        """
+        hidden = self.encoder_hidden
+        if self.factory is None:
+            return leaky_mlp([input_dim, hidden, hidden], activate_output=True)
+        build = load_callable(self.factory, "model.factory")
+        try:
+            encoder = build(input_shape=(input_dim,), output_dim=hidden, **(self.args or {}))
+            with torch.no_grad():
+                shape = tuple(encoder(torch.zeros(2, input_dim)).shape) if isinstance(encoder, nn.Module) else ()
+        except Exception as error:  # noqa: BLE001 - the user's code: whatever it raises is reported on one line
+            detail = str(error).splitlines()[0] if str(error) else ""
+            raise ConfigError(
+                "model.factory",
+                f"{self.factory} cannot build an encoder of ({input_dim},) inputs: {type(error).__name__}: {detail}",
+            ) from None
+        if not isinstance(encoder, nn.Module) or shape != (2, hidden):
+            raise ConfigError(
+                "model.factory",
+                f"{self.factory} must return a torch.nn.Module of (batch, {hidden}) features (encoder_hidden), "
+                f"got {type(encoder).__name__} of {shape} for a batch of 2",
+            )
+        module: nn.Module = encoder
+        return module

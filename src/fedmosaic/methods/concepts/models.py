@@ -48,7 +48,7 @@ from fedmosaic.methods.concepts.concept_graph import ConceptGraph
 from fedmosaic.methods.concepts.families import FAMILIES
 from fedmosaic.methods.concepts.levels import Interventions, LevelPlan, Messages
 from fedmosaic.methods.concepts.model_params import ConceptModelParams
-from fedmosaic.methods.concepts.slots import leaky_mlp, new_weights
+from fedmosaic.methods.concepts.slots import new_weights
 from fedmosaic.seeding import derive_seed
 
 __all__ = ["AdaptationReport", "ConceptGraph", "ConceptModel", "ConceptModelParams", "build_concept_model"]
@@ -147,10 +147,7 @@ class ConceptModel(nn.Module):
         self.params = params
         self.seed = seed
         self._family = FAMILIES[params.family](params)
-        hidden = params.encoder_hidden
-        self.encoder = seeded(
-            derive_seed(seed, "encoder"), lambda: leaky_mlp([input_dim, hidden, hidden], activate_output=True)
-        )
+        self.encoder = seeded(derive_seed(seed, "encoder"), lambda: params.build_encoder(input_dim))
         self.nodes = nn.ModuleDict()
         self.per_node = False
         self._specs: dict[str, NodeSpec] = {}

@@ -1,0 +1,80 @@
+"""A user's own model code in an experiment: checked when the configuration loads, and the source it runs hashed.
+
+Two places name a factory: ``[model] factory`` (the classifier of a
+horizontal task) and ``runs.N.params.model.factory`` (a method's own model
+part, as F-CMs' input encoder). Each is imported and its signature checked
+now; its module's SHA-256 is recorded in the configuration (``code_sha256``
+beside it), so that every run, its ``config.toml``, ``results.json`` and
+model cards name the code they ran, and a recorded configuration whose
+source has changed is refused.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from fedmosaic.errors import ConfigError
+from fedmosaic.methods.horizontal.models import ModelParams, check_signature
+from fedmosaic.user_code import load_callable, source_sha256
+
+ExperimentConfig = Any
+"""A validated :class:`~fedmosaic.experiments.config.ExperimentConfig` (not imported: it calls this module)."""
+
+
+def with_model_code(config: ExperimentConfig) -> ExperimentConfig:
+    """``config`` with its own models checked and, for each factory, the SHA-256 of the source it runs.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``model.factory`` or ``model.kind``: both set, an architecture that
+        is not registered, a factory that cannot be imported or called with a
+        shape, classes and ``args``; ``runs.N.params.model.factory`` likewise for a
+        method's own model part; the ``code_sha256`` beside a factory if a
+        recorded hash no longer matches the source.
+    """
+    model = config.model
+    if model.factory is not None and model.kind != ModelParams.model_fields["kind"].default:
+        raise ConfigError("model.kind", "set either model.kind or model.factory, not both")
+    if config.task_kind != "classification":  # the model of other tasks is set in runs.N.params
+        return config.model_copy(update={"runs": [_run_with_code(run, k) for k, run in enumerate(config.runs)]})
+    check_signature(model)
+    if model.factory is None:
+        return config
+    digest = _digest(model.factory, model.code_sha256, "model")
+    return config.model_copy(update={"model": model.model_copy(update={"code_sha256": digest})})
+
+
+def _run_with_code(run: Any, index: int) -> Any:
+    """Run ``index`` with the hash of its ``params.model.factory`` (a method's own model part), if it names one."""
+    model = run.params.get("model")
+    factory = model.get("factory") if isinstance(model, dict) else None
+    if not isinstance(factory, str):
+        return run
+    prefix = f"runs.{index}.params.model"
+    build = load_callable(factory, f"{prefix}.factory")
+    arguments = model.get("args") or {}
+    try:
+        inspect.signature(build).bind(input_shape=(1,), output_dim=1, **arguments)
+    except TypeError as error:
+        extra = f" and args {sorted(arguments)}" if arguments else ""
+        raise ConfigError(
+            f"{prefix}.factory", f"{factory} must accept input_shape, output_dim{extra} ({error})"
+        ) from None
+    except ValueError:  # a callable without a signature Python can read: checked when it builds
+        pass
+    digest = _digest(factory, model.get("code_sha256"), prefix)
+    return run.model_copy(update={"params": {**run.params, "model": {**model, "code_sha256": digest}}})
+
+
+def _digest(factory: str, recorded: str | None, prefix: str) -> str:
+    """The SHA-256 of ``factory``'s module source; refused if a recorded one differs."""
+    digest = source_sha256(factory, f"{prefix}.factory")
+    if recorded is not None and recorded != digest:
+        raise ConfigError(
+            f"{prefix}.code_sha256",
+            f"the source of {factory} changed since this configuration was recorded "
+            f"({recorded[:12]}..., now {digest[:12]}...)",
+        )
+    return digest
