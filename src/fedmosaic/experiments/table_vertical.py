@@ -29,6 +29,7 @@ from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
+from fedmosaic.experiments.run_encoders import check_own_models
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.federation import ClientState, Federation, Grid, RoundRecord, Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
@@ -199,6 +200,7 @@ def align_tables(
         scales.append(scale)
     test, labels = _test_rows(unaligned.y, tables, config.seed)
     data = _split(blocks, present, labels, test, len(tables.classes))
+    check_own_models(config, data.widths)
     return VerticalWorkload(data, audit=unaligned.audit, test_rows=test, scales=tuple(scales))
 
 

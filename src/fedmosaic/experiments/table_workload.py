@@ -33,7 +33,7 @@ from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
 from fedmosaic.experiments.job import Job, federated_schedule
-from fedmosaic.experiments.run_encoders import check_run_encoders
+from fedmosaic.experiments.run_encoders import check_own_models
 from fedmosaic.experiments.table_vertical import UnalignedTables, align_tables
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive_rng
@@ -217,7 +217,7 @@ def prepare_tables(config: ExperimentConfig) -> TableWorkload:
     if tables.kind == "concepts":
         x, values, names = read_concept_test(tables)
         test = ConceptSite(x, values, names, None)
-        check_run_encoders(config, x.shape[1])
+        check_own_models(config, [x.shape[1]])
     else:
         test = read_labeled(tables, tables.test, "tables.test", complete=True)
         check_classifier(config.model, tuple(test.x.shape[1:]), len(tables.classes))

@@ -56,7 +56,7 @@ def _run_with_code(run: Any, index: int) -> Any:
     build = load_callable(factory, f"{prefix}.factory")
     arguments = model.get("args") or {}
     try:
-        inspect.signature(build).bind(input_shape=(1,), output_dim=1, **arguments)
+        inspect.signature(build).bind_partial(input_shape=(1,), output_dim=1, **arguments)
     except TypeError as error:
         extra = f" and args {sorted(arguments)}" if arguments else ""
         raise ConfigError(

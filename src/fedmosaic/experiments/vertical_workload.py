@@ -19,6 +19,7 @@ from fedmosaic.data.vertical_data import (
 from fedmosaic.experiments.config import ExperimentConfig, VerticalSection
 from fedmosaic.experiments.datasets import load_splits
 from fedmosaic.experiments.job import Job
+from fedmosaic.experiments.run_encoders import check_own_models
 from fedmosaic.federation import Schedule, derive_rng
 from fedmosaic.federation.audit import MessageRecord
 from fedmosaic.federation.message import ConfigValue
@@ -120,7 +121,9 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
             test_x.astype(np.float32), test_y, columns, missingness, rng, mechanism=mechanism
         )
     likelihood: Likelihood = "bernoulli" if image else "gaussian"
-    return VerticalWorkload(VerticalData(train, tests, splits.train.num_classes, likelihood, validation))
+    data = VerticalData(train, tests, splits.train.num_classes, likelihood, validation)
+    check_own_models(config, data.widths)
+    return VerticalWorkload(data)
 
 
 def shared_mechanism(reference: list[np.ndarray], missingness: Missingness, seed: int) -> MaskModel | None:

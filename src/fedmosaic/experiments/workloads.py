@@ -45,7 +45,7 @@ from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.datasets import Preparer, get_dataset, load_splits
 from fedmosaic.experiments.job import Job, federated_schedule
-from fedmosaic.experiments.run_encoders import check_run_encoders
+from fedmosaic.experiments.run_encoders import check_own_models
 from fedmosaic.experiments.table_vertical import ALIGNMENT, read_tables
 from fedmosaic.experiments.table_workload import prepare_tables
 from fedmosaic.federation import Schedule, derive_rng
@@ -250,7 +250,7 @@ def prepare_concepts(config: ExperimentConfig, *, data_dir: str | Path | None = 
         for client in layout
     ]
     ancestors, _ = ancestral_graph(splits.graph_edges, splits.task)
-    check_run_encoders(config, splits.train.x.shape[1])
+    check_own_models(config, [splits.train.x.shape[1]])
     return ConceptWorkload(
         splits=splits, layout=layout, clients=clients, true_ancestors=frozenset(ancestors) - {splits.task}
     )

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import torch
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.registry import Registry
+from fedmosaic.user_code import load_callable
 
 
 @dataclass(frozen=True)
@@ -45,3 +50,55 @@ MODELS: Registry[ModelArchitecture] = Registry(
     "model", "fedmosaic.models", ModelArchitecture, builtin="fedmosaic.methods.horizontal.models:BUILTIN_MODELS"
 )
 """Every registered architecture, by name: fedmosaic's first, then each plugin's."""
+
+
+class OwnModel(BaseModel):
+    """A model part of your own, built by a factory (``runs.N.params.model`` of a method that takes one).
+
+    Parameters
+    ----------
+    factory : str
+        ``"module:callable"`` (a module beside the experiment file, or
+        installed) or ``"file.py:callable"``; what it is called with is the
+        method's (its parameters' documentation says).
+    args : table or None, default None
+        Further keyword arguments of the factory.
+    code_sha256 : str or None, default None
+        Set when the configuration loads: the SHA-256 of the factory's
+        module source, recorded with every run and model file.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    factory: str = Field(min_length=1)
+    args: dict[str, Any] | None = None
+    code_sha256: str | None = Field(default=None, min_length=64, max_length=64)
+
+    def build(self, example: tuple[int, ...], output_dim: int, **inputs: Any) -> nn.Module:
+        """Call the factory with ``input_shape=example``, ``output_dim``, ``inputs`` and ``args``, and check its module.
+
+        Raises
+        ------
+        ConfigError
+            Naming ``model.factory``: it cannot be imported or called, or does not map a
+            batch of ``example`` inputs to ``(batch, output_dim)``.
+        """
+        build = load_callable(self.factory, "model.factory")
+        try:
+            module = build(input_shape=example, output_dim=output_dim, **inputs, **(self.args or {}))
+            with torch.no_grad(), torch.random.fork_rng():
+                shape = tuple(module(torch.zeros(2, *example)).shape) if isinstance(module, nn.Module) else ()
+        except Exception as error:  # noqa: BLE001 - the user's code: whatever it raises is reported on one line
+            detail = str(error).splitlines()[0] if str(error) else ""
+            raise ConfigError(
+                "model.factory",
+                f"{self.factory} cannot be built for {example} inputs: {type(error).__name__}: {detail}",
+            ) from None
+        if not isinstance(module, nn.Module) or shape != (2, output_dim):
+            raise ConfigError(
+                "model.factory",
+                f"{self.factory} must return a torch.nn.Module of (batch, {output_dim}) outputs, "
+                f"got {type(module).__name__} of {shape} for a batch of 2",
+            )
+        built: nn.Module = module
+        return built

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -19,6 +19,19 @@ class MethodParams(BaseModel):
     """Base of every method's parameters: unknown keys, loose types and non-finite floats are rejected."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    def check_own_model(self, widths: Sequence[int]) -> None:
+        """Build the method's model parts of the user's own once, on parties of ``widths`` features (one for a single input).
+
+        The runner calls it before any run, so that a factory that cannot
+        build, or builds the wrong shape, is refused before anything is
+        written. The default: the method takes no model of the user's own.
+
+        Raises
+        ------
+        ConfigError
+            Naming the factory's field below the run's parameters (``model.factory``).
+        """
 
 
 @dataclass(frozen=True)

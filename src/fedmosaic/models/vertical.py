@@ -173,7 +173,11 @@ class SplitVFLModel(VerticalModel):
         super().__init__(folder, card)
         architecture = card["architecture"]
         params = SplitVFLParams.model_validate(
-            {key: architecture[key] for key in ("hidden", "embedding", "layers", "head_layers") if key in architecture}
+            {
+                key: architecture[key]
+                for key in ("hidden", "embedding", "layers", "head_layers", "model")
+                if key in architecture
+            }
         )
         self.baseline = baseline_from_spec(architecture["baseline"])
         self.fallback = int(architecture["fallback"])
@@ -185,7 +189,7 @@ class SplitVFLModel(VerticalModel):
         )
         takes_part = len(card["parts"]) > 1  # Local: the active party alone
         self.passive = [
-            loaded_network(partial(encoder, width, params), *read_part(folder, card, f"party-{k}"))
+            loaded_network(partial(encoder, width, params, k), *read_part(folder, card, f"party-{k}"))
             for k, width in enumerate(self.widths[1:], start=1)
             if takes_part
         ]

@@ -41,12 +41,16 @@ SMALL: dict[str, Any] = {
     "stage1_rounds": 1,
     "pretrain_rounds": 1,
     "chunk_size": 8,
-    "model": {"family": "cbm", "encoder_hidden": 8, "embedding_size": 2, "decoder_hidden": 4},
 }
 """Small values of method parameters, by name: a method takes those of its parameters it has, defaults otherwise.
 
 Pre-training stages last one round, so that a run of three rounds crosses into the next stage.
 """
+SMALL_MODEL: dict[str, dict[str, Any]] = {
+    "concepts": {"family": "cbm", "encoder_hidden": 8, "embedding_size": 2, "decoder_hidden": 4},
+}
+"""A small ``model`` of the methods of each kind that describe theirs in ``params.model`` (F-CMs' concept model)."""
+
 
 
 DATA: dict[str, dict[str, Any]] = {
@@ -66,7 +70,10 @@ def minimal_source(method: Method, *, params: dict[str, Any] | None = None, **se
 def tiny_params(method: Method) -> MethodParams:
     """``method``'s parameters: its defaults, with :data:`SMALL`'s value for every key it has."""
     fields = method.params.model_fields
-    return method.params.model_validate({key: value for key, value in SMALL.items() if key in fields})
+    small = {key: value for key, value in SMALL.items() if key in fields}
+    if "model" in fields and method.kind in SMALL_MODEL:
+        small["model"] = SMALL_MODEL[method.kind]
+    return method.params.model_validate(small)
 
 
 VARIANTS: dict[str, tuple[str, ...]] = {

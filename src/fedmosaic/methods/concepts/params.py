@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
+from typing_extensions import override
 
 from fedmosaic.limits import MAX_ROUNDS
 from fedmosaic.methods.base import MethodParams
@@ -71,3 +73,9 @@ class FCMParams(MethodParams):
     selection: Literal["task", "loss"] = "task"
     intervention_noise: float = Field(default=0.8, ge=0)
     graph_epsilon: float | None = Field(default=None, gt=0)
+
+    @override
+    def check_own_model(self, widths: Sequence[int]) -> None:
+        """Build the own input encoder (``model.factory``), if any, on ``widths[0]`` input features."""
+        if self.model.factory is not None:
+            self.model.build_encoder(widths[0])

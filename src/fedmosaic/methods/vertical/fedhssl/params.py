@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from fedmosaic.limits import Epochs, Rounds
+from fedmosaic.methods.architectures import OwnModel
 from fedmosaic.methods.vertical.split.params import SplitVFLParams
 
 
@@ -27,6 +28,9 @@ class FedHSSLParams(SplitVFLParams):
         Probability that the local augmentations zero a feature of a row.
     pull : float, default 1.0
         Weight of the local step's pull toward the cross-party representations (0: none).
+    model : None
+        Not taken: FedHSSL pre-trains the split network's MLP encoders by
+        SimSiam, so an own encoder is refused.
     """
 
     pretrain_rounds: Rounds = 20
@@ -34,3 +38,9 @@ class FedHSSLParams(SplitVFLParams):
     noise_std: float = Field(default=0.1, ge=0)
     mask_rate: float = Field(default=0.2, ge=0, lt=1)
     pull: float = Field(default=1.0, ge=0)
+
+    @field_validator("model")
+    @classmethod
+    def _no_own_encoder(cls, value: OwnModel | None) -> None:
+        if value is not None:
+            raise ValueError("FedHSSL pre-trains its MLP encoders by SimSiam: an own encoder is not supported")

@@ -23,7 +23,9 @@ def split_builder(baseline: Callable[[P, VerticalTask], Baseline]) -> Callable[[
 
         def party(client: int) -> SplitClient:
             width = data.widths[client + 1]
-            return SplitClient(client + 1, data.splits, lambda: encoder(width, params), params.optimizer_spec())
+            return SplitClient(
+                client + 1, data.splits, lambda: encoder(width, params, client + 1), params.optimizer_spec()
+            )
 
         return SplitServer(task, params, baseline(params, task)), party
 

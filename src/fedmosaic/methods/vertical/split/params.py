@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
+from typing_extensions import override
 
 from fedmosaic.limits import MAX_LAYERS, Epochs, Width
+from fedmosaic.methods.architectures import OwnModel
 from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 from fedmosaic.methods.vertical.params import VerticalParams
 
@@ -42,6 +45,13 @@ class SplitVFLParams(VerticalParams):
         SGD's momentum (``optimizer = "sgd"`` only).
     weight_decay : float, default 0.0
         L2 weight decay of the optimizer.
+    model : table or None, default None
+        Every party's own encoder instead of the MLP: ``{factory =
+        "module:callable", args = {...}}``, called as ``callable(input_shape=
+        (width,), output_dim=embedding, party=k, **args)`` for party ``k``
+        (0 is the active party) holding ``width`` columns; it returns a
+        ``torch.nn.Module`` of ``(batch, embedding)`` embeddings. The heads
+        stay the baseline's.
     """
 
     embedding: Width = 32
@@ -53,11 +63,19 @@ class SplitVFLParams(VerticalParams):
     optimizer: Literal["adam", "sgd"] = "adam"
     momentum: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0, le=1)
+    model: OwnModel | None = None
 
     @property
     def head_depth(self) -> int:
         """Hidden layers of the heads: ``head_layers``, else ``layers``."""
         return self.layers if self.head_layers is None else self.head_layers
+
+    @override
+    def check_own_model(self, widths: Sequence[int]) -> None:
+        """Build every party's own encoder (``model.factory``), if any, on its ``widths[k]`` columns."""
+        if self.model is not None:
+            for party, width in enumerate(widths):
+                self.model.build((width,), self.embedding, party=party)
 
     def optimizer_spec(self) -> OptimizerSpec:
         """Every party's optimizer of the split networks."""

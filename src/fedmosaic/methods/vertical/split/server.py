@@ -172,6 +172,7 @@ class SplitServer(ServerLogic):
             "embedding": params.embedding,
             "layers": params.layers,
             "head_layers": params.head_depth,
+            **({} if params.model is None else {"model": params.model.model_dump(mode="json", exclude_none=True)}),
             "baseline": baseline_spec(self._baseline),
             "fallback": self._majority,
         }
@@ -296,8 +297,10 @@ class SplitServer(ServerLogic):
         self._selection.load(state.config)
 
 
-def encoder(width: int, params: SplitVFLParams) -> nn.Sequential:
-    """A party's encoder of its block of ``width`` columns (every party has one)."""
+def encoder(width: int, params: SplitVFLParams, party: int) -> nn.Module:
+    """Party ``party``'s encoder of its block of ``width`` columns (every party has one): the MLP, or ``params.model``'s."""
+    if params.model is not None:
+        return params.model.build((width,), params.embedding, party=party)
     return mlp(width, params.hidden, params.embedding, params.layers)
 
 
@@ -305,7 +308,9 @@ def active_model(
     width: int, num_parties: int, num_classes: int, params: SplitVFLParams, baseline: Baseline
 ) -> nn.ModuleDict:
     """The active party's networks: its ``encoder`` and the baseline's ``head``."""
-    return nn.ModuleDict({"encoder": encoder(width, params), "head": baseline.head(num_parties, params, num_classes)})
+    return nn.ModuleDict(
+        {"encoder": encoder(width, params, 0), "head": baseline.head(num_parties, params, num_classes)}
+    )
 
 
 def filled_at_test(baseline: Baseline, present: Tensor) -> Tensor:
