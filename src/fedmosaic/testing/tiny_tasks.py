@@ -52,7 +52,6 @@ SMALL_MODEL: dict[str, dict[str, Any]] = {
 """A small ``model`` of the methods of each kind that describe theirs in ``params.model`` (F-CMs' concept model)."""
 
 
-
 DATA: dict[str, dict[str, Any]] = {
     "classification": {"data": {"dataset": "digits"}},
     "concepts": {"data": {"dataset": "bnlearn", "network": "asia"}},
