@@ -352,7 +352,7 @@ def predict(
         list[Path],
         typer.Argument(
             metavar="INPUT...",
-            help="Examples, one per row: .npy, .csv or .parquet; for a vertical model trained on parties' own"
+            help="Examples, one per row: .npy, .npz (its x), .csv or .parquet; for a vertical model trained on parties' own"
             " tables, one table per party (ID column and the party's columns; the active party's is required).",
         ),
     ],
@@ -367,7 +367,9 @@ def predict(
 @app.command()
 def intervene(
     model_dir: Annotated[Path, typer.Argument(help="An F-CMs model folder (or a run folder holding one model).")],
-    inputs: Annotated[Path, typer.Argument(metavar="INPUT", help="Examples, one per row: .npy, .csv or .parquet.")],
+    inputs: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="Examples, one per row: .npy, .npz (its x), .csv or .parquet.")
+    ],
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Fix a concept for every row: --set smoke=yes (repeatable).")
     ] = None,

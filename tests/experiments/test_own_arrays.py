@@ -37,6 +37,7 @@ def test_the_tutorial_trains_the_own_cnn_and_predicts_only_with_trust_code(
     ran = _main(monkeypatch, capsys, "run", "images.toml", "--quiet", "--set", "federation.rounds=4")
     refused = _main(monkeypatch, capsys, "predict", "runs/images/model/00-fedavg", "new-images.npy")
     predicted = _main(monkeypatch, capsys, "predict", "runs/images/model/00-fedavg", "new-images.npy", "--trust-code")
+    from_npz = _main(monkeypatch, capsys, "predict", "runs/images/model/00-fedavg", "test.npz", "--trust-code")
 
     # Assert: ten digits, chance 10%; both federated runs well above it
     assert ran[0] in (None, 0)
@@ -53,6 +54,7 @@ def test_the_tutorial_trains_the_own_cnn_and_predicts_only_with_trust_code(
     rows = predicted[1].strip().splitlines()
     assert rows[0].startswith("class=0,class=1")
     assert len(rows) == 1 + len(np.load(images / "new-images.npy"))
+    assert len(from_npz[1].strip().splitlines()) == 1 + len(np.load(images / "test.npz")["x"])
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pandas as pd
 from fedmosaic.data.csv_rows import read_csv
 from fedmosaic.models.card import ModelFileError
 
-READERS = (".npy", ".csv", ".parquet")
+READERS = (".npy", ".npz", ".csv", ".parquet")
 """File types :func:`read_inputs` reads."""
 
 
@@ -149,7 +149,7 @@ def _few(names: list[str], limit: int = 6) -> str:
 
 
 def read_inputs(path: Path) -> np.ndarray | pd.DataFrame:
-    """The examples in a ``.npy``, ``.csv`` (with a header row) or ``.parquet`` file.
+    """The examples in a ``.npy``, ``.npz`` (its array ``x``, as a site's file), ``.csv`` (with a header row) or ``.parquet`` file.
 
     Raises
     ------
@@ -164,8 +164,8 @@ def read_inputs(path: Path) -> np.ndarray | pd.DataFrame:
     if not path.is_file():
         raise ModelFileError(f"{path}: no such input file")
     try:
-        if suffix == ".npy":
-            array = np.load(path, allow_pickle=False)
+        if suffix in (".npy", ".npz"):
+            array = _examples(path)
             if array.ndim == 0:
                 raise ValueError("it holds a single value, not rows of examples")
             return array
@@ -176,3 +176,16 @@ def read_inputs(path: Path) -> np.ndarray | pd.DataFrame:
         raise ModelFileError(
             f"{path}: cannot read {suffix} input ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
         ) from None
+
+
+def _examples(path: Path) -> np.ndarray:
+    """A ``.npy`` file's array, or an ``.npz`` file's ``x``; never unpickled."""
+    loaded = np.load(path, allow_pickle=False)
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        return np.asarray(loaded)
+    with loaded as archive:
+        if "x" not in archive.files:
+            raise ValueError(
+                f"an .npz input holds its examples as the array x, found {', '.join(archive.files) or 'nothing'}"
+            )
+        return np.asarray(archive["x"])
