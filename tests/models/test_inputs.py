@@ -73,7 +73,7 @@ def test_every_input_file_type_reads_back_the_same_numbers(tmp_path: Path, suffi
 def test_unreadable_input_files_are_one_line_errors(tmp_path: Path) -> None:
     (tmp_path / "x.parquet").write_text("not parquet")
     with pytest.raises(
-        ModelFileError, match=r"x.txt: unsupported input file type '.txt' \(accepted: .npy, .csv, .parquet\)"
+        ModelFileError, match=r"x.txt: unsupported input file type '.txt' \(accepted: .npy, .npz, .csv, .parquet\)"
     ):
         read_inputs(tmp_path / "x.txt")
     with pytest.raises(ModelFileError, match="no such input file"):

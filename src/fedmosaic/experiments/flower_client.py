@@ -102,19 +102,40 @@ def build_client_logic(header: dict[str, ConfigValue], partition: int, context: 
     context : flwr.app.Context
         The node's context (its ``data-dir`` node config, if any).
     """
-    experiment = str(header["experiment"])
-    config = load_config(json.loads(experiment))
+    config = load_config(json.loads(str(header["experiment"])))
     run_index, label = as_int(header["run"]), str(header["label"])
-    if config.tables is not None and config.tables.kind == "vertical":
-        return _party_client(config, run_index, label, partition, header, context)
-    if config.tables is not None:
-        tables = node_workload(config, partition, context.node_config, header)
-        if label == SCALING:
-            return ScalingClient(tables.features(partition))
-        return _method_client(config, run_index, label, tables, partition, context)
+    build = _dataset_client if config.tables is None else NODE_CLIENTS[config.tables.kind]
+    return build(config, run_index, label, partition, header, context)
+
+
+def _dataset_client(
+    config: ExperimentConfig,
+    run_index: int,
+    label: str,
+    partition: int,
+    header: dict[str, ConfigValue],
+    context: Context,
+) -> ClientLogic:
+    """A client on a registered dataset: the node prepares the experiment's data (from its ``data-dir``) and keeps its partition."""
     node_dir = context.node_config.get("data-dir", header.get("data-dir"))
     data_dir = None if node_dir is None else str(node_dir)
-    return _method_client(config, run_index, label, _workload(experiment, data_dir), partition, context)
+    workload = _workload(str(header["experiment"]), data_dir)
+    return _method_client(config, run_index, label, workload, partition, context)
+
+
+def _site_client(
+    config: ExperimentConfig,
+    run_index: int,
+    label: str,
+    partition: int,
+    header: dict[str, ConfigValue],
+    context: Context,
+) -> ClientLogic:
+    """A site's client on horizontal or concept tables: it reads only its own site's file (and graph belief)."""
+    tables = node_workload(config, partition, context.node_config, header)
+    if label == SCALING:
+        return ScalingClient(tables.features(partition))
+    return _method_client(config, run_index, label, tables, partition, context)
 
 
 def _party_client(
@@ -172,6 +193,14 @@ def _method_client(
 @lru_cache(maxsize=2)
 def _workload(experiment: str, data_dir: str | None) -> Any:
     return prepare_workload(load_config(json.loads(experiment)), data_dir=data_dir)
+
+
+NODE_CLIENTS: dict[str, Callable[..., ClientLogic]] = {
+    "horizontal": _site_client,
+    "concepts": _site_client,
+    "vertical": _party_client,
+}
+"""``tables.kind`` -> how a node builds its client on its own tables."""
 
 
 class _Configured(ClientLogic):

@@ -15,7 +15,7 @@ clients receive the mean and standard deviation with every message. With
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -98,8 +98,14 @@ class TableWorkload:
         """The federations of a run in ``setting`` (features scaled)."""
         if self.scaling is None:
             raise FedmosaicError("the sites' features are not scaled yet (fit_scaling first)")
-        if self.tables.kind == "horizontal":
-            return self._horizontal(config).jobs(setting, config)
+        return TABLE_KINDS[self.tables.kind].jobs(self, setting, config)
+
+    def _horizontal_jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
+        """A horizontal task's jobs: the sites' scaled arrays as a classification workload's."""
+        return self._horizontal(config).jobs(setting, config)
+
+    def _concept_jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:
+        """A concept task's jobs: each site's scaled rows, belief and validation share."""
         clients = self._concept_clients(config)
         if setting == "federated":
             schedule = federated_schedule(config.federation, len(clients))
@@ -213,14 +219,7 @@ def prepare_tables(config: ExperimentConfig) -> TableWorkload:
     tables = config.tables
     assert tables is not None
     assert tables.test is not None
-    test: ConceptSite | ArrayDataset
-    if tables.kind == "concepts":
-        x, values, names = read_concept_test(tables)
-        test = ConceptSite(x, values, names, None)
-        check_own_models(config, [x.shape[1]])
-    else:
-        test = read_labeled(tables, tables.test, "tables.test", complete=True)
-        check_classifier(config.model, tuple(test.x.shape[1:]), len(tables.classes))
+    test = TABLE_KINDS[tables.kind].read_test(config)
     in_process = config.federation.engine == "inprocess"
     sites = _sites(tables, None if in_process else frozenset(), {})
     if in_process:
@@ -258,12 +257,53 @@ def _node_workload(document: str, site: int, files: tuple[tuple[str, str], ...])
 
 
 def _sites(tables: TablesSection, available: frozenset[int] | None, files: dict[str, str]) -> Sites[Any]:
-    def read(k: int) -> Any:
-        if tables.kind == "concepts":
-            return read_concept_site(tables, k, files.get(NODE_FILE), files.get(NODE_GRAPH))
-        return read_labeled(tables, files.get(NODE_FILE) or tables.sites[k].file, f"tables.sites.{k}.file")
+    read_site = TABLE_KINDS[tables.kind].read_site
+    return Sites(len(tables.sites), lambda k: read_site(tables, k, files), available)
 
-    return Sites(len(tables.sites), read, available)
+
+def _labeled_test(config: ExperimentConfig) -> ArrayDataset:
+    """A horizontal task's test table (every row labeled), once the model is known to fit its shape and classes."""
+    tables = config.tables
+    assert tables is not None
+    assert tables.test is not None
+    test = read_labeled(tables, tables.test, "tables.test", complete=True)
+    check_classifier(config.model, tuple(test.x.shape[1:]), len(tables.classes))
+    return test
+
+
+def _labeled_site(tables: TablesSection, site: int, files: dict[str, str]) -> ArrayDataset:
+    """A horizontal site's table or ``.npz`` (a node's own file where its node config names one)."""
+    return read_labeled(tables, files.get(NODE_FILE) or tables.sites[site].file, f"tables.sites.{site}.file")
+
+
+def _concept_test(config: ExperimentConfig) -> ConceptSite:
+    """A concept task's test table, once the runs' own encoders are known to build on its features."""
+    tables = config.tables
+    assert tables is not None
+    x, values, names = read_concept_test(tables)
+    check_own_models(config, [x.shape[1]])
+    return ConceptSite(x, values, names, None)
+
+
+def _concept_site(tables: TablesSection, site: int, files: dict[str, str]) -> ConceptSite:
+    """A concept site's table and graph belief (a node's own files where its node config names them)."""
+    return read_concept_site(tables, site, files.get(NODE_FILE), files.get(NODE_GRAPH))
+
+
+@dataclass(frozen=True)
+class TableKind:
+    """How a kind of ``[tables]`` task reads its files and makes its jobs."""
+
+    read_test: Callable[[ExperimentConfig], Any]
+    read_site: Callable[[TablesSection, int, dict[str, str]], Any]
+    jobs: Callable[[TableWorkload, str, ExperimentConfig], list[Job]]
+
+
+TABLE_KINDS: dict[str, TableKind] = {
+    "horizontal": TableKind(_labeled_test, _labeled_site, TableWorkload._horizontal_jobs),
+    "concepts": TableKind(_concept_test, _concept_site, TableWorkload._concept_jobs),
+}
+"""``tables.kind`` -> how its sites' files are read and its jobs made (vertical tables: ``table_vertical``)."""
 
 
 def fit_scaling(
