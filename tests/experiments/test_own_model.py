@@ -241,9 +241,7 @@ def test_an_encoder_of_the_wrong_width_is_one_line_naming_the_run_s_factory(tmp_
 
     # Assert: refused once the data is read, before anything is written
     assert raised.value.field == "runs.0.params.model.factory"
-    assert "must return a torch.nn.Module of (batch, 64) features (encoder_hidden), got Linear of (2, 3)" in str(
-        raised.value
-    )
+    assert "must return a torch.nn.Module of (batch, 64) outputs, got Linear of (2, 3)" in str(raised.value)
     assert not (tmp_path / "out").exists()
 
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from fedmosaic.errors import ConfigError
 from fedmosaic.limits import Width
+from fedmosaic.methods.architectures import OwnModel
 from fedmosaic.methods.concepts.slots import leaky_mlp
-from fedmosaic.user_code import load_callable
 
 
 class ConceptModelParams(BaseModel):
@@ -81,22 +79,4 @@ class ConceptModelParams(BaseModel):
         hidden = self.encoder_hidden
         if self.factory is None:
             return leaky_mlp([input_dim, hidden, hidden], activate_output=True)
-        build = load_callable(self.factory, "model.factory")
-        try:
-            encoder = build(input_shape=(input_dim,), output_dim=hidden, **(self.args or {}))
-            with torch.no_grad():
-                shape = tuple(encoder(torch.zeros(2, input_dim)).shape) if isinstance(encoder, nn.Module) else ()
-        except Exception as error:  # noqa: BLE001 - the user's code: whatever it raises is reported on one line
-            detail = str(error).splitlines()[0] if str(error) else ""
-            raise ConfigError(
-                "model.factory",
-                f"{self.factory} cannot build an encoder of ({input_dim},) inputs: {type(error).__name__}: {detail}",
-            ) from None
-        if not isinstance(encoder, nn.Module) or shape != (2, hidden):
-            raise ConfigError(
-                "model.factory",
-                f"{self.factory} must return a torch.nn.Module of (batch, {hidden}) features (encoder_hidden), "
-                f"got {type(encoder).__name__} of {shape} for a batch of 2",
-            )
-        module: nn.Module = encoder
-        return module
+        return OwnModel(factory=self.factory, args=self.args).build((input_dim,), hidden)
