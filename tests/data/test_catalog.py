@@ -11,14 +11,14 @@ from fedmosaic.errors import ConfigError, DataFileMissing
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
-def test_the_catalog_lists_the_four_datasets() -> None:
+def test_the_catalog_lists_the_six_datasets() -> None:
     # Prepare: nothing
 
     # Execute
     names = DATASETS
 
     # Assert
-    assert names == ("digits", "fashion-mnist", "isolet", "mnist")
+    assert names == ("cifar-10", "cifar-100", "digits", "fashion-mnist", "isolet", "mnist")
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,8 @@ def test_digits_need_no_data_folder_and_follow_the_seed(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "suggestion"),
     [
-        ("cifar10", ""),
+        ("cifar10", " (did you mean 'cifar-10'?)"),
+        ("svhn", ""),
         ("mnsit", " (did you mean 'mnist'?)"),
         ("fashion_mnist", " (did you mean 'fashion-mnist'?)"),
     ],
@@ -102,7 +103,7 @@ def test_an_unknown_name_lists_the_accepted_ones(name: str, suggestion: str) -> 
     # Assert
     assert caught.value.field == "data.dataset"
     assert str(caught.value) == (
-        f"data.dataset: unknown dataset '{name}'; expected one of: digits, fashion-mnist, isolet, mnist{suggestion}"
+        f"data.dataset: unknown dataset '{name}'; expected one of: cifar-10, cifar-100, digits, fashion-mnist, isolet, mnist{suggestion}"
     )
 
 

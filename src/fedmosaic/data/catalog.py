@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fedmosaic.data._choices import unknown_choice
 from fedmosaic.data.arrays import DatasetSplits
+from fedmosaic.data.cifar import CIFAR10, CIFAR100, CIFAR_URL, load_cifar_splits
 from fedmosaic.data.digits import load_digits_splits
 from fedmosaic.data.idx import load_idx_splits
 from fedmosaic.data.isolet import load_isolet_splits
@@ -21,6 +22,8 @@ _FILE_LOADERS: dict[str, Callable[..., DatasetSplits]] = {
         load_idx_splits, name="fashion-mnist", folder="fashion-mnist", source_url=FASHION_MNIST_URL
     ),
     "isolet": partial(load_isolet_splits, source_url=ISOLET_URL),
+    "cifar-10": partial(load_cifar_splits, layout=CIFAR10, source_url=CIFAR_URL),
+    "cifar-100": partial(load_cifar_splits, layout=CIFAR100, source_url=CIFAR_URL),
 }
 DATASETS: tuple[str, ...] = tuple(sorted(("digits", *_FILE_LOADERS)))
 """Names accepted by :func:`load_dataset`."""
@@ -32,9 +35,10 @@ def load_dataset(
     """Load a dataset by name.
 
     ``"digits"`` ships with scikit-learn and is split at random (by ``seed``);
-    ``"mnist"``, ``"fashion-mnist"`` and ``"isolet"`` are read from the data
-    directory chosen by :func:`~fedmosaic.data.sources.resolve_data_dir` and
-    keep their published train/test split.
+    ``"mnist"``, ``"fashion-mnist"``, ``"isolet"``, ``"cifar-10"`` and
+    ``"cifar-100"`` are read from the data directory chosen by
+    :func:`~fedmosaic.data.sources.resolve_data_dir` and keep their published
+    train/test split.
 
     Parameters
     ----------

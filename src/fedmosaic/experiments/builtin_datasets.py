@@ -37,6 +37,18 @@ DATASETS: tuple[Dataset, ...] = (
         vertical=True,
         random_split=False,
     ),
+    array_dataset(
+        "cifar-10",
+        "CIFAR-10, 32x32 colour images of 10 classes, from the data folder (cifar-10-batches-py)",
+        partial(load_dataset, "cifar-10"),
+        random_split=False,
+    ),
+    array_dataset(
+        "cifar-100",
+        "CIFAR-100, 32x32 colour images of 100 classes, from the data folder (cifar-100-python)",
+        partial(load_dataset, "cifar-100"),
+        random_split=False,
+    ),
     Dataset(
         "simpson-mnist",
         "MNIST's 1s and 7s coloured so that each client's trend reverses the pooled one (from MNIST)",
