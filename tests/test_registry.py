@@ -40,7 +40,7 @@ def test_the_built_ins_come_through_fedmosaic_s_own_entry_points() -> None:
 
     # Assert: fedmosaic's own, first, whatever plugins are installed beside them
     assert {"fedavg", "fedcfa", "fcm", "false-vfl"} <= set(built_in["method"])
-    assert built_in["model"] == ["mlp", "cnn"]
+    assert built_in["model"] == ["mlp", "cnn", "resnet18"]
     assert {"digits", "mnist", "simpson-mnist", "bnlearn"} <= set(built_in["dataset"])
     assert list(METHODS.names()[: len(built_in["method"])]) == built_in["method"]
 

@@ -1,7 +1,11 @@
 """Shipped presets: every one is a valid experiment."""
 
+import sys
+from pathlib import Path
+
 import pytest
 
+from fedmosaic.cli import main
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import grid_points, load_config
 from fedmosaic.experiments.presets import describe_presets, preset_names, preset_source, resolve_experiment
@@ -69,3 +73,44 @@ def test_fedcfa_simpson_shows_the_references_loss_and_the_recommended_fedcfa_as_
         "signed-largest",
     )
     assert (recommended.params["positive_weight"], recommended.params["negative_weight"]) == (0.0, 2.5)
+
+
+def test_the_fedcfa_cifar_preset_is_the_reference_code_s_setting() -> None:
+    # Execute
+    config = load_config(preset_source("fedcfa-cifar"))
+
+    # Assert: hua-zi/FedCFA alg/main.py's defaults (60 clients, 20% a round, Dirichlet 0.6, 1 epoch at
+    # batch 128, lr 0.01, 500 rounds, top-k 24, loss 1:5:5) on its ResNet-18 cut after layer1
+    assert (config.data.dataset, config.model.kind) == ("cifar-10", "resnet18")
+    assert (config.partition.scheme, config.partition.num_clients, config.partition.alpha) == ("dirichlet", 60, 0.6)
+    assert (config.federation.rounds, config.federation.fraction) == (500, 0.2)
+    train = config.train
+    assert (train.epochs, train.batch_size, train.lr, train.momentum, train.weight_decay) == (1, 128, 0.01, 0.9, 5e-4)
+    assert [run.method for run in config.runs] == [
+        "fedavg",
+        "fedprox",
+        "scaffold",
+        "fedmix",
+        "fedcfa-reference",
+        "fedcfa",
+    ]
+
+
+def test_the_fedcfa_cifar_preset_without_its_files_is_one_line_exit_2_and_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    monkeypatch.setenv("FEDMOSAIC_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(sys, "argv", ["fedmosaic", "run", "fedcfa-cifar", "--quiet", "--out", str(tmp_path / "out")])
+
+    # Execute
+    with pytest.raises(SystemExit) as exited:
+        main()
+
+    # Assert
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: data file not found: cifar-10-batches-py/data_batch_1 (searched {tmp_path / 'data'} "
+        "(chosen by FEDMOSAIC_DATA); the dataset is published at https://www.cs.toronto.edu/~kriz/cifar.html)\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -27,7 +27,9 @@ def test_cnn_needs_image_inputs() -> None:
 
 
 def test_unknown_kinds_and_keys_are_rejected() -> None:
-    with pytest.raises(ConfigError, match=r"^model\.kind: unknown model 'transformer' \(accepted: cnn, mlp\)$"):
+    with pytest.raises(
+        ConfigError, match=r"^model\.kind: unknown model 'transformer' \(accepted: cnn, mlp, resnet18\)$"
+    ):
         build_model(ModelParams(kind="transformer"), (3,), 2)
     with pytest.raises(ConfigError, match=r"^model\.kind: unknown model 'mpl'; did you mean 'mlp'\?"):
         check_signature(ModelParams(kind="mpl"))

@@ -15,6 +15,7 @@ from torch import nn
 from fedmosaic.errors import ConfigError
 from fedmosaic.limits import MAX_LAYERS, Width
 from fedmosaic.methods.architectures import MODELS, ModelArchitecture
+from fedmosaic.methods.horizontal.resnet import resnet18
 from fedmosaic.user_code import load_callable
 
 
@@ -176,6 +177,9 @@ BUILTIN_MODELS: tuple[ModelArchitecture, ...] = (
         "3x3 convolutions with ReLU and 2x2 max-pooling, then a linear layer (model.channels)",
         cnn,
         ("channels",),
+    ),
+    ModelArchitecture(
+        "resnet18", "ResNet-18, CIFAR variant (3x3 stem, no max-pooling); FedCFA cuts it after layer1", resnet18
     ),
 )
 """fedmosaic's own architectures, registered through its ``fedmosaic.models`` entry point."""

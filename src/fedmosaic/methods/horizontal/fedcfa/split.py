@@ -23,6 +23,9 @@ POOLING: tuple[type[nn.Module], ...] = (nn.MaxPool2d, nn.AvgPool2d)
 def default_split(model: nn.Sequential) -> int:
     """The default cut of ``model``.
 
+    A model that declares where its encoder ends (an ``encoder_end``
+    attribute, the index of the decoder's first layer, as the built-in
+    ResNet-18 does) is cut there.
     A convolutional model (layers before its first ``Flatten``) is cut just
     after its first convolution block (the convolution, its activation and
     a pooling layer that follows), as the reference cuts ResNet-18 after
@@ -47,6 +50,9 @@ def default_split(model: nn.Sequential) -> int:
     ...                             nn.Conv2d(2, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 2)))
     3
     """
+    declared = getattr(model, "encoder_end", None)
+    if isinstance(declared, int) and not isinstance(declared, bool):
+        return declared
     layers = list(model)
     flatten = next((i for i, m in enumerate(layers) if isinstance(m, nn.Flatten)), None)
     if flatten is not None and flatten > 0:
