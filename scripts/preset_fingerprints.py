@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fedmosaic.errors import DataFileMissing
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.overrides import set_path
 from fedmosaic.experiments.presets import preset_names, preset_source
@@ -74,7 +75,8 @@ def run_fingerprints(document: Any) -> list[dict[str, Any]]:
 def fingerprint_presets(names: list[str], rounds: int, data_dir: str | None, out: Path) -> None:
     """Write the runs of each preset in ``names``, cut short, by preset name (an error's text where one fails).
 
-    ``out`` is rewritten after every preset, so an interrupted pass keeps what it finished.
+    A preset whose data the data folder lacks (``fedcfa-cifar`` without CIFAR-10) is recorded as skipped,
+    with the missing file. ``out`` is rewritten after every preset, so an interrupted pass keeps what it finished.
     """
     prints: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -84,6 +86,8 @@ def fingerprint_presets(names: list[str], rounds: int, data_dir: str | None, out
                 config = load_config(cut_short(preset_source(name), rounds))
                 results = run_experiment(config, Path(folder) / name, data_dir=data_dir)
                 prints[name] = run_fingerprints(results)
+            except DataFileMissing as error:
+                prints[name] = {"skipped": str(error)}
             except Exception as error:  # noqa: BLE001 - a failing preset is recorded, the others still run
                 prints[name] = {"error": f"{type(error).__name__}: {error}"}
             out.write_text(json.dumps(prints, indent=1, sort_keys=True) + "\n")
@@ -111,7 +115,10 @@ def main() -> None:
     if args.compare:
         before, after = (json.loads(path.read_text()) for path in args.compare)
         differing = compare(before, after)
+        skipped = sorted(name for name, value in after.items() if isinstance(value, dict) and "skipped" in value)
         print(f"{len(before)} presets before, {len(after)} after; differing: {', '.join(differing) or 'none'}")
+        if skipped:
+            print(f"skipped for lack of their data: {', '.join(skipped)}")
         sys.exit(1 if differing else 0)
     if args.out is None:
         parser.error("--out is needed unless --compare is given")
