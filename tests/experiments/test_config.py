@@ -52,7 +52,11 @@ def test_a_minimal_config_gets_documented_defaults() -> None:
         (_with(federation={"rounds": "ten"}), "federation.rounds", "valid integer"),
         (_with(federation={"rounds": 2.5}), "federation.rounds", "valid integer"),
         (_with(partition={"scheme": "random"}), "partition.scheme", "'iid', 'dirichlet' or 'pathological'"),
-        (_with(data={"dataset": "cifar"}), "data.dataset", "unknown dataset 'cifar' (accepted: bnlearn, digits"),
+        (
+            _with(data={"dataset": "cifar"}),
+            "data.dataset",
+            "unknown dataset 'cifar'; did you mean 'cifar-10'? (accepted: bnlearn, cifar-10",
+        ),
         (_with(train={"lr": 0}), "train.lr", "greater than 0"),
         (
             _with(train={"device": "gpu"}),
