@@ -55,17 +55,25 @@ def _run_with_code(run: Any, index: int) -> Any:
     prefix = f"runs.{index}.params.model"
     build = load_callable(factory, f"{prefix}.factory")
     arguments = model.get("args") or {}
-    try:
-        inspect.signature(build).bind_partial(input_shape=(1,), output_dim=1, **arguments)
-    except TypeError as error:
-        extra = f" and args {sorted(arguments)}" if arguments else ""
-        raise ConfigError(
-            f"{prefix}.factory", f"{factory} must accept input_shape, output_dim{extra} ({error})"
-        ) from None
-    except ValueError:  # a callable without a signature Python can read: checked when it builds
-        pass
+    _check_accepts(build, arguments, factory, f"{prefix}.factory")
     digest = _digest(factory, model.get("code_sha256"), prefix)
     return run.model_copy(update={"params": {**run.params, "model": {**model, "code_sha256": digest}}})
+
+
+def _check_accepts(build: Any, arguments: dict[str, Any], factory: str, field: str) -> None:
+    """Refuse a factory that cannot take ``input_shape``, ``output_dim`` and ``arguments`` (further inputs may follow).
+
+    A callable whose signature Python cannot read (a C function) is checked when it builds.
+    """
+    try:
+        signature = inspect.signature(build)
+    except ValueError:
+        return
+    try:
+        signature.bind_partial(input_shape=(1,), output_dim=1, **arguments)
+    except TypeError as error:
+        extra = f" and args {sorted(arguments)}" if arguments else ""
+        raise ConfigError(field, f"{factory} must accept input_shape, output_dim{extra} ({error})") from None
 
 
 def _digest(factory: str, recorded: str | None, prefix: str) -> str:

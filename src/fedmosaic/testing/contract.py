@@ -182,10 +182,10 @@ def check_resumes_exactly(
     checkpoint = folder / f"{method.name}-{variant}-checkpoint.npz"
     try:
         run_method(method, variant, checkpoint=checkpoint, interrupt_at=2, train=train)
+        interrupted = False
     except Interrupted:
-        pass
-    else:
-        raise ContractError(f"{method.name}: {check}: the run was not interrupted at round 2")
+        interrupted = True
+    _require(interrupted, method, check, "the run was not interrupted at round 2")
     resumed = run_method(method, variant, checkpoint=checkpoint, resume=True, train=train)
     expected = expected or uninterrupted(method, variant)
     _require(_comparable(resumed.history) == _comparable(expected.history), method, check, "round records differ")
