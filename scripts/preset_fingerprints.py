@@ -95,11 +95,17 @@ def fingerprint_presets(names: list[str], rounds: int, data_dir: str | None, out
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """The presets whose fingerprints differ (or that one side lacks or failed on)."""
+    """The presets whose fingerprints differ (or that one side lacks or failed on), but for those skipped for lack of data."""
+
+    def skipped(side: dict[str, Any], name: str) -> bool:
+        value = side.get(name)
+        return value is None or (isinstance(value, dict) and "skipped" in value)
+
     return [
         name
         for name in sorted(set(before) | set(after))
-        if before.get(name) != after.get(name) or "error" in before.get(name, {"error": ""})
+        if not (skipped(before, name) and skipped(after, name))
+        and (before.get(name) != after.get(name) or "error" in before.get(name, {"error": ""}))
     ]
 
 
