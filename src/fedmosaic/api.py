@@ -19,7 +19,7 @@ from fedmosaic.experiments.config import ExperimentConfig, load_config
 from fedmosaic.experiments.model_cards import model_path, slug
 from fedmosaic.experiments.outputs import SUMMARY
 from fedmosaic.experiments.overrides import set_path
-from fedmosaic.experiments.presets import resolve_experiment
+from fedmosaic.experiments.presets import experiment_folder, resolve_experiment, resolve_model_code
 from fedmosaic.experiments.progress import ProgressSink, SilentProgress
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import RoundRecord
@@ -184,17 +184,18 @@ def run(
 
 def _config(experiment: Experiment, seed: int | None, overrides: Mapping[str, Any]) -> ExperimentConfig:
     """The validated configuration of ``experiment`` with ``seed`` and ``overrides`` applied."""
+    folder = Path.cwd()
     if isinstance(experiment, ExperimentConfig):
         source: dict[str, Any] = experiment.document()
     elif isinstance(experiment, Mapping):
         source = copy.deepcopy(dict(experiment))
     else:
-        source = resolve_experiment(str(experiment))
+        source, folder = resolve_experiment(str(experiment)), experiment_folder(str(experiment))
     for key, value in {**overrides, **({"seed": seed} if seed is not None else {})}.items():
         if not key:
             raise ConfigError("overrides", "keys are dotted paths such as 'federation.rounds', got ''")
         set_path(source, key.split("."), copy.deepcopy(value), key)
-    return load_config(source)
+    return load_config(resolve_model_code(source, folder))
 
 
 class _Bars:

@@ -29,7 +29,7 @@ from fedmosaic.devices import resolve_device
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.experiments.config import apply_overrides, load_config
 from fedmosaic.experiments.datasets import DATASETS
-from fedmosaic.experiments.presets import describe_presets, resolve_experiment
+from fedmosaic.experiments.presets import describe_presets, experiment_folder, resolve_experiment, resolve_model_code
 from fedmosaic.experiments.progress import ProgressSink
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.federation import RoundRecord
@@ -170,7 +170,9 @@ def run(
     overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else []) + _device_override(device)
     overrides += [f"federation.engine={engine}"] if engine is not None else []
     overrides += ["federation.engine=flower"] if superlink is not None and engine is None else []
-    source = apply_overrides(resolve_experiment(experiment), overrides)
+    source = resolve_model_code(
+        apply_overrides(resolve_experiment(experiment), overrides), experiment_folder(experiment)
+    )
     config = load_config(source)
     out_dir = out or Path("runs") / config.name
     if superlink is not None and config.federation.engine != "flower":
@@ -229,7 +231,10 @@ def deploy(
         check_backend(backend)
     from fedmosaic.deploy.local import deploy_experiment
 
-    source = apply_overrides(resolve_experiment(experiment), list(set_ or []) + _device_override(device))
+    source = resolve_model_code(
+        apply_overrides(resolve_experiment(experiment), list(set_ or []) + _device_override(device)),
+        experiment_folder(experiment),
+    )
     config = load_config(source)
     resolve_device(config.train.device)  # the nodes run here: a device this machine lacks is refused first
     out_dir = out or Path("runs") / config.name

@@ -308,3 +308,59 @@ def test_fedhssl_refuses_an_own_encoder_on_one_line(tmp_path: Path) -> None:
     # Assert
     assert raised.value.field.startswith("runs.0.params.model")
     assert "FedHSSL pre-trains its MLP encoders by SimSiam" in str(raised.value)
+
+
+MODULE_NET = """
+class Net(nn.Module):
+    def __init__(self, input_shape, num_classes):
+        super().__init__()
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, num_classes))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def module_net(input_shape, num_classes, width=8):
+    return Net(input_shape, num_classes)
+"""
+
+
+@pytest.mark.parametrize(
+    ("sets", "expected"),
+    [
+        (
+            ["model.factory=mynets:wrong_output"],
+            "error: model.factory: mynets.py:wrong_output must output (batch, 10) logits",
+        ),
+        (["runs.1.params.split=99"], "error: runs.1.params.split: split must be in [1, 3] for this model, got 99"),
+        (
+            ["model.factory=mynets:module_net"],
+            "error: runs.1.method: FedCFA cuts the model into encoder and decoder: [model] must build an "
+            "nn.Sequential, got Net",
+        ),
+    ],
+)
+def test_what_a_run_s_method_cannot_train_is_refused_before_anything_is_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sets: list[str],
+    expected: str,
+) -> None:
+    # Prepare: FedAvg then FedCFA; a factory given with --set is found beside the experiment, as in the file
+    experiment = _experiment(tmp_path, methods=("fedavg", "fedcfa"), rounds=1)
+    (tmp_path / "mynets.py").write_text(MODULE + MODULE_NET)
+    monkeypatch.chdir(tmp_path)
+    options = [item for value in sets for item in ("--set", value)]
+    monkeypatch.setattr(sys, "argv", ["fedmosaic", "run", experiment.name, "--quiet", "--out", "out", *options])
+
+    # Execute
+    with pytest.raises(SystemExit) as exited:
+        main()
+    error = capsys.readouterr().err
+
+    # Assert
+    assert exited.value.code == 2
+    assert error.replace(str(tmp_path.resolve()) + "/", "").startswith(expected)
+    assert error.count("\n") == 1
+    assert not (tmp_path / "out").exists()

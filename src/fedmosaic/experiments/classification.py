@@ -9,8 +9,9 @@ import numpy as np
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.experiments.config import ExperimentConfig
 from fedmosaic.experiments.job import Job, federated_schedule
+from fedmosaic.experiments.run_encoders import check_run_classifiers
 from fedmosaic.federation import Schedule
-from fedmosaic.methods.horizontal.models import ModelParams, check_classifier
+from fedmosaic.methods.horizontal.models import check_classifier
 from fedmosaic.methods.horizontal.probes import Probe
 from fedmosaic.methods.horizontal.task import HorizontalTask
 
@@ -39,15 +40,16 @@ class ClassificationWorkload:
     figures: tuple[tuple[str, str, bytes], ...] = ()
     probes: tuple[Probe, ...] = ()
 
-    def checked(self, model: ModelParams) -> ClassificationWorkload:
-        """The workload itself, once ``model`` is known to map its examples to its classes' logits.
+    def checked(self, config: ExperimentConfig) -> ClassificationWorkload:
+        """The workload itself, once ``config.model`` maps its examples to its classes' logits and every run's method takes it.
 
         Raises
         ------
         ConfigError
-            Naming ``model.factory`` (or ``model.kind``) otherwise.
+            Naming ``model.factory`` (or ``model.kind``), ``runs.N.method`` or ``runs.N.params.<field>`` otherwise.
         """
-        check_classifier(model, tuple(self.test.x.shape[1:]), self.test.num_classes)
+        model = check_classifier(config.model, tuple(self.test.x.shape[1:]), self.test.num_classes)
+        check_run_classifiers(config, model)
         return self
 
     def jobs(self, setting: str, config: ExperimentConfig) -> list[Job]:

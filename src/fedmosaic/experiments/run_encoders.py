@@ -1,8 +1,13 @@
-"""The user's own model parts of each run (``runs.N.params.model.factory``), built once on the data before any run."""
+"""Before any run, on the data: each run's own model parts built once, and the task's classifier checked by each run's method.
+
+A factory that cannot build, or builds what a method cannot train, is then
+refused on one line before anything is written.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -27,3 +32,18 @@ def check_own_models(config: ExperimentConfig, widths: Sequence[int]) -> None:
                 method_params(config, index).check_own_model(widths)
         except ConfigError as error:
             raise ConfigError(f"runs.{index}.params.{error.field}", error.message) from None
+
+
+def check_run_classifiers(config: ExperimentConfig, model: Any) -> None:
+    """Have each run's method check the task's classifier (``[model]``, built once): FedCFA cuts it, for one.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``runs.N.method`` or ``runs.N.params.<field>``.
+    """
+    for index in range(len(config.runs)):
+        try:
+            method_params(config, index).check_model(model)
+        except ConfigError as error:
+            raise ConfigError(f"runs.{index}.{error.field}", error.message) from None

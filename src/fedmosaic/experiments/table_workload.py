@@ -33,7 +33,7 @@ from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, FederationSection
 from fedmosaic.experiments.inprocess_engine import Engine, InProcessEngine, JobSpec
 from fedmosaic.experiments.job import Job, federated_schedule
-from fedmosaic.experiments.run_encoders import check_own_models
+from fedmosaic.experiments.run_encoders import check_own_models, check_run_classifiers
 from fedmosaic.experiments.table_vertical import UnalignedTables, align_tables
 from fedmosaic.experiments.vertical_workload import VerticalWorkload
 from fedmosaic.federation import Federation, Grid, RoundRecord, Schedule, derive_rng
@@ -267,7 +267,7 @@ def _labeled_test(config: ExperimentConfig) -> ArrayDataset:
     assert tables is not None
     assert tables.test is not None
     test = read_labeled(tables, tables.test, "tables.test", complete=True)
-    check_classifier(config.model, tuple(test.x.shape[1:]), len(tables.classes))
+    check_run_classifiers(config, check_classifier(config.model, tuple(test.x.shape[1:]), len(tables.classes)))
     return test
 
 

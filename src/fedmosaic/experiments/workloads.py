@@ -163,7 +163,7 @@ def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | N
         classes_per_client=p.classes_per_client,
         min_size=p.min_size,
     )
-    return ClassificationWorkload(clients=splits.train.partitioned(parts), test=splits.test).checked(config.model)
+    return ClassificationWorkload(clients=splits.train.partitioned(parts), test=splits.test).checked(config)
 
 
 def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
@@ -200,7 +200,7 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
         pretrain=splits.pretrain if len(splits.pretrain) else None,
         figures=(picture,),
         probes=probes,
-    ).checked(config.model)
+    ).checked(config)
 
 
 def prepare_concepts(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ConceptWorkload:

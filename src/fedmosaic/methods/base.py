@@ -20,6 +20,20 @@ class MethodParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
+    def check_model(self, model: Any) -> None:
+        """Refuse a classifier (the task's ``[model]``, built once) that this method cannot train.
+
+        The runner calls it before any run, so that an architecture the method
+        cannot use is refused before anything is written. The default: any
+        classifier.
+
+        Raises
+        ------
+        ConfigError
+            Naming the field below the run (``params.split``; ``method`` when
+            the method cannot train that architecture at all).
+        """
+
     def check_own_model(self, widths: Sequence[int]) -> None:
         """Build the method's model parts of the user's own once, on parties of ``widths`` features (one for a single input).
 

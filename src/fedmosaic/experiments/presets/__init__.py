@@ -47,6 +47,17 @@ def resolve_model_code(source: dict[str, Any], base: Path) -> dict[str, Any]:
     }
 
 
+def experiment_folder(spec: str) -> Path:
+    """Where a factory module named by ``spec``'s experiment or its overrides is looked for: the file's folder, else here.
+
+    Examples
+    --------
+    >>> experiment_folder("studies/mine.toml"), experiment_folder("digits-fedavg") == Path.cwd()
+    (PosixPath('studies'), True)
+    """
+    return Path.cwd() if spec in preset_names() else Path(spec).parent
+
+
 def preset_names() -> list[str]:
     """Names of the shipped presets, sorted."""
     return sorted(

@@ -204,10 +204,15 @@ def check_signature(params: ModelParams) -> None:
         return
 
 
-def check_classifier(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> None:
+def check_classifier(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Build the model once and refuse it unless it maps a batch of ``input_shape`` to ``num_classes`` logits.
 
     The global random state is left as it was, so runs draw what they drew without the check.
+
+    Returns
+    -------
+    torch.nn.Module
+        The model built (for the runs' methods to check theirs against).
 
     Raises
     ------
@@ -217,7 +222,8 @@ def check_classifier(params: ModelParams, input_shape: tuple[int, ...], num_clas
 
     Examples
     --------
-    >>> check_classifier(ModelParams(hidden=[4]), (3,), 2)
+    >>> type(check_classifier(ModelParams(hidden=[4]), (3,), 2)).__name__
+    'Sequential'
     >>> check_classifier(ModelParams(kind="cnn"), (3,), 2)
     Traceback (most recent call last):
     ...
@@ -245,6 +251,7 @@ def check_classifier(params: ModelParams, input_shape: tuple[int, ...], num_clas
             f"{named} must output (batch, {num_classes}) logits for inputs of shape {input_shape}, "
             f"got {shape} for a batch of 2",
         )
+    return model
 
 
 def _failed(named: str, what: str, input_shape: tuple[int, ...], num_classes: int, error: Exception) -> str:

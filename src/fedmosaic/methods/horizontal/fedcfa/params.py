@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, PositiveInt, model_validator
+from torch import nn
+from typing_extensions import override
 
+from fedmosaic.errors import ConfigError
 from fedmosaic.limits import BatchSize, Samples
 from fedmosaic.methods.base import MethodParams
 from fedmosaic.methods.horizontal.fedcfa.counterfactual import SelectionRule, clip_k
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 
 
 class FedCFAParams(MethodParams):
@@ -110,6 +114,20 @@ class FedCFAParams(MethodParams):
         if self.average_dataset == "fixed" and self.num_chunks is None:
             raise ValueError('average_dataset "fixed" needs num_chunks (the number B of global means)')
         return self
+
+    @override
+    def check_model(self, model: Any) -> None:
+        """FedCFA cuts the classifier at ``split`` (else its default cut): an ``nn.Sequential`` it can be cut into two."""
+        if not isinstance(model, nn.Sequential):
+            raise ConfigError(
+                "method",
+                f"FedCFA cuts the model into encoder and decoder: [model] must build an nn.Sequential, "
+                f"got {type(model).__name__}",
+            )
+        try:
+            split_model(model, self.split)
+        except ValueError as error:
+            raise ConfigError("params.split", str(error)) from None
 
     def replaced(self, num_factors: int) -> int:
         """Factors replaced per counterfactual sample among ``num_factors``: ``k``, or the share, at most half."""
