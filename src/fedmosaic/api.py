@@ -176,6 +176,11 @@ def run(
         raw = run_experiment(
             config, out_dir, data_dir=data_dir, resume=resume, overwrite=overwrite, progress=sink, jobs=jobs
         )
+    except ConfigError as error:
+        if error.field not in ("--out", "--resume"):
+            raise
+        words = error.message.replace("--resume", "resume=True").replace("--overwrite", "overwrite=True")
+        raise ConfigError(error.field.removeprefix("--"), words.replace("--out", "out")) from None
     finally:
         if isinstance(sink, _Bars):
             sink.close()

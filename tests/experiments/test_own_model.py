@@ -364,3 +364,18 @@ def test_what_a_run_s_method_cannot_train_is_refused_before_anything_is_written(
     assert error.replace(str(tmp_path.resolve()) + "/", "").startswith(expected)
     assert error.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_resuming_after_the_module_changed_names_the_code_s_hash(tmp_path: Path) -> None:
+    # Prepare: a run, then its module edited
+    experiment = _experiment(tmp_path, methods=("fedavg",), rounds=1)
+    run_experiment(load_config(resolve_experiment(str(experiment))), tmp_path / "out")
+    (tmp_path / "mynets.py").write_text(MODULE + "\n# edited\n")
+
+    # Execute
+    with pytest.raises(ConfigError) as raised:
+        run_experiment(load_config(resolve_experiment(str(experiment))), tmp_path / "out", resume=True)
+
+    # Assert
+    assert raised.value.field == "--resume"
+    assert "first at model.code_sha256" in str(raised.value)

@@ -21,7 +21,7 @@ import tomli_w
 
 from fedmosaic.atomic import atomic_write_bytes, write_json
 from fedmosaic.errors import ConfigError, FedmosaicError
-from fedmosaic.experiments.config import result_fingerprint
+from fedmosaic.experiments.config import EXECUTION_ONLY, result_fingerprint
 from fedmosaic.experiments.lock import LOCK_FILE, locked_folder
 from fedmosaic.report import write_report
 
@@ -147,12 +147,44 @@ def _check_same_experiment(out_dir: Path, document: dict[str, Any]) -> None:
         raise FedmosaicError(f"--resume: cannot read {recorded_file}: {error}") from None
     mine, theirs = result_fingerprint(document), result_fingerprint(recorded)
     if recorded.get("name") != document.get("name") or mine != theirs:
+        differs = first_difference(recorded, document)
+        where = f", first at {differs}" if differs else ""
         raise ConfigError(
             "--resume",
             f"{out_dir} holds the experiment {recorded.get('name')!r} (configuration {theirs}), not"
-            f" {document.get('name')!r} (configuration {mine}); resume it with its own configuration,"
+            f" {document.get('name')!r} (configuration {mine}{where}); resume it with its own configuration,"
             " or pass --overwrite or another --out",
         )
+
+
+def first_difference(recorded: Any, given: Any, path: str = "") -> str | None:
+    """The first dotted key where two configuration documents differ (``model.code_sha256``), if any.
+
+    Keys that change how a run executes, never its numbers (``federation.workers``), are not compared.
+
+    Examples
+    --------
+    >>> first_difference({"model": {"kind": "mlp", "hidden": [64]}}, {"model": {"kind": "mlp", "hidden": [32]}})
+    'model.hidden'
+    >>> first_difference({"federation": {"workers": 1}}, {"federation": {"workers": 4}}) is None
+    True
+    """
+    if isinstance(recorded, dict) and isinstance(given, dict):
+        for key in sorted(set(recorded) | set(given)):
+            dotted = f"{path}.{key}" if path else str(key)
+            if path == "federation" and key in EXECUTION_ONLY:
+                continue
+            found = first_difference(recorded.get(key), given.get(key), dotted)
+            if found is not None:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(given, list) and len(recorded) == len(given):
+        for index, (a, b) in enumerate(zip(recorded, given, strict=True)):
+            found = first_difference(a, b, f"{path}.{index}")
+            if found is not None:
+                return found
+        return None
+    return None if recorded == given else path
 
 
 def _write_config(folder: Path, document: dict[str, Any]) -> None:

@@ -59,7 +59,7 @@ def _to_config_error(model: type[BaseModel], error: ErrorDetails, prefix: str) -
         close = difflib.get_close_matches(str(loc[-1]), accepted, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return ConfigError(field, f"unknown key{hint} (accepted: {', '.join(accepted)})")
-    message = error["msg"]
+    message = error["msg"].removeprefix("Value error, ")  # a validator's own sentence, without pydantic's label
     if error["type"] != "missing":
         message += f" (got {error['input']!r})"
     return ConfigError(field, message[0].lower() + message[1:])
