@@ -178,7 +178,8 @@ def first_difference(recorded: Any, given: Any, path: str = "") -> str | None:
             if found is not None:
                 return found
         return None
-    if isinstance(recorded, list) and isinstance(given, list) and len(recorded) == len(given):
+    tables = isinstance(recorded, list) and isinstance(given, list) and all(isinstance(v, dict) for v in recorded)
+    if tables and len(recorded) == len(given):  # [[runs]]: compared run by run
         for index, (a, b) in enumerate(zip(recorded, given, strict=True)):
             found = first_difference(a, b, f"{path}.{index}")
             if found is not None:
