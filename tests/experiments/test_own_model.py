@@ -167,7 +167,9 @@ def test_kind_and_factory_together_are_refused(tmp_path: Path) -> None:
         load_config(source)
 
     # Assert
-    assert str(raised.value) == "model.kind: set either model.kind or model.factory, not both"
+    assert (
+        str(raised.value) == "model.kind: has no effect with model.factory (your factory builds the model); remove it"
+    )
 
 
 ENCODER = '''
@@ -307,7 +309,7 @@ def test_fedhssl_refuses_an_own_encoder_on_one_line(tmp_path: Path) -> None:
 
     # Assert
     assert raised.value.field.startswith("runs.0.params.model")
-    assert "FedHSSL pre-trains its MLP encoders by SimSiam" in str(raised.value)
+    assert "an own encoder is not supported: FedHSSL pre-trains its MLP encoders by SimSiam" in str(raised.value)
 
 
 MODULE_NET = """

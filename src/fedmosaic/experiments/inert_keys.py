@@ -92,6 +92,11 @@ RULES = (
         lambda c: c.task_kind == "classification",
         "on a concepts or vertical task (its model is set in runs.N.params)",
     ),
+    Rule(
+        ("model.kind", "model.hidden", "model.channels"),
+        lambda c: c.model.factory is None,
+        "with model.factory (your factory builds the model)",
+    ),
     Rule(VERTICAL_PARAMS, lambda c: c.task_kind != "vertical", "on a vertical task (set runs.N.params)"),
     Rule(("train.momentum",), lambda c: c.train.optimizer == "sgd", "with train.optimizer = 'adam'"),
     Rule(

@@ -151,10 +151,10 @@ def write_job_model(
 
 
 def _family(export: ModelExport) -> str:
-    """The model family: ``cbm``/``cem``/``cgm``/``c2bm``, ``mlp``/``cnn``, or the vertical method."""
+    """The model family: ``cbm``/``cem``/``cgm``/``c2bm``, a registered architecture, ``factory``, or the vertical method."""
     model = export.architecture.get("model")
     if isinstance(model, dict):
-        return str(model.get("family", model.get("kind")))
+        return str(model.get("family", model.get("kind", "factory")))
     return export.kind
 
 

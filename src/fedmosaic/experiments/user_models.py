@@ -15,7 +15,7 @@ import inspect
 from typing import Any
 
 from fedmosaic.errors import ConfigError
-from fedmosaic.methods.horizontal.models import ModelParams, check_signature
+from fedmosaic.methods.horizontal.models import check_signature
 from fedmosaic.user_code import load_callable, source_sha256
 
 ExperimentConfig = Any
@@ -28,15 +28,12 @@ def with_model_code(config: ExperimentConfig) -> ExperimentConfig:
     Raises
     ------
     ConfigError
-        Naming ``model.factory`` or ``model.kind``: both set, an architecture that
-        is not registered, a factory that cannot be imported or called with a
+        Naming ``model.factory`` or ``model.kind``: an architecture that is not registered, a factory that cannot be imported or called with a
         shape, classes and ``args``; ``runs.N.params.model.factory`` likewise for a
         method's own model part; the ``code_sha256`` beside a factory if a
         recorded hash no longer matches the source.
     """
     model = config.model
-    if model.factory is not None and model.kind != ModelParams.model_fields["kind"].default:
-        raise ConfigError("model.kind", "set either model.kind or model.factory, not both")
     if config.task_kind != "classification":  # the model of other tasks is set in runs.N.params
         return config.model_copy(update={"runs": [_run_with_code(run, k) for k, run in enumerate(config.runs)]})
     check_signature(model)

@@ -130,8 +130,9 @@ class Classifier:
 
     def to_json(self) -> dict[str, Any]:
         """The architecture as JSON (a model card's ``architecture``)."""
+        kept = {"factory", "args", "code_sha256"} if self.params.factory is not None else None
         return {
-            "model": self.params.model_dump(mode="json", exclude_none=True),
+            "model": self.params.model_dump(mode="json", exclude_none=True, include=kept),
             "input_shape": list(self.input_shape),
             "num_classes": self.num_classes,
         }

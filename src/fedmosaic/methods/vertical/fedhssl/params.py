@@ -43,4 +43,4 @@ class FedHSSLParams(SplitVFLParams):
     @classmethod
     def _no_own_encoder(cls, value: OwnModel | None) -> None:
         if value is not None:
-            raise ValueError("FedHSSL pre-trains its MLP encoders by SimSiam: an own encoder is not supported")
+            raise ValueError("an own encoder is not supported: FedHSSL pre-trains its MLP encoders by SimSiam")
