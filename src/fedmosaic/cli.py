@@ -454,9 +454,9 @@ def _check_table_out(out: Path, inputs: Path, model_folder: Path) -> None:
 
 @app.command()
 def examples(
-    dest: Annotated[Path, typer.Argument(help="Folder to copy the example tables into (created).")] = Path("."),
+    dest: Annotated[Path, typer.Argument(help="Folder to copy the examples into (created).")] = Path("."),
 ) -> None:
-    """Copy the example tables (three hospitals on asia; a clinic, a lab and an imaging centre) and their experiment files."""
+    """Copy the examples: three hospitals' tables on asia, a vertical task's parties, and three sites' images with your own CNN."""
     from fedmosaic.examples import copy_examples
 
     for folder in copy_examples(dest):
