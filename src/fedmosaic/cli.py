@@ -139,10 +139,10 @@ class RichProgress(ProgressSink):
 def run(
     experiment: Annotated[str, typer.Argument(help="A preset name (see `fedmosaic presets`) or a TOML file.")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a key: --set partition.alpha=0.1")] = None,
-    out: Annotated[Path | None, typer.Option(help="Output folder [default: runs/<name>].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: runs/<name>).")] = None,
     seed: Annotated[int | None, typer.Option(help="Experiment seed (overrides the config).")] = None,
     data_dir: Annotated[
-        Path | None, typer.Option(help="Data folder [default: $FEDMOSAIC_DATA, then the cache folder].")
+        Path | None, typer.Option(help="Data folder (default: $FEDMOSAIC_DATA, then the cache folder).")
     ] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run in --out.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --out.")] = False,
@@ -158,7 +158,7 @@ def run(
         str | None, typer.Option(help="Engine flower: the SuperLink's HOST:PORT (its ServerApp writes --out).")
     ] = None,
     root_certificates: Annotated[
-        Path | None, typer.Option(help="Engine flower: CA certificate of a TLS SuperLink [default: insecure].")
+        Path | None, typer.Option(help="Engine flower: CA certificate of a TLS SuperLink (default: insecure).")
     ] = None,
     device: DeviceOption = None,
     track: TrackOption = None,
@@ -198,16 +198,16 @@ def run(
 def deploy(
     experiment: Annotated[str, typer.Argument(help="A preset name (see `fedmosaic presets`) or a TOML file.")],
     nodes: Annotated[
-        int | None, typer.Option(help="SuperNodes to start, one per client [default: the experiment's clients].")
+        int | None, typer.Option(help="SuperNodes to start, one per client (default: the experiment's clients).")
     ] = None,
     tls: Annotated[bool, typer.Option(help="TLS with a certificate authority generated on the spot.")] = False,
     auth: Annotated[bool, typer.Option(help="Generate and register SuperNode keys; refuse unknown nodes.")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a key: --set federation.rounds=3")] = None,
-    out: Annotated[Path | None, typer.Option(help="Output folder [default: runs/<name>].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: runs/<name>).")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="The server's data folder.")] = None,
     node_data_dir: Annotated[
         str | None,
-        typer.Option(help="Each SuperNode's data folder; {node} stands for its index [default: --data-dir]."),
+        typer.Option(help="Each SuperNode's data folder; {node} stands for its index (default: --data-dir)."),
     ] = None,
     node_file: Annotated[
         str | None,
@@ -339,7 +339,7 @@ def explore(
     run_dir: Annotated[Path, typer.Argument(help="The output folder of an F-CMs run (it holds model/).")],
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1; 0 for any free one.")] = 8765,
     run_name: Annotated[
-        str | None, typer.Option("--run", help="Which F-CMs run's model [default: the first federated one].")
+        str | None, typer.Option("--run", help="Which F-CMs run's model (default: the first federated one).")
     ] = None,
 ) -> None:
     """Open a local page over the run's F-CMs model: pick a row, set concepts, watch the graph answer."""
@@ -361,7 +361,7 @@ def predict(
             " tables, one table per party (ID column and the party's columns; the active party's is required).",
         ),
     ],
-    out: Annotated[Path | None, typer.Option(help="CSV to write [default: standard output].")] = None,
+    out: Annotated[Path | None, typer.Option(help="CSV to write (default: standard output).")] = None,
     trust_code: TrustCodeOption = False,
     trust_changed_code: TrustChangedCodeOption = False,
 ) -> None:
@@ -378,7 +378,7 @@ def intervene(
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Fix a concept for every row: --set smoke=yes (repeatable).")
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="CSV to write [default: standard output].")] = None,
+    out: Annotated[Path | None, typer.Option(help="CSV to write (default: standard output).")] = None,
     trust_code: TrustCodeOption = False,
     trust_changed_code: TrustChangedCodeOption = False,
 ) -> None:
