@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from fedmosaic.cli import main
+from fedmosaic.errors import ConfigError
 from fedmosaic.examples import copy_examples
+from fedmosaic.experiments.config import load_config
+from fedmosaic.experiments.presets import resolve_experiment
+from fedmosaic.experiments.runner import run_experiment
+from fedmosaic.experiments.workloads import prepare_workload
+from fedmosaic.testing.tiny_worlds import NODES, sample_concepts
 
 
 def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[object, str, str]:
@@ -96,7 +102,7 @@ def test_a_bad_npz_file_is_one_line_exit_2_and_nothing_written(
     assert not (images / "runs").exists()
 
 
-def test_npz_sites_mixed_with_tables_or_on_a_concept_task_are_refused(
+def test_npz_sites_mixed_with_tables_or_declared_as_another_task_are_refused(
     images: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Execute
@@ -106,4 +112,76 @@ def test_npz_sites_mixed_with_tables_or_on_a_concept_task_are_refused(
     # Assert
     assert mixed[0] == concepts[0] == 2
     assert mixed[2] == "error: tables.test: with .npz sites every file is an .npz (x and y arrays), got test.csv\n"
-    assert concepts[2] == "error: tables.kind: .npz sites hold a horizontal task (x and y), got 'concepts'\n"
+    assert concepts[2] == "error: tables.classes: is not used by a concepts task (tables.kind = 'concepts')\n"
+
+
+CONCEPT_ENCODER = """
+from torch import nn
+
+
+def encoder(input_shape, output_dim):
+    (features,) = input_shape
+    return nn.Sequential(nn.Linear(features, 32), nn.ReLU(), nn.Linear(32, output_dim), nn.ReLU())
+"""
+CONCEPT_SITES = """
+name = "concept-arrays"
+[tables]
+kind = "concepts"
+task = "y"
+concepts = { a = ["0", "1"], b = ["0", "1", "2"], c = ["0", "1"], y = ["0", "1"] }
+sites = [{ file = "site-0.npz" }, { file = "site-1.npz" }, { file = "site-2.npz" }]
+test = "test.npz"
+[federation]
+rounds = 8
+[train]
+optimizer = "adam"
+lr = 0.01
+epochs = 5
+batch_size = 32
+[[runs]]
+name = "F-CMs"
+method = "fcm"
+params = { model = { factory = "encoders:encoder" } }
+"""
+
+
+def _concept_sites(folder: Path) -> None:
+    """Three sites of the tiny concept world as .npz: x of shape (n, 1, 7), the concepts each labels by name."""
+    rng = np.random.default_rng(0)
+    for k, subset in enumerate((("a", "b", "y"), ("b", "c", "y"), ("a", "b", "c", "y"))):
+        x, values = sample_concepts(150, rng)
+        labeled = {name: values[:, j].astype(str) for j, name in enumerate(NODES) if name in subset}
+        np.savez(folder / f"site-{k}.npz", x=x.reshape(150, 1, 7), **labeled)
+    x, values = sample_concepts(200, rng)
+    np.savez(folder / "test.npz", x=x, **{name: values[:, j] for j, name in enumerate(NODES)})
+    (folder / "encoders.py").write_text(CONCEPT_ENCODER)
+    (folder / "concepts.toml").write_text(CONCEPT_SITES)
+
+
+def test_f_cms_trains_on_concept_sites_own_npz_arrays_with_an_own_encoder(tmp_path: Path) -> None:
+    # Prepare
+    _concept_sites(tmp_path)
+    config = load_config(resolve_experiment(str(tmp_path / "concepts.toml")))
+
+    # Execute
+    results = run_experiment(config, tmp_path / "out")
+
+    # Assert: binary task and concepts of 2 or 3 categories; both well learned (the task is noisy: about 90% at best)
+    final = results["runs"][0]["final"]
+    assert final["concept_accuracy"] > 0.9
+    assert final["accuracy"] > 0.8
+
+
+def test_a_concept_category_never_declared_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    # Prepare
+    _concept_sites(tmp_path)
+    np.savez(tmp_path / "site-1.npz", x=np.zeros((20, 7)), b=np.array(["3"] * 20), c=np.array(["0"] * 20))
+
+    # Execute
+    with pytest.raises(ConfigError) as raised:
+        prepare_workload(load_config(resolve_experiment(str(tmp_path / "concepts.toml"))))
+
+    # Assert
+    assert str(raised.value) == (
+        "tables.sites.1.file: site-1.npz, array 'b', row 1: '3' is not a category of tables.concepts.b (0, 1, 2)"
+    )

@@ -1,4 +1,4 @@
-"""A site's own arrays as a NumPy ``.npz`` file: ``x`` of any shape (images, signals) and ``y``, checked.
+"""A site's own arrays as a NumPy ``.npz`` file: ``x`` of any shape (images, signals) and ``y`` or concepts, checked.
 
 The file is read with ``allow_pickle=False``: an object array (pickled Python
 objects, which would run code when loaded) is refused, never loaded. Every
@@ -10,6 +10,7 @@ that is not one of ``tables.classes``.
 from __future__ import annotations
 
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,14 @@ def read_npz_site(file: str, field: str, classes: list[str]) -> ArrayDataset:
     if missing or unknown:
         found = ", ".join(sorted(arrays)) or "nothing"
         raise ConfigError(field, f"{name}: needs the arrays x and y and nothing else, found {found}")
-    x, y = arrays["x"], arrays["y"]
+    x, y = _checked_x(arrays["x"], name, field), arrays["y"]
+    if y.shape != (len(x),):
+        raise ConfigError(field, f"{name}: y needs one label per row of x ({len(x)}), got shape {y.shape}")
+    return ArrayDataset(x, _label_indices(y, classes, name, field), num_classes=len(classes))
+
+
+def _checked_x(x: np.ndarray, name: str, field: str) -> np.ndarray:
+    """``x`` as float32, once it holds a row per example of finite numbers."""
     if x.ndim < 2 or not len(x):
         raise ConfigError(field, f"{name}: x needs a row per example and a feature axis, got shape {x.shape}")
     if x.dtype.kind not in "biuf":
@@ -70,9 +78,90 @@ def read_npz_site(file: str, field: str, classes: list[str]) -> ArrayDataset:
         raise ConfigError(
             field, f"{name}: x holds {int(bad.sum())} NaN or infinite values (the first in row {row + 1})"
         )
-    if y.shape != (len(x),):
-        raise ConfigError(field, f"{name}: y needs one label per row of x ({len(x)}), got shape {y.shape}")
-    return ArrayDataset(x.astype(np.float32), _label_indices(y, classes, name, field), num_classes=len(classes))
+    return x.astype(np.float32)
+
+
+@dataclass(frozen=True)
+class NpzConcepts:
+    """A concept site's ``.npz``: ``x`` (flattened to features) and one array per concept it labels.
+
+    A concept's array holds each row's category as written in
+    ``tables.concepts`` (strings, ``""`` for an unlabeled row) or its index
+    there (integers, ``-1`` for an unlabeled row). It answers what a concept
+    site's reader asks of a table (``has``, ``require``, ``categories``), so
+    both are read by the same code.
+    """
+
+    path: str
+    field: str
+    x: np.ndarray
+    arrays: dict[str, np.ndarray]
+
+    def has(self, column: str) -> bool:
+        """Whether the file holds the concept ``column``."""
+        return column in self.arrays
+
+    def require(self, columns: list[str]) -> None:
+        """Reject a file that lacks one of the concepts ``columns``."""
+        missing = [c for c in columns if c not in self.arrays]
+        if missing:
+            found = ", ".join(sorted(self.arrays)) or "none"
+            raise ConfigError(self.field, f"{Path(self.path).name} has no array {missing[0]!r} (concepts: {found})")
+
+    def categories(self, column: str, categories: list[str], schema_field: str) -> np.ndarray:
+        """The codes of concept ``column`` by ``categories`` (int64), ``-1`` for an unlabeled row."""
+        self.require([column])
+        values, name = self.arrays[column], Path(self.path).name
+        if values.shape != (len(self.x),):
+            raise ConfigError(
+                self.field, f"{name}: {column} needs one value per row of x ({len(self.x)}), got shape {values.shape}"
+            )
+        if values.dtype.kind in "iu":
+            outside = (values < -1) | (values >= len(categories))
+            codes = values.astype(np.int64)
+        elif values.dtype.kind == "U":
+            index = {label: k for k, label in enumerate(categories)} | {"": -1}
+            codes = np.array([index.get(str(v), -2) for v in values.tolist()], dtype=np.int64)
+            outside = codes == -2
+        else:
+            raise ConfigError(
+                self.field, f"{name}: {column} must hold category names or indices, got dtype {values.dtype}"
+            )
+        if outside.any():
+            row = int(np.argmax(outside))
+            raise ConfigError(
+                self.field,
+                f"{name}, array {column!r}, row {row + 1}: {str(values[row])!r} is not a category of "
+                f"{schema_field} ({', '.join(categories)})",
+            )
+        return codes
+
+
+def read_npz_concepts(file: str, field: str, concepts: list[str]) -> NpzConcepts:
+    """A concept site's (or the test's) ``.npz``: ``x`` checked and flattened, and its concept arrays.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field`` and the file: no ``x``, an array that is neither ``x`` nor a concept, a bad ``x``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "site.npz"
+    >>> np.savez(path, x=np.zeros((3, 1, 2, 2)), smoke=np.array(["yes", "", "no"]))
+    >>> site = read_npz_concepts(str(path), "tables.sites.0.file", ["smoke", "dysp"])
+    >>> site.x.shape, site.categories("smoke", ["no", "yes"], "tables.concepts.smoke").tolist(), site.has("dysp")
+    ((3, 4), [1, -1, 0], False)
+    """
+    name = Path(file).name
+    arrays = _load(file, field)
+    unknown = sorted(set(arrays) - {"x", *concepts})
+    if "x" not in arrays or unknown:
+        found = ", ".join(sorted(arrays)) or "nothing"
+        raise ConfigError(field, f"{name}: needs x and one array per concept of tables.concepts, found {found}")
+    x = _checked_x(arrays.pop("x"), name, field)
+    return NpzConcepts(file, field, x.reshape(len(x), -1), arrays)
 
 
 def _load(file: str, field: str) -> dict[str, np.ndarray]:

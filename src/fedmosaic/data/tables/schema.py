@@ -86,12 +86,14 @@ class TablesSection(_Strict):
         Concept tasks: every concept's categories (the task's included).
     sites : list of {file, concepts, graph}, default []
         Horizontal and concept tasks: one table per site (site ``i`` is client ``i``).
-        A horizontal task's sites may instead be NumPy ``.npz`` files of an
-        array ``x`` (a row per example, any shape: images, signals) and
-        ``y`` (each row's class, as written in ``classes`` or its index);
-        then the test file is an ``.npz`` too, and ``features`` and
-        ``label`` stay unset. ``x`` is standardised element by element with
-        federated statistics, as table features are.
+        Sites may instead be NumPy ``.npz`` files of an array ``x`` (a row
+        per example, any shape: images, signals) and, for a horizontal task,
+        ``y`` (each row's class, as written in ``classes`` or its index), for
+        a concept task one array per concept the site labels (its category as
+        written in ``concepts``, ``""`` where unlabeled, or its index, ``-1``);
+        then the test file is an ``.npz`` too, and ``features`` and ``label``
+        stay unset. ``x`` is standardised element by element with federated
+        statistics, as table features are; a concept task reads it flattened.
     test : str or None, default None
         Horizontal and concept tasks: the coordinator's test table, labeled
         for the label or every concept.
@@ -174,6 +176,11 @@ def check_tables(tables: TablesSection) -> None:
                 if getattr(site, field) is not None:
                     raise ConfigError(f"tables.sites.{index}.{field}", "concept tasks only (tables.kind = 'concepts')")
         return
+    _check_concepts(tables)
+
+
+def _check_concepts(tables: TablesSection) -> None:
+    """A concept task's schema: every concept's categories, the task among them, sites' concepts declared."""
     for field in ("label", "classes", "id", "parties"):
         _absent(tables, field, "concepts")
     if not tables.concepts:
@@ -219,7 +226,7 @@ def _check_vertical(tables: TablesSection) -> None:
 
 
 def _check_arrays(tables: TablesSection) -> None:
-    """``.npz`` sites: every file an ``.npz``, a horizontal task, its classes, and no column names."""
+    """``.npz`` sites: every file an ``.npz``, no column names; a horizontal task's classes, or a concept task's concepts."""
     assert tables.test is not None
     files = [("tables.test", tables.test)] + [(f"tables.sites.{k}.file", s.file) for k, s in enumerate(tables.sites)]
     tabular = next(((field, file) for field, file in files if not is_npz(file)), None)
@@ -227,12 +234,13 @@ def _check_arrays(tables: TablesSection) -> None:
         raise ConfigError(
             tabular[0], f"with .npz sites every file is an .npz (x and y arrays), got {Path(tabular[1]).name}"
         )
-    if tables.kind != "horizontal":
-        raise ConfigError("tables.kind", f".npz sites hold a horizontal task (x and y), got '{tables.kind}'")
-    _categories(tables.classes, "tables.classes")
     for field in ("features", "label"):
         if getattr(tables, field):
-            raise ConfigError(f"tables.{field}", "an .npz site holds x and y, not columns: leave it unset")
+            raise ConfigError(f"tables.{field}", "an .npz site holds arrays, not columns: leave it unset")
+    if tables.kind == "concepts":
+        _check_concepts(tables)
+        return
+    _categories(tables.classes, "tables.classes")
     for field in ("task", "concepts", "id", "parties"):
         _absent(tables, field, "horizontal")
 

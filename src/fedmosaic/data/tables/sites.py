@@ -17,7 +17,7 @@ import numpy as np
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.tables.beliefs import read_belief
-from fedmosaic.data.tables.npz import read_npz_site
+from fedmosaic.data.tables.npz import NpzConcepts, read_npz_concepts, read_npz_site
 from fedmosaic.data.tables.read import UNLABELED, Table, read_table
 from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.errors import ConfigError, FedmosaicError
@@ -135,9 +135,7 @@ def read_concept_site(
         column the schema does not declare.
     """
     site = tables.sites[index]
-    table = read_table(file or site.file, _site_field(tables, index))
-    check_columns(table, tables.columns())
-    x = table.numbers(tables.features)
+    table, x = _concept_source(tables, file or site.file, _site_field(tables, index))
     names, columns = [], []
     for name, categories in tables.concepts.items():
         declared = site.concepts is not None and name in site.concepts
@@ -167,9 +165,7 @@ def read_concept_site(
 
 def read_concept_test(tables: TablesSection) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """The coordinator's test table: raw features, and codes of every concept (all labeled)."""
-    table = read_table(str(tables.test), "tables.test")
-    check_columns(table, tables.columns())
-    x = table.numbers(tables.features)
+    table, x = _concept_source(tables, str(tables.test), "tables.test")
     names = tuple(tables.concepts)
     values = np.stack([table.categories(n, tables.concepts[n], f"tables.concepts.{n}") for n in names], axis=1)
     _all_labeled(values, names, table)
@@ -196,7 +192,17 @@ def read_labeled(tables: TablesSection, file: str, field: str, *, complete: bool
     return ArrayDataset(x=x[keep], y=y[keep], num_classes=len(tables.classes))
 
 
-def _all_labeled(values: np.ndarray, names: tuple[str, ...], table: Table) -> None:
+def _concept_source(tables: TablesSection, file: str, field: str) -> tuple[Table | NpzConcepts, np.ndarray]:
+    """A concept file to read the concepts from, and its raw features: a table's feature columns, an ``.npz``'s ``x``."""
+    if tables.arrays:
+        arrays = read_npz_concepts(file, field, list(tables.concepts))
+        return arrays, arrays.x
+    table = read_table(file, field)
+    check_columns(table, tables.columns())
+    return table, table.numbers(tables.features)
+
+
+def _all_labeled(values: np.ndarray, names: tuple[str, ...], table: Table | NpzConcepts) -> None:
     rows, columns = np.nonzero(values == UNLABELED)
     if len(rows):
         raise ConfigError(
