@@ -122,3 +122,25 @@ def test_the_resume_check_names_the_attribute_forgotten_in_state_dict(tmp_path: 
     # Execute / Assert
     with pytest.raises(ContractError, match=r"^forgetful: resumes exactly on horizontal: .*rounds_seen"):
         check_resumes_exactly(method, "horizontal", tmp_path, run_method(method, "horizontal"))
+
+
+class BrokenStateServer(FedAvgServer):
+    """FedAvg's server whose state_dict fails the way a method's own bug would."""
+
+    def state_dict(self):  # type: ignore[no-untyped-def]
+        raise KeyError("momentum/fc.weight")
+
+
+def test_a_method_s_own_error_is_reported_as_the_contract_it_broke() -> None:
+    # Prepare
+    def build(task: HorizontalTask, params: FedAvgParams) -> tuple[BrokenStateServer, Callable[[int], FedAvgClient]]:
+        factory = task.model_factory()
+        return BrokenStateServer(factory, task.test), lambda client: FedAvgClient(
+            factory, task.clients[client], task.train
+        )
+
+    method = Method("broken", "FedAvg whose state fails", "classification", FedAvgParams, build)
+
+    # Execute / Assert
+    with pytest.raises(ContractError, match=r"^broken: check_runs: raised KeyError: 'momentum/fc.weight'$"):
+        check_runs(method, "horizontal")

@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 import numpy as np
 
@@ -82,6 +82,29 @@ class Interrupted(Exception):
 def _require(ok: bool, method: Method, check: str, detail: str) -> None:
     if not ok:
         raise ContractError(f"{method.name}: {check}: {detail}")
+
+
+P = ParamSpec("P")
+
+
+def contract_check(check: Callable[Concatenate[Method, P], None]) -> Callable[Concatenate[Method, P], None]:
+    """``check``, with anything the method's own code raises during it reported as a :class:`ContractError`.
+
+    The message names the method and the check (the original error is chained), so a ``KeyError`` deep
+    in a method's server reads as the contract it broke.
+    """
+
+    @functools.wraps(check)
+    def checked(method: Method, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            check(method, *args, **kwargs)
+        except ContractError:
+            raise
+        except Exception as error:
+            detail = str(error).splitlines()[0] if str(error) else ""
+            raise ContractError(f"{method.name}: {check.__name__}: raised {type(error).__name__}: {detail}") from error
+
+    return checked
 
 
 # --------------------------------------------------------------------------- running a method
@@ -154,6 +177,7 @@ def _comparable(history: list[RoundRecord]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the checks
 
 
+@contract_check
 def check_runs(method: Method, variant: str, device: str = "cpu") -> None:
     """Three rounds run, nothing rejected, finite metrics, an accuracy, and device-free states."""
     run = uninterrupted(method, variant, device)
@@ -170,6 +194,7 @@ def check_runs(method: Method, variant: str, device: str = "cpu") -> None:
     _require(not stray, method, check, f"states hold arrays that are not NumPy arrays: {stray[:3]}")
 
 
+@contract_check
 def check_resumes_exactly(
     method: Method, variant: str, folder: Path, expected: Run | None = None, train: dict[str, Any] | None = None
 ) -> None:
@@ -272,6 +297,7 @@ def check_malformed_replies(method: Method, variant: str) -> None:
     _require(all(reason and "\n" not in reason for reason in reasons), method, check, f"reasons {reasons}")
 
 
+@contract_check
 def check_bad_parameters(method: Method) -> None:
     """An unknown parameter, and a value of the wrong type for each, are refused on one line naming the field."""
     check = "refuses bad parameters"
@@ -300,6 +326,7 @@ class ForeignParams(MethodParams):
     """The parameters of no registered method."""
 
 
+@contract_check
 def check_foreign_parameters(method: Method) -> None:
     """Built from another method's parameters, it refuses on one line naming itself and its parameters' class."""
     task, _ = tiny_task(VARIANTS[method.kind][0], ROUNDS)
@@ -312,6 +339,7 @@ def check_foreign_parameters(method: Method) -> None:
     raise ContractError(f"{method.name}: refuses foreign parameters: built from ForeignParams")
 
 
+@contract_check
 def check_checkpoint_round_trip(method: Method, variant: str, folder: Path) -> None:
     """The server and client states go through a checkpoint file and into a fresh server bit for bit."""
     run = uninterrupted(method, variant)
@@ -372,6 +400,7 @@ def _altered_by(method: Method, variant: str, attack: str) -> int:
     )
 
 
+@contract_check
 def check_capability(method: Method, variant: str, capability: str, folder: Path) -> None:
     """The runtime feature ``capability`` (a flag ``method.supports`` sets) acts on its runs."""
     check = f"honours {capability} on {variant}"
