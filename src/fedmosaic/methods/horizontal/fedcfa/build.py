@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
 
-from fedmosaic.errors import ConfigError
 from fedmosaic.methods.base import Built
 from fedmosaic.methods.horizontal.fedcfa.client import FedCFAClient
 from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
@@ -57,12 +56,9 @@ def build_fedcfa(task: HorizontalTask, params: FedCFAParams) -> Built:
     ('FedCFAServer', 'FedCFAClient')
     """
     factory = task.model_factory()
-    model = factory()
-    if not isinstance(model, nn.Sequential):
-        raise ConfigError(
-            task.model.field,
-            f"FedCFA cuts the model into encoder and decoder: it must be an nn.Sequential, got {type(model).__name__}",
-        )
+    built = factory()
+    params.check_model(built)  # the runner checks it before any run too; built here alone, it is checked here
+    model = cast(nn.Sequential, built)  # check_model refuses anything else
     split = default_split(model) if params.split is None else params.split
     encoder, _ = split_model(model, split)
     with torch.no_grad():
