@@ -91,6 +91,45 @@ def load_callable(spec: str, field: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
+def check_accepts(
+    build: Callable[..., Any],
+    named: str,
+    field: str,
+    inputs: dict[str, Any],
+    arguments: dict[str, Any],
+    *,
+    all_inputs: bool,
+) -> None:
+    """Refuse a factory that cannot be called with ``inputs`` and ``arguments`` (its ``args``).
+
+    With ``all_inputs``, ``inputs`` must be all it needs; otherwise the method may pass it more
+    (a vertical party's index). A callable whose signature Python cannot read (a C function) is
+    checked when it builds.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field``: what it must accept, and why it cannot.
+
+    Examples
+    --------
+    >>> check_accepts(lambda input_shape, num_classes: None, "net", "model.factory", {"input_shape": (1,), "num_classes": 2}, {"depth": 2}, all_inputs=True)
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.ConfigError: model.factory: net must accept input_shape, num_classes and args ['depth'] (got an unexpected keyword argument 'depth')
+    """
+    try:
+        signature = inspect.signature(build)
+    except ValueError:
+        return
+    bind = signature.bind if all_inputs else signature.bind_partial
+    try:
+        bind(**inputs, **arguments)
+    except TypeError as error:
+        extra = f" and args {sorted(arguments)}" if arguments else ""
+        raise ConfigError(field, f"{named} must accept {', '.join(inputs)}{extra} ({error})") from None
+
+
 def source_sha256(spec: str, field: str) -> str:
     """SHA-256 of the source file of the module ``spec`` names (what a run records as the code it ran)."""
     module = _import(split_spec(spec, field)[0], field)

@@ -11,12 +11,11 @@ source has changed is refused.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.methods.horizontal.models import check_signature
-from fedmosaic.user_code import load_callable, source_sha256
+from fedmosaic.user_code import check_accepts, load_callable, source_sha256
 
 ExperimentConfig = Any
 """A validated :class:`~fedmosaic.experiments.config.ExperimentConfig` (not imported: it calls this module)."""
@@ -52,25 +51,10 @@ def _run_with_code(run: Any, index: int) -> Any:
     prefix = f"runs.{index}.params.model"
     build = load_callable(factory, f"{prefix}.factory")
     arguments = model.get("args") or {}
-    _check_accepts(build, arguments, factory, f"{prefix}.factory")
+    inputs = {"input_shape": (1,), "output_dim": 1}  # the method may pass more (a vertical party's index)
+    check_accepts(build, factory, f"{prefix}.factory", inputs, arguments, all_inputs=False)
     digest = _digest(factory, model.get("code_sha256"), prefix)
     return run.model_copy(update={"params": {**run.params, "model": {**model, "code_sha256": digest}}})
-
-
-def _check_accepts(build: Any, arguments: dict[str, Any], factory: str, field: str) -> None:
-    """Refuse a factory that cannot take ``input_shape``, ``output_dim`` and ``arguments`` (further inputs may follow).
-
-    A callable whose signature Python cannot read (a C function) is checked when it builds.
-    """
-    try:
-        signature = inspect.signature(build)
-    except ValueError:
-        return
-    try:
-        signature.bind_partial(input_shape=(1,), output_dim=1, **arguments)
-    except TypeError as error:
-        extra = f" and args {sorted(arguments)}" if arguments else ""
-        raise ConfigError(field, f"{factory} must accept input_shape, output_dim{extra} ({error})") from None
 
 
 def _digest(factory: str, recorded: str | None, prefix: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.limits import MAX_LAYERS, Width
 from fedmosaic.methods.architectures import MODELS, ModelArchitecture
 from fedmosaic.methods.horizontal.resnet import resnet18
-from fedmosaic.user_code import load_callable
+from fedmosaic.user_code import check_accepts, load_callable
 
 
 class ModelParams(BaseModel):
@@ -195,14 +194,8 @@ def check_signature(params: ModelParams) -> None:
         Naming ``model.factory`` (or ``model.kind``), if it cannot be imported or called so.
     """
     build, arguments = params.builder()
-    try:
-        inspect.signature(build).bind(input_shape=(1,), num_classes=2, **arguments)
-    except TypeError as error:
-        named = params.factory or params.kind
-        extra = f" and args {sorted(arguments)}" if arguments else ""
-        raise ConfigError(params.field, f"{named} must accept input_shape, num_classes{extra} ({error})") from None
-    except ValueError:  # a callable without a signature Python can read (a C function): checked when it builds
-        return
+    inputs = {"input_shape": (1,), "num_classes": 2}
+    check_accepts(build, params.factory or params.kind, params.field, inputs, arguments, all_inputs=True)
 
 
 def check_classifier(params: ModelParams, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
