@@ -252,12 +252,12 @@ from torch import nn
 
 
 def party_encoder(input_shape, output_dim, party, width=16):
-    """Each party's own encoder of its columns: the active party (0) one layer deeper than the others."""
-    (columns,) = input_shape
-    layers = [nn.Linear(columns, width), nn.ReLU()]
+    """Each party's own encoder of its image patch: the active party (0) one convolution deeper than the others."""
+    channels, rows, cols = input_shape
+    layers = [nn.Conv2d(channels, width, 3, padding=1), nn.ReLU()]
     if party == 0:
-        layers += [nn.Linear(width, width), nn.ReLU()]
-    return nn.Sequential(*layers, nn.Linear(width, output_dim))
+        layers += [nn.Conv2d(width, width, 3, padding=1), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(width * rows * cols, output_dim))
 '''
 VERTICAL = """
 name = "own-party-encoders"
@@ -293,9 +293,44 @@ def test_split_vertical_methods_train_each_party_s_own_encoder(tmp_path: Path) -
         assert run["final"]["accuracy"] > 0.35, (run["name"], run["final"])
         assert len(run["params"]["model"]["code_sha256"]) == 64
     active = [name for name, _ in model.active.named_parameters() if name.startswith("encoder.")]
-    assert active == [f"encoder.{k}.{p}" for k in (0, 2, 4) for p in ("weight", "bias")]  # party 0's deeper encoder
+    # party 0's deeper encoder, on its patch: unflattened, then the factory's module
+    assert active == [f"encoder.1.{k}.{p}" for k in (0, 2, 5) for p in ("weight", "bias")]
     with pytest.raises(ModelFileError, match="loading it would import"):
         fedmosaic.load_model(tmp_path / "out" / "model" / "00-laser-vfl")
+
+
+FALSE_VFL = """
+name = "own-party-networks"
+[data]
+dataset = "digits"
+[vertical]
+[federation]
+rounds = 16
+[[runs]]
+name = "FALSE-VFL"
+method = "false-vfl"
+params = { stage1_rounds = 10, stage1_passes = 3, lr = 0.003, model = { factory = "parties:party_encoder" } }
+"""
+
+
+def test_false_vfl_trains_each_party_s_own_encoder_network_on_its_image_patch(tmp_path: Path) -> None:
+    # Prepare
+    (tmp_path / "parties.py").write_text(PARTY_ENCODERS)
+    (tmp_path / "false.toml").write_text(FALSE_VFL)
+    config = load_config(resolve_experiment(str(tmp_path / "false.toml")))
+
+    # Execute
+    results = run_experiment(config, tmp_path / "out")
+    model = fedmosaic.load_model(tmp_path / "out" / "model" / "00-false-vfl", trust_code=True)
+
+    # Assert: ten digits, chance 10% (the MLP's run of this setting: 59.6%)
+    (run,) = results["runs"]
+    assert run["final"]["accuracy"] > 0.35, run["final"]
+    assert len(run["params"]["model"]["code_sha256"]) == 64
+    convolutions = [name for name, _ in model.active.party.encoder.named_parameters() if name.endswith("weight")]
+    assert convolutions == ["net.0.1.0.weight", "net.0.1.2.weight", "net.0.1.5.weight", "net.2.weight"]
+    with pytest.raises(ModelFileError, match="loading it would import"):
+        fedmosaic.load_model(tmp_path / "out" / "model" / "00-false-vfl")
 
 
 def test_fedhssl_refuses_an_own_encoder_on_one_line(tmp_path: Path) -> None:

@@ -148,6 +148,34 @@ def image_patch_blocks(height: int, width: int, num_parties: int) -> list[np.nda
     ]
 
 
+def block_image_shape(positions: np.ndarray, image: tuple[int, int]) -> tuple[int, int, int] | None:
+    """The ``(1, rows, cols)`` shape of a party's pixels when they are a rectangle of a one-channel image, else None.
+
+    Parameters
+    ----------
+    positions : numpy.ndarray
+        Sorted flat pixel positions (row-major, as :func:`image_patch_blocks` gives them).
+    image : (int, int)
+        The image's height and width.
+
+    Examples
+    --------
+    >>> [block_image_shape(patch, (2, 4)) for patch in image_patch_blocks(2, 4, 2)]
+    [(1, 2, 2), (1, 2, 2)]
+    >>> block_image_shape(np.array([0, 5]), (2, 4)) is None
+    True
+    """
+    height, width = image
+    if len(positions) == 0 or positions[-1] >= height * width:
+        return None
+    rows, cols = np.unique(positions // width), np.unique(positions % width)
+    rectangle = np.add.outer(rows * width, cols).ravel()
+    contiguous = np.all(np.diff(rows) == 1) and np.all(np.diff(cols) == 1)
+    if not contiguous or not np.array_equal(rectangle, positions):
+        return None
+    return (1, len(rows), len(cols))
+
+
 def _check_num_parties(num_parties: int, num_features: int) -> None:
     if not 1 <= num_parties <= num_features:
         raise ConfigError(

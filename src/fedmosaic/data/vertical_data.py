@@ -6,6 +6,7 @@ them by mistake fails loudly instead of silently using data nobody has.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +16,8 @@ from fedmosaic.data.missingness import MaskModel, Missingness, draw_mask
 from fedmosaic.errors import FedmosaicError
 
 Likelihood = Literal["gaussian", "bernoulli"]
+Shape = tuple[int, ...]
+"""The shape of one example of a party's block (its columns are that array, flattened)."""
 UNLABELED = -1
 VALIDATION = "validation"
 """The name messages use for the validation split."""
@@ -77,6 +80,10 @@ class VerticalData:
     validation : VerticalSplit or None, default None
         Labeled training rows held out for model selection and early stopping
         (:func:`hold_out_validation`); their labels are not in ``train``.
+    shapes : tuple of Shape or None, default None
+        Each party's block as an array (an image patch: ``(1, height,
+        width)``), whose flattening its columns are; None: every block is a
+        vector of its columns. A party's own encoder is built on its shape.
     """
 
     train: VerticalSplit
@@ -84,6 +91,11 @@ class VerticalData:
     num_classes: int
     likelihood: Likelihood
     validation: VerticalSplit | None = None
+    shapes: tuple[Shape, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.shapes is not None and [math.prod(shape) for shape in self.shapes] != self.widths:
+            raise FedmosaicError(f"shapes {list(self.shapes)} do not flatten to the blocks' widths {self.widths}")
 
     @property
     def splits(self) -> dict[str, VerticalSplit]:
@@ -100,6 +112,23 @@ class VerticalData:
     def widths(self) -> list[int]:
         """Number of features of each party."""
         return [block.shape[1] for block in self.train.blocks]
+
+    @property
+    def party_shapes(self) -> list[Shape]:
+        """Each party's example shape: ``shapes``, or its columns as a vector."""
+        return list(self.shapes) if self.shapes is not None else [(width,) for width in self.widths]
+
+
+def card_shapes(data: VerticalData) -> dict[str, list[list[int]]]:
+    """A model card's ``shapes`` of ``data``'s parties, where its blocks have shapes (nothing when every block is a vector).
+
+    Examples
+    --------
+    >>> split = VerticalSplit([np.zeros((1, 4), np.float32)], np.ones((1, 1), bool), np.array([0]))
+    >>> card_shapes(VerticalData(split, {}, 2, "bernoulli", shapes=((1, 2, 2),)))
+    {'shapes': [[1, 2, 2]]}
+    """
+    return {} if data.shapes is None else {"shapes": [list(shape) for shape in data.shapes]}
 
 
 def test_metric(label: str, metric: str = "accuracy") -> str:  # noqa: PT028 - not a test: names a test metric

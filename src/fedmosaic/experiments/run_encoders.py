@@ -15,8 +15,8 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, method_params
 
 
-def check_own_models(config: ExperimentConfig, widths: Sequence[int]) -> None:
-    """Have each run's method build its own model parts once, on parties of ``widths`` features (one for a single input).
+def check_own_models(config: ExperimentConfig, shapes: Sequence[tuple[int, ...]]) -> None:
+    """Have each run's method build its own model parts once, on parties whose examples have ``shapes`` (one for a single input).
 
     The global random state is left as it was.
 
@@ -29,7 +29,7 @@ def check_own_models(config: ExperimentConfig, widths: Sequence[int]) -> None:
     for index in range(len(config.runs)):
         try:
             with torch.random.fork_rng():
-                method_params(config, index).check_own_model(widths)
+                method_params(config, index).check_own_model(shapes)
         except ConfigError as error:
             raise ConfigError(f"runs.{index}.params.{error.field}", error.message) from None
 

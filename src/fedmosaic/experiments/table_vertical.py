@@ -200,7 +200,7 @@ def align_tables(
         scales.append(scale)
     test, labels = _test_rows(unaligned.y, tables, config.seed)
     data = _split(blocks, present, labels, test, len(tables.classes))
-    check_own_models(config, data.widths)
+    check_own_models(config, data.party_shapes)
     return VerticalWorkload(data, audit=unaligned.audit, test_rows=test, scales=tuple(scales))
 
 

@@ -281,7 +281,7 @@ def _concept_test(config: ExperimentConfig) -> ConceptSite:
     tables = config.tables
     assert tables is not None
     x, values, names = read_concept_test(tables)
-    check_own_models(config, [x.shape[1]])
+    check_own_models(config, [x.shape[1:]])
     return ConceptSite(x, values, names, None)
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 
 from fedmosaic.data.missingness import MaskModel, Missingness, fit_mechanism, parse_missingness
-from fedmosaic.data.vertical import dirichlet_column_blocks, even_column_blocks, image_patch_blocks
+from fedmosaic.data.vertical import block_image_shape, dirichlet_column_blocks, even_column_blocks, image_patch_blocks
 from fedmosaic.data.vertical_data import (
     Likelihood,
+    Shape,
     VerticalData,
     column_blocks,
     hold_out_validation,
@@ -121,8 +122,9 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
             test_x.astype(np.float32), test_y, columns, missingness, rng, mechanism=mechanism
         )
     likelihood: Likelihood = "bernoulli" if image else "gaussian"
-    data = VerticalData(train, tests, splits.train.num_classes, likelihood, validation)
-    check_own_models(config, data.widths)
+    shapes = image_shapes(columns, splits.train.x.shape) if image else None
+    data = VerticalData(train, tests, splits.train.num_classes, likelihood, validation, shapes)
+    check_own_models(config, data.party_shapes)
     return VerticalWorkload(data)
 
 
@@ -150,6 +152,12 @@ def party_columns(
     if split == "dirichlet":
         return dirichlet_column_blocks(num_features, parties, section.alpha, rng)
     return even_column_blocks(num_features, parties)
+
+
+def image_shapes(columns: list[np.ndarray], shape: tuple[int, ...]) -> tuple[Shape, ...]:
+    """Each party's pixels as an image (``(1, rows, cols)``) where they are a rectangle of a one-channel image, else flat."""
+    rectangles = [block_image_shape(cols, (shape[-2], shape[-1])) if shape[1] == 1 else None for cols in columns]
+    return tuple(rectangle or (len(cols),) for rectangle, cols in zip(rectangles, columns, strict=True))
 
 
 def _rows(x: np.ndarray, y: np.ndarray, keep: int | None, seed: int, purpose: str) -> tuple[np.ndarray, np.ndarray]:

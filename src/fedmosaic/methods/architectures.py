@@ -102,3 +102,18 @@ class OwnModel(BaseModel):
             )
         built: nn.Module = module
         return built
+
+    def build_on_block(self, shape: tuple[int, ...], output_dim: int, **inputs: Any) -> nn.Module:
+        """:meth:`build` for examples of ``shape``, taking them flattened: a party's block of ``prod(shape)`` columns.
+
+        Vertical methods pass every block flat; a party whose columns are an
+        image (``shape`` of more than one dimension) gets them back in that
+        shape before the factory's module.
+        """
+        module = self.build(shape, output_dim, **inputs)
+        return nn.Sequential(nn.Unflatten(1, shape), module) if len(shape) > 1 else module
+
+
+def own_model_entry(model: OwnModel | None) -> dict[str, dict[str, Any]]:
+    """A model card's ``model`` entry of a method's own model part: what :func:`fedmosaic.load_model` trusts or refuses (nothing without one)."""
+    return {} if model is None else {"model": model.model_dump(mode="json", exclude_none=True)}

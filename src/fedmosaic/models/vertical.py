@@ -40,12 +40,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from fedmosaic.methods.vertical.false_vfl.active import ActiveModel
+from fedmosaic.methods.vertical.false_vfl.active import ActiveModel, party_model
 from fedmosaic.methods.vertical.false_vfl.bounds import effective_sample_size
 from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.false_vfl.prediction import predictive_probabilities, rule_probabilities
-from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.split.baselines import Votes, baseline_from_spec, probabilities
 from fedmosaic.methods.vertical.split.params import SplitVFLParams
 from fedmosaic.methods.vertical.split.server import active_model, encoder, filled_at_test, stack_embeddings
@@ -61,7 +60,9 @@ class VerticalModel(LoadedModel):
 
     def __init__(self, folder: Path, card: dict[str, Any]) -> None:
         super().__init__(folder, card)
-        self.widths = [int(w) for w in card["architecture"]["widths"]]
+        architecture = card["architecture"]
+        self.widths = [int(w) for w in architecture["widths"]]
+        self.shapes = [tuple(int(d) for d in shape) for shape in architecture.get("shapes", [[w] for w in self.widths])]
 
     def _blocks(self, x: np.ndarray) -> tuple[list[Tensor], Tensor]:
         """Each party's block (zeros where absent) and the ``(n, K)`` presence."""
@@ -90,18 +91,15 @@ class FalseVFLModel(VerticalModel):
         super().__init__(folder, card)
         architecture = card["architecture"]
         self.params = FalseVFLParams.model_validate_json(json.dumps(architecture["params"]))
-        widths, likelihood = self.widths, architecture["likelihood"]
+        shapes, likelihood = self.shapes, architecture["likelihood"]
         params = self.params
         self.active = loaded_network(
-            lambda: ActiveModel(widths[0], int(architecture["num_classes"]), params, likelihood),
+            lambda: ActiveModel(shapes[0], int(architecture["num_classes"]), params, likelihood),
             *read_part(folder, card, "party-0"),
         )
         self.passive = [
-            loaded_network(
-                partial(PartyModel, width, params.hidden, params.latent, likelihood, params.variant == "II"),
-                *read_part(folder, card, f"party-{k}"),
-            )
-            for k, width in enumerate(widths[1:], start=1)
+            loaded_network(partial(party_model, shape, params, likelihood, k), *read_part(folder, card, f"party-{k}"))
+            for k, shape in enumerate(shapes[1:], start=1)
         ]
         for network in (self.active, *self.passive):
             network.eval()
@@ -183,14 +181,14 @@ class SplitVFLModel(VerticalModel):
         self.fallback = int(architecture["fallback"])
         self.active = loaded_network(
             lambda: active_model(
-                self.widths[0], len(self.widths), int(architecture["num_classes"]), params, self.baseline
+                self.shapes[0], len(self.widths), int(architecture["num_classes"]), params, self.baseline
             ),
             *read_part(folder, card, "party-0"),
         )
         takes_part = len(card["parts"]) > 1  # Local: the active party alone
         self.passive = [
-            loaded_network(partial(encoder, width, params, k), *read_part(folder, card, f"party-{k}"))
-            for k, width in enumerate(self.widths[1:], start=1)
+            loaded_network(partial(encoder, shape, params, k), *read_part(folder, card, f"party-{k}"))
+            for k, shape in enumerate(self.shapes[1:], start=1)
             if takes_part
         ]
         for part in (self.active, *self.passive):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -75,7 +76,7 @@ class FCMParams(MethodParams):
     graph_epsilon: float | None = Field(default=None, gt=0)
 
     @override
-    def check_own_model(self, widths: Sequence[int]) -> None:
-        """Build the own input encoder (``model.factory``), if any, on ``widths[0]`` input features."""
+    def check_own_model(self, shapes: Sequence[tuple[int, ...]]) -> None:
+        """Build the own input encoder (``model.factory``), if any, on inputs of ``shapes[0]``'s features."""
         if self.model.factory is not None:
-            self.model.build_encoder(widths[0])
+            self.model.build_encoder(math.prod(shapes[0]))

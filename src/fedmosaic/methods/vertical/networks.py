@@ -103,11 +103,24 @@ def _linear(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
 
 
 class GaussianEncoder(nn.Module):
-    """``x -> (mean, log-variance)`` of a diagonal Gaussian over ``latent`` dimensions."""
+    """``x -> (mean, log-variance)`` of a diagonal Gaussian over ``latent`` dimensions.
 
-    def __init__(self, inputs: int, hidden: int, latent: int) -> None:
+    Parameters
+    ----------
+    inputs, hidden, latent : int
+        Widths of ``x``, of the hidden layer, and of the latent.
+    body : torch.nn.Module or None, default None
+        A network of the user's own from ``x`` to ``hidden`` features, in
+        place of the perceptron's first layer; ReLU and the linear layer to
+        the mean and log-variance follow it.
+    """
+
+    def __init__(self, inputs: int, hidden: int, latent: int, body: nn.Module | None = None) -> None:
         super().__init__()
-        self.net = mlp(inputs, hidden, 2 * latent)
+        if body is None:
+            self.net = mlp(inputs, hidden, 2 * latent)
+        else:
+            self.net = nn.Sequential(body, nn.ReLU(), nn.Linear(hidden, 2 * latent))
 
     @override
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -165,13 +178,21 @@ class PartyModel(nn.Module):
         How the block is modelled.
     mask_model : bool, default False
         Variant II: a logistic model ``p_psi(m = missing | x)`` of the party's own block.
+    encoder_body : torch.nn.Module or None, default None
+        The encoder's own network (:class:`GaussianEncoder`'s ``body``).
     """
 
     def __init__(
-        self, features: int, hidden: int, latent: int, likelihood: Likelihood, mask_model: bool = False
+        self,
+        features: int,
+        hidden: int,
+        latent: int,
+        likelihood: Likelihood,
+        mask_model: bool = False,
+        encoder_body: nn.Module | None = None,
     ) -> None:
         super().__init__()
-        self.encoder = GaussianEncoder(features, hidden, latent)
+        self.encoder = GaussianEncoder(features, hidden, latent, encoder_body)
         self.decoder = FeatureDecoder(latent, hidden, features, likelihood)
         self.mask = nn.Linear(features, 1) if mask_model else None
 

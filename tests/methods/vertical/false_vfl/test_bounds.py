@@ -16,7 +16,7 @@ TINY = FalseVFLParams(latent=1, top_latent=1, hidden=4)
 
 
 def tiny_model() -> ActiveModel:
-    return seeded(3, lambda: ActiveModel(2, 2, TINY, "gaussian"))
+    return seeded(3, lambda: ActiveModel((2,), 2, TINY, "gaussian"))
 
 
 def bound_samples(model: ActiveModel, x: torch.Tensor, kappa: int, repeats: int, seed: int) -> torch.Tensor:

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
+from fedmosaic.data.vertical_data import Likelihood, Shape
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
 
 
-class ActiveModel(nn.Module):
-    """The active party's networks: its own block's, the top layer's, and the classifier."""
+def party_model(shape: Shape, params: FalseVFLParams, likelihood: Likelihood, party: int) -> PartyModel:
+    """Party ``party``'s encoder and decoder of its flat block of examples of ``shape``, with ``params.model``'s network if any."""
+    body = None if params.model is None else params.model.build_on_block(shape, params.hidden, party=party)
+    return PartyModel(math.prod(shape), params.hidden, params.latent, likelihood, params.variant == "II", body)
 
-    def __init__(self, features: int, num_classes: int, params: FalseVFLParams, likelihood: str) -> None:
+
+class ActiveModel(nn.Module):
+    """The active party's networks: its own block's (examples of ``shape``), the top layer's, and the classifier."""
+
+    def __init__(self, shape: Shape, num_classes: int, params: FalseVFLParams, likelihood: Likelihood) -> None:
         super().__init__()
-        self.party = PartyModel(features, params.hidden, params.latent, likelihood, params.variant == "II")  # type: ignore[arg-type]
+        self.party = party_model(shape, params, likelihood, 0)
         self.top_latent = params.top_latent
         self.top_encoder = GaussianEncoder(params.latent, params.hidden, params.top_latent)
         self.top_decoder = GaussianEncoder(params.top_latent, params.hidden, params.latent)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import partial
 
 from fedmosaic.methods.base import Built
+from fedmosaic.methods.vertical.false_vfl.active import party_model
 from fedmosaic.methods.vertical.false_vfl.client import FalseVFLClient
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.false_vfl.server import FalseVFLServer
-from fedmosaic.methods.vertical.networks import PartyModel
 from fedmosaic.methods.vertical.task import VerticalTask
 
 
@@ -17,8 +17,7 @@ def build_false_vfl(task: VerticalTask, params: FalseVFLParams) -> Built:
     data = task.data
 
     def party(client: int) -> FalseVFLClient:
-        width = data.widths[client + 1]
-        build = partial(PartyModel, width, params.hidden, params.latent, data.likelihood, params.variant == "II")
+        build = partial(party_model, data.party_shapes[client + 1], params, data.likelihood, client + 1)
         return FalseVFLClient(client + 1, data.splits, build, params.optimizer_spec())
 
     return FalseVFLServer(task, params), party

@@ -16,7 +16,8 @@ Actions (``message.config["action"]``):
     Apply the gradients of the previous step; reply with nothing.
 
 Parties held in one process handle an exchange together
-(:meth:`FalseVFLClient.handle_many`): their networks run stacked
+(:meth:`FalseVFLClient.handle_many`): their networks, unless a party's
+encoder is the user's own, run stacked
 (:mod:`fedmosaic.methods.vertical.false_vfl.stacked`), with the same replies and
 states as one party after another, up to float rounding. They also keep a
 training step's graph from its two exchanges until its gradients arrive
@@ -101,10 +102,10 @@ class FalseVFLClient(PartyClient):
     @override
     def handle_many(cls, jobs: Sequence[ClientJob]) -> list[Message]:
         """The parties' replies to one exchange, their networks evaluated stacked."""
-        if _stacked_rows(jobs) > STACKED_ROWS:
+        parties = [_Party.of(job) for job in jobs]
+        if _stacked_rows(jobs) > STACKED_ROWS or not StackedParties.takes([party.model for party in parties]):
             return super().handle_many(jobs)
         action = jobs[0].message.config["action"]
-        parties = [_Party.of(job) for job in jobs]
         updating = [party for party in parties if "grad.loglik" in party.job.message.arrays]
         if updating:
             _apply_together(updating)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from annotated_types import Ge, Le
 from pydantic import Field
+from typing_extensions import override
 
 from fedmosaic.limits import Epochs, Rounds, Width
+from fedmosaic.methods.architectures import OwnModel
 from fedmosaic.methods.vertical.params import VerticalParams
 
 
@@ -53,6 +56,15 @@ class FalseVFLParams(VerticalParams):
         (effective sample size below ``ess_floor``) and SNIS elsewhere.
     ess_floor : float, default 2.0
         With ``prediction = "ess"``: the effective sample size below which a row's weights count as degenerate.
+    model : table or None, default None
+        Every party's own encoder network instead of the perceptron's first
+        layer: ``{factory = "module:callable", args = {...}}``, called as
+        ``callable(input_shape=shape, output_dim=hidden, party=k, **args)``
+        for party ``k`` (0 is the active party) whose examples have ``shape``
+        (an image patch's ``(1, rows, cols)``, or ``(columns,)``); it returns
+        a ``torch.nn.Module`` of ``(batch, hidden)`` features, which ReLU and
+        a linear layer take to the posterior's mean and log-variance. The
+        decoders stay perceptrons.
     report_samples : list of int, default []
         Extra SNIS sample counts whose test accuracies are reported
         (``snis<count>_accuracy_<setting>``), beside the rule's accuracy,
@@ -75,3 +87,11 @@ class FalseVFLParams(VerticalParams):
     prediction: Literal["snis", "mean", "ess"] = "snis"
     ess_floor: float = Field(default=2.0, ge=1, le=100_000)
     report_samples: list[Annotated[int, Ge(1), Le(100_000)]] = Field(default_factory=list, max_length=16)
+    model: OwnModel | None = None
+
+    @override
+    def check_own_model(self, shapes: Sequence[tuple[int, ...]]) -> None:
+        """Build every party's own encoder network (``model.factory``), if any, on examples of its ``shapes[k]``."""
+        if self.model is not None:
+            for party, shape in enumerate(shapes):
+                self.model.build(shape, self.hidden, party=party)

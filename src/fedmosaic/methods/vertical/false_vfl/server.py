@@ -59,10 +59,11 @@ import torch
 from torch import Tensor, nn
 from typing_extensions import override
 
-from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, test_metric
+from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, card_shapes, test_metric
 from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import as_int
+from fedmosaic.methods.architectures import own_model_entry
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.false_vfl.active import ActiveModel
@@ -120,7 +121,7 @@ class FalseVFLServer(ServerLogic):
     def __init__(self, task: VerticalTask, params: FalseVFLParams) -> None:
         self._task, self._params = task, params
         data = task.data
-        self._build = partial(ActiveModel, data.widths[0], data.num_classes, params, data.likelihood)
+        self._build = partial(ActiveModel, data.party_shapes[0], data.num_classes, params, data.likelihood)
         self._model: ActiveModel = to_device(self._build())
         self._reset_optimizers()
         self._seed = 0
@@ -214,9 +215,11 @@ class FalseVFLServer(ServerLogic):
             "false-vfl",
             {
                 "widths": list(data.widths),
+                **card_shapes(data),
                 "num_classes": data.num_classes,
                 "likelihood": data.likelihood,
                 "params": self._params.model_dump(mode="json"),
+                **own_model_entry(self._params.model),
             },
             arrays,
             part="party-0",

@@ -84,6 +84,19 @@ class StackedParties:
         device = next(self.models[0].parameters()).device
         self.features = torch.arange(self.width, device=device)[None, :] < torch.tensor(widths, device=device)[:, None]
 
+    @staticmethod
+    def takes(models: Sequence[PartyModel]) -> bool:
+        """Whether every one of ``models`` has a stacked form: perceptrons only (no encoder of the user's own).
+
+        Examples
+        --------
+        >>> StackedParties.takes([PartyModel(3, 8, 2, "gaussian")])
+        True
+        >>> StackedParties.takes([PartyModel(3, 8, 2, "gaussian", encoder_body=nn.Sequential(nn.Flatten(), nn.Linear(3, 8)))])
+        False
+        """
+        return all(_is_mlp(model.encoder.net) and _is_mlp(model.decoder.net) for model in models)
+
     def encode(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Each party's local posterior ``(K, n, latent)`` mean and log-variance of its features ``(K, n, width)``."""
         mean, logvar = stacked_mlp([model.encoder.net for model in self.models], x).chunk(2, dim=-1)
@@ -132,6 +145,11 @@ class StackedParties:
         bias = torch.stack([pad_to(layer.bias, (self.width,)) for layer in last])
         log_prob = bernoulli_log_prob(x, hidden.view(parties, kappa, n, hidden.shape[-1]), weight, bias)
         return log_prob + ((~self.features).sum(-1) * math.log(2.0))[:, None, None]
+
+
+def _is_mlp(net: nn.Module) -> bool:
+    """Whether ``net`` is a perceptron :func:`stacked_mlp` evaluates: linear layers and ReLU only."""
+    return all(isinstance(module, nn.Linear | nn.ReLU) for module in net.children())
 
 
 def _block_width(model: PartyModel) -> int:

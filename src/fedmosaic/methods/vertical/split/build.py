@@ -22,9 +22,9 @@ def split_builder(baseline: Callable[[P, VerticalTask], Baseline]) -> Callable[[
         data = task.data
 
         def party(client: int) -> SplitClient:
-            width = data.widths[client + 1]
+            shape = data.party_shapes[client + 1]
             return SplitClient(
-                client + 1, data.splits, lambda: encoder(width, params, client + 1), params.optimizer_spec()
+                client + 1, data.splits, lambda: encoder(shape, params, client + 1), params.optimizer_spec()
             )
 
         return SplitServer(task, params, baseline(params, task)), party

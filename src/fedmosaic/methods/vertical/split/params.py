@@ -48,8 +48,9 @@ class SplitVFLParams(VerticalParams):
     model : table or None, default None
         Every party's own encoder instead of the MLP: ``{factory =
         "module:callable", args = {...}}``, called as ``callable(input_shape=
-        (width,), output_dim=embedding, party=k, **args)`` for party ``k``
-        (0 is the active party) holding ``width`` columns; it returns a
+        shape, output_dim=embedding, party=k, **args)`` for party ``k`` (0 is
+        the active party) whose examples have ``shape`` (an image patch's
+        ``(1, rows, cols)``, or ``(columns,)``); it returns a
         ``torch.nn.Module`` of ``(batch, embedding)`` embeddings. The heads
         stay the baseline's.
     """
@@ -71,11 +72,11 @@ class SplitVFLParams(VerticalParams):
         return self.layers if self.head_layers is None else self.head_layers
 
     @override
-    def check_own_model(self, widths: Sequence[int]) -> None:
-        """Build every party's own encoder (``model.factory``), if any, on its ``widths[k]`` columns."""
+    def check_own_model(self, shapes: Sequence[tuple[int, ...]]) -> None:
+        """Build every party's own encoder (``model.factory``), if any, on examples of its ``shapes[k]``."""
         if self.model is not None:
-            for party, width in enumerate(widths):
-                self.model.build((width,), self.embedding, party=party)
+            for party, shape in enumerate(shapes):
+                self.model.build(shape, self.embedding, party=party)
 
     def optimizer_spec(self) -> OptimizerSpec:
         """Every party's optimizer of the split networks."""

@@ -28,10 +28,11 @@ import torch
 from torch import Tensor, nn
 from typing_extensions import override
 
-from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit
+from fedmosaic.data.vertical_data import VALIDATION, Shape, VerticalSplit, card_shapes
 from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import ConfigValue
+from fedmosaic.methods.architectures import own_model_entry
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.networks import mlp
@@ -78,7 +79,7 @@ class SplitServer(ServerLogic):
         self._task, self._params, self._baseline = task, params, baseline
         self._first_round = first_round
         data = task.data
-        self._build = partial(active_model, data.widths[0], data.num_parties, data.num_classes, params, baseline)
+        self._build = partial(active_model, data.party_shapes[0], data.num_parties, data.num_classes, params, baseline)
         self._model = to_device(self._build())
         self._optimizer = params.optimizer_spec().build(self._model.parameters())
         self._seed = 0
@@ -167,12 +168,13 @@ class SplitServer(ServerLogic):
         tested = self._best if self._validation is not None and self._best else model_to_arrays(self._model)
         architecture = {
             "widths": list(data.widths),
+            **card_shapes(data),
             "num_classes": data.num_classes,
             "hidden": params.hidden,
             "embedding": params.embedding,
             "layers": params.layers,
             "head_layers": params.head_depth,
-            **({} if params.model is None else {"model": params.model.model_dump(mode="json", exclude_none=True)}),
+            **own_model_entry(params.model),
             "baseline": baseline_spec(self._baseline),
             "fallback": self._majority,
         }
@@ -297,19 +299,19 @@ class SplitServer(ServerLogic):
         self._selection.load(state.config)
 
 
-def encoder(width: int, params: SplitVFLParams, party: int) -> nn.Module:
-    """Party ``party``'s encoder of its block of ``width`` columns (every party has one): the MLP, or ``params.model``'s."""
+def encoder(shape: Shape, params: SplitVFLParams, party: int) -> nn.Module:
+    """Party ``party``'s encoder of its flat block of examples of ``shape`` (every party has one): the MLP, or ``params.model``'s."""
     if params.model is not None:
-        return params.model.build((width,), params.embedding, party=party)
-    return mlp(width, params.hidden, params.embedding, params.layers)
+        return params.model.build_on_block(shape, params.embedding, party=party)
+    return mlp(math.prod(shape), params.hidden, params.embedding, params.layers)
 
 
 def active_model(
-    width: int, num_parties: int, num_classes: int, params: SplitVFLParams, baseline: Baseline
+    shape: Shape, num_parties: int, num_classes: int, params: SplitVFLParams, baseline: Baseline
 ) -> nn.ModuleDict:
     """The active party's networks: its ``encoder`` and the baseline's ``head``."""
     return nn.ModuleDict(
-        {"encoder": encoder(width, params, 0), "head": baseline.head(num_parties, params, num_classes)}
+        {"encoder": encoder(shape, params, 0), "head": baseline.head(num_parties, params, num_classes)}
     )
 
 
