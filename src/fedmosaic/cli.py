@@ -456,7 +456,7 @@ def _check_table_out(out: Path, inputs: Path, model_folder: Path) -> None:
 def examples(
     dest: Annotated[Path, typer.Argument(help="Folder to copy the examples into (created).")] = Path("."),
 ) -> None:
-    """Copy the examples: three hospitals' tables on asia, a vertical task's parties, and three sites' images with your own CNN."""
+    """Copy the examples: three hospitals' tables on asia, a vertical task's parties, three sites' images with your own CNN, and three cameras' views."""
     from fedmosaic.examples import copy_examples
 
     for folder in copy_examples(dest):

@@ -5,7 +5,9 @@ labelling different concepts (hospital 1 with its own graph belief), the
 coordinator's test table and new patients to predict; ``vertical/``: two
 parties holding different columns of partly the same patients; ``images/``:
 three sites' own images (``.npz``) and a CNN of the user's own
-(``mynets.py``, ``docs/own-model.md``). Copy them with ``fedmosaic examples
+(``mynets.py``, ``docs/own-model.md``); ``views/``: three cameras' own
+views of partly the same digits (``.npz`` parties of a vertical task) and
+each camera's CNN (``cameras.py``). Copy them with ``fedmosaic examples
 DEST``; :mod:`fedmosaic.examples.generate` wrote them.
 """
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from fedmosaic.errors import ConfigError
 
-EXAMPLES = ("asia", "vertical", "images")
+EXAMPLES = ("asia", "vertical", "images", "views")
 """The example folders."""
 
 

@@ -19,6 +19,15 @@ them the clinic's;
 the imaging centre 400 patients with the 10 ``worst_*`` features, 340 of
 them the clinic's. IDs are random six-digit numbers, rows in a different
 order at each party.
+
+images: scikit-learn's 8x8 digits over three sites, each holding some
+digits far more than others, as ``.npz`` arrays.
+
+views: scikit-learn's digits seen by three cameras (:func:`digit_views`):
+camera 0 (the active party, with the labels) the left 3 columns of 1,400
+digits, camera 1 the right 5 columns of 1,200 (1,100 of them camera 0's),
+camera 2 the digit turned a quarter and pooled to 4x4, of 1,050 (900 of
+them camera 0's); integer IDs, rows in a different order at each camera.
 """
 
 from __future__ import annotations
@@ -171,8 +180,43 @@ def write_images(folder: Path) -> None:
         np.savez_compressed(folder / f"site-{k}.npz", x=x[rows], y=y[rows])
 
 
+VIEW_ROWS = ((1400, 0), (1100, 100), (900, 150))
+"""For each camera: digits shared with camera 0 (the active party's, all its rows), and digits of its own."""
+
+
+def digit_views(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three cameras' views of ``(n, 1, 8, 8)`` digits: the left 3 columns, the right 5, and the digit turned a quarter and pooled to 4x4.
+
+    Examples
+    --------
+    >>> [view.shape for view in digit_views(np.zeros((2, 1, 8, 8), np.float32))]
+    [(2, 1, 8, 3), (2, 1, 8, 5), (2, 1, 4, 4)]
+    """
+    turned = np.rot90(images, k=1, axes=(2, 3))
+    pooled = turned.reshape(len(images), 1, 4, 2, 4, 2).mean(axis=(3, 5))
+    return images[..., :3].copy(), images[..., 3:].copy(), pooled.astype(np.float32)
+
+
+def write_views(folder: Path) -> None:
+    """Three cameras' views of scikit-learn's digits (``.npz`` of ``ids``, ``x`` and, camera 0's, ``y``), partly the same digits."""
+    from sklearn.datasets import load_digits
+
+    rng = np.random.default_rng(SEED)
+    digits = load_digits()
+    views = digit_views((digits.images / 16.0).astype(np.float32)[:, None])
+    ids = rng.choice(10**6, size=len(digits.target), replace=False)
+    order = rng.permutation(len(ids))
+    active, others = order[: VIEW_ROWS[0][0]], order[VIEW_ROWS[0][0] :]
+    for camera, (view, (shared, own)) in enumerate(zip(views, VIEW_ROWS, strict=True)):
+        chosen = active if camera == 0 else rng.choice(active, size=shared, replace=False)
+        rows = rng.permutation(np.concatenate([chosen, rng.choice(others, size=own, replace=False)]))
+        labels = {"y": digits.target[rows].astype(np.int64)} if camera == 0 else {}
+        np.savez_compressed(folder / f"camera-{camera}.npz", ids=ids[rows], x=view[rows], **labels)
+
+
 if __name__ == "__main__":
     root = Path(__file__).parent
     write_asia(root / "asia")
     write_vertical(root / "vertical")
     write_images(root / "images")
+    write_views(root / "views")

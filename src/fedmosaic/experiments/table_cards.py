@@ -58,7 +58,8 @@ def describe_vertical_tables(tables: TablesSection, scales: Sequence[Scale | Non
     theirs (:func:`fedmosaic.models.parts.with_party_scales` joins them once
     the parts are gathered).
     """
-    columns = [column for party in tables.parties for column in party.features]
+    names = [party.column_names(k) for k, party in enumerate(tables.parties)]
+    columns = [column for party in names for column in party]
     known = [scale for scale in scales if scale is not None]
     raw = len(known) == len(tables.parties)
     schema = input_schema(
@@ -72,7 +73,9 @@ def describe_vertical_tables(tables: TablesSection, scales: Sequence[Scale | Non
     )
     if not raw:
         schema["party_standardise"] = [None if scale is None else scale_entry(scale) for scale in scales]
-    schema["parties"] = [list(party.features) for party in tables.parties]
+    schema["parties"] = names
+    if any(party.shape is not None for party in tables.parties):
+        schema["party_shapes"] = [party.shape for party in tables.parties]
     schema["id"] = tables.id
     return {"inputs": schema, "classes": list(tables.classes)}
 

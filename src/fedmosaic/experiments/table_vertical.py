@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fedmosaic.data.tables.read import UNLABELED, Table, read_table
+from fedmosaic.data.tables.ids import check_unique_ids
+from fedmosaic.data.tables.npz import read_npz_party
+from fedmosaic.data.tables.read import UNLABELED, read_table
 from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.data.tables.sites import check_columns
 from fedmosaic.data.vertical_data import VerticalData, VerticalSplit
@@ -45,34 +47,38 @@ TEST_SETTING = "aligned"
 """Name of the test split (metric ``accuracy_aligned``): the test rows with the blocks alignment found."""
 
 
-def read_party(tables: TablesSection, index: int, file: str | None = None) -> tuple[list[str], np.ndarray, Table]:
-    """Party ``index``'s IDs, its features (float32) and its table (``file``, by default the schema's).
+def read_party(
+    tables: TablesSection, index: int, file: str | None = None
+) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """Party ``index``'s IDs, its features (float32, flattened) and, for the active party, its classes.
+
+    ``file`` is the party's table or ``.npz`` (by default the schema's);
+    classes are indices into ``tables.classes``, ``UNLABELED`` where a row
+    has none.
 
     Raises
     ------
     ConfigError
-        A missing column, a cell of the wrong type, an empty or repeated ID,
-        or a column the schema does not give this party.
+        A missing column or array, a cell of the wrong type, an empty or
+        repeated ID, a column the schema does not give this party, or
+        arrays of another shape than the party's.
     """
     party = tables.parties[index]
-    table = read_table(file or party.file, f"tables.parties.{index}.file")
+    path, field = file or party.file, f"tables.parties.{index}.file"
+    classes = tables.classes if index == 0 else None
+    if party.shape is not None:
+        arrays = read_npz_party(path, field, party.example_shape, classes)
+        return arrays.ids, arrays.x, arrays.y
+    table = read_table(path, field)
     assert tables.id is not None
-    assert tables.label is not None
-    own = [tables.id, *party.features, *([tables.label] if index == 0 else [])]
+    label = tables.label if index == 0 else None  # a table active party's label column (check_tables)
+    own = [tables.id, *party.features, *([label] if label else [])]
     check_columns(table, own)
     table.require(own)
     ids = table.text(tables.id)
-    seen: dict[str, int] = {}
-    for row, value in enumerate(ids):
-        if value == "":
-            raise ConfigError(table.field, f"{Path(table.path).name}, column {tables.id!r}, row {row + 1}: empty ID")
-        if value in seen:
-            raise ConfigError(
-                table.field,
-                f"{Path(table.path).name}, column {tables.id!r}: ID in rows {seen[value] + 1} and {row + 1} repeats (IDs must be unique)",
-            )
-        seen[value] = row
-    return ids, table.numbers(party.features), table
+    check_unique_ids(ids, f"{Path(table.path).name}, column {tables.id!r}", table.field)
+    labels = None if label is None else table.categories(label, tables.classes, "tables.classes")
+    return ids, table.numbers(party.features), labels
 
 
 def prepare_vertical_tables(config: ExperimentConfig, observer: MessageObserver | None = None) -> VerticalWorkload:
@@ -125,9 +131,8 @@ def read_tables(config: ExperimentConfig, *, in_process: bool) -> UnalignedTable
     """
     tables = config.tables
     assert tables is not None
-    assert tables.label is not None
-    ids, x, table = read_party(tables, 0)
-    y = table.categories(tables.label, tables.classes, "tables.classes")
+    ids, x, y = read_party(tables, 0)
+    assert y is not None  # the active party's
     passive = [read_party(tables, k)[:2] for k in range(1, len(tables.parties))] if in_process else None
     return UnalignedTables(ids, x, y, passive)
 
@@ -194,12 +199,12 @@ def align_tables(
         block, scale = (
             node_block(passive[c][1], states[c])
             if passive is not None
-            else (_unheld(n, len(tables.parties[c + 1].features)), None)
+            else (_unheld(n, tables.parties[c + 1].width), None)
         )
         blocks.append(block)
         scales.append(scale)
     test, labels = _test_rows(unaligned.y, tables, config.seed)
-    data = _split(blocks, present, labels, test, len(tables.classes))
+    data = _split(blocks, present, labels, test, tables)
     check_own_models(config, data.party_shapes)
     return VerticalWorkload(data, audit=unaligned.audit, test_rows=test, scales=tuple(scales))
 
@@ -234,8 +239,8 @@ def node_data(tables: TablesSection, party: int, block: np.ndarray, test: np.nda
     present = np.zeros((n, len(tables.parties)), dtype=bool)
     present[:, 0] = True  # the task's rows are the active party's
     present[:, party] = ~np.isnan(block).all(axis=1)
-    blocks = [block if k == party else _unheld(n, len(p.features)) for k, p in enumerate(tables.parties)]
-    return _split(blocks, present, np.full(n, UNLABELED, dtype=np.int64), test, len(tables.classes))
+    blocks = [block if k == party else _unheld(n, p.width) for k, p in enumerate(tables.parties)]
+    return _split(blocks, present, np.full(n, UNLABELED, dtype=np.int64), test, tables)
 
 
 def _test_rows(y: np.ndarray, tables: TablesSection, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -244,7 +249,7 @@ def _test_rows(y: np.ndarray, tables: TablesSection, seed: int) -> tuple[np.ndar
     if len(labeled) < 2:
         raise ConfigError(
             "tables.parties.0.file",
-            f"the active party labels {len(labeled)} rows (column {tables.label!r}); at least 2 are needed",
+            f"the active party labels {len(labeled)} rows ({f'column {tables.label!r}' if tables.label else 'array y'}); at least 2 are needed",
         )
     rng = derive_rng(seed, "tables-vertical")
     test = np.sort(rng.choice(labeled, size=max(1, round(tables.test_fraction * len(labeled))), replace=False))
@@ -257,15 +262,17 @@ def _test_rows(y: np.ndarray, tables: TablesSection, seed: int) -> tuple[np.ndar
 
 
 def _split(
-    blocks: list[np.ndarray], present: np.ndarray, labels: np.ndarray, test: np.ndarray, classes: int
+    blocks: list[np.ndarray], present: np.ndarray, labels: np.ndarray, test: np.ndarray, tables: TablesSection
 ) -> VerticalData:
-    """The training split (every row but ``test``) and the test split of ``blocks``."""
+    """The training split (every row but ``test``) and the test split of ``blocks``, with the ``.npz`` parties' shapes."""
     train = np.setdiff1d(np.arange(len(labels)), test)
 
     def rows(chosen: np.ndarray) -> VerticalSplit:
         return VerticalSplit([b[chosen] for b in blocks], present[chosen], labels[chosen])
 
-    return VerticalData(rows(train), {TEST_SETTING: rows(test)}, classes, "gaussian")
+    arrays = any(party.shape is not None for party in tables.parties)
+    shapes = tuple(party.example_shape for party in tables.parties) if arrays else None
+    return VerticalData(rows(train), {TEST_SETTING: rows(test)}, len(tables.classes), "gaussian", shapes=shapes)
 
 
 def _unheld(rows: int, width: int) -> np.ndarray:

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from fedmosaic.data.csv_rows import read_csv
+from fedmosaic.data.tables.npz import read_npz_party
+from fedmosaic.errors import ConfigError
 from fedmosaic.models.apply import prediction_table
 from fedmosaic.models.card import ModelFileError
 from fedmosaic.models.loaded import LoadedModel
@@ -59,7 +61,8 @@ def party_tables_prediction(model: LoadedModel, paths: Sequence[Path]) -> pd.Dat
     """
     schema = model.card["inputs"]
     parties, id_column = [list(columns) for columns in schema[PARTIES]], str(schema["id"])
-    tables = _match_parties(parties, id_column, paths)
+    shapes = [None if shape is None else tuple(shape) for shape in schema.get("party_shapes", [None] * len(parties))]
+    tables = _match_parties(parties, id_column, paths, shapes)
     if 0 not in tables:
         raise ModelFileError(
             f"INPUT: the active party's table (ID column {id_column!r} and columns {parties[0][:3]}...) is needed: its rows are the rows predicted"
@@ -86,12 +89,17 @@ def party_tables_prediction(model: LoadedModel, paths: Sequence[Path]) -> pd.Dat
 
 
 def _match_parties(
-    parties: list[list[str]], id_column: str, paths: Sequence[Path]
+    parties: list[list[str]], id_column: str, paths: Sequence[Path], shapes: Sequence[tuple[int, ...] | None]
 ) -> dict[int, tuple[str, pd.DataFrame]]:
-    """Each table read (IDs as text) and matched to the party whose columns it holds, by party index."""
+    """Each table read (IDs as text) and matched to the party whose columns it holds, by party index.
+
+    An ``.npz`` file goes to the first ``.npz`` party not yet given whose
+    examples have the shape of its ``x`` (``shapes``).
+    """
     tables: dict[int, tuple[str, pd.DataFrame]] = {}
     for path in paths:
-        frame = _read(path, id_column)
+        frame = _read_npz(path, id_column, parties, shapes, tables) if path.suffix.lower() == ".npz" else None
+        frame = _read(path, id_column) if frame is None else frame
         if id_column not in frame.columns:
             raise ModelFileError(f"{path}: no ID column {id_column!r}")
         matches = [k for k, columns in enumerate(parties) if set(columns) <= set(frame.columns)]
@@ -106,6 +114,29 @@ def _match_parties(
                 raise ModelFileError(f"{path}: column {column!r} has dtype {frame[column].dtype}, expected numbers")
         tables[party] = (path.name, frame)
     return tables
+
+
+def _read_npz(
+    path: Path,
+    id_column: str,
+    parties: list[list[str]],
+    shapes: Sequence[tuple[int, ...] | None],
+    given: dict[int, tuple[str, pd.DataFrame]],
+) -> pd.DataFrame:
+    """An ``.npz`` party's ``ids`` and ``x`` as a table of the party's columns (see :func:`_match_parties`)."""
+    try:
+        arrays = read_npz_party(str(path), "INPUT", None, None, ignore_y=True)
+    except ConfigError as error:
+        raise ModelFileError(f"{path}: {error.message}") from None
+    party = next((k for k, shape in enumerate(shapes) if shape == arrays.shape and k not in given), None)
+    if party is None:
+        wanted = [shape for shape in shapes if shape is not None]
+        raise ModelFileError(
+            f"{path}: x holds examples of shape {arrays.shape}; this model's .npz parties take {wanted}"
+        )
+    frame = pd.DataFrame(arrays.x, columns=parties[party])
+    frame.insert(0, id_column, arrays.ids)
+    return frame
 
 
 def _read(path: Path, id_column: str) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from fedmosaic.data.arrays import ArrayDataset
+from fedmosaic.data.tables.ids import check_unique_ids
 from fedmosaic.errors import ConfigError
 
 SUFFIX = ".npz"
@@ -111,30 +112,100 @@ class NpzConcepts:
     def categories(self, column: str, categories: list[str], schema_field: str) -> np.ndarray:
         """The codes of concept ``column`` by ``categories`` (int64), ``-1`` for an unlabeled row."""
         self.require([column])
-        values, name = self.arrays[column], Path(self.path).name
-        if values.shape != (len(self.x),):
-            raise ConfigError(
-                self.field, f"{name}: {column} needs one value per row of x ({len(self.x)}), got shape {values.shape}"
-            )
-        if values.dtype.kind in "iu":
-            outside = (values < -1) | (values >= len(categories))
-            codes = values.astype(np.int64)
-        elif values.dtype.kind == "U":
-            index = {label: k for k, label in enumerate(categories)} | {"": -1}
-            codes = np.array([index.get(str(v), -2) for v in values.tolist()], dtype=np.int64)
-            outside = codes == -2
-        else:
-            raise ConfigError(
-                self.field, f"{name}: {column} must hold category names or indices, got dtype {values.dtype}"
-            )
-        if outside.any():
-            row = int(np.argmax(outside))
-            raise ConfigError(
-                self.field,
-                f"{name}, array {column!r}, row {row + 1}: {str(values[row])!r} is not a category of "
-                f"{schema_field} ({', '.join(categories)})",
-            )
-        return codes
+        return _codes(self.arrays[column], column, len(self.x), categories, schema_field, self.path, self.field)
+
+
+def _codes(
+    values: np.ndarray, array: str, rows: int, categories: list[str], schema_field: str, path: str, field: str
+) -> np.ndarray:
+    """``values`` (category names, ``""`` unlabeled; or indices, ``-1`` unlabeled) as int64 codes into ``categories``."""
+    name = Path(path).name
+    if values.shape != (rows,):
+        raise ConfigError(field, f"{name}: {array} needs one value per row of x ({rows}), got shape {values.shape}")
+    if values.dtype.kind in "iu":
+        outside = (values < -1) | (values >= len(categories))
+        codes = values.astype(np.int64)
+    elif values.dtype.kind == "U":
+        index = {label: k for k, label in enumerate(categories)} | {"": -1}
+        codes = np.array([index.get(str(v), -2) for v in values.tolist()], dtype=np.int64)
+        outside = codes == -2
+    else:
+        raise ConfigError(field, f"{name}: {array} must hold category names or indices, got dtype {values.dtype}")
+    if outside.any():
+        row = int(np.argmax(outside))
+        raise ConfigError(
+            field,
+            f"{name}, array {array!r}, row {row + 1}: {str(values[row])!r} is not a category of "
+            f"{schema_field} ({', '.join(categories)})",
+        )
+    return codes
+
+
+@dataclass(frozen=True)
+class NpzParty:
+    """A vertical party's ``.npz``: its row ``ids`` (text), ``x`` flattened, its examples' ``shape``, and the active party's labels ``y``."""
+
+    ids: list[str]
+    x: np.ndarray
+    shape: tuple[int, ...]
+    y: np.ndarray | None
+
+
+def read_npz_party(
+    file: str, field: str, shape: tuple[int, ...] | None, classes: list[str] | None, *, ignore_y: bool = False
+) -> NpzParty:
+    """A vertical party's ``.npz``: ``ids``, ``x`` of examples of ``shape``, and with ``classes`` (the active party) ``y``.
+
+    ``ids`` are text or integers, unique and non-empty; ``y`` holds each row's
+    class as written in ``classes`` or its index there, ``""`` or ``-1`` where
+    the row is unlabeled. ``shape`` None takes examples of any shape;
+    ``ignore_y`` (with no ``classes``) allows a ``y`` array and leaves it
+    unread (a prediction's inputs).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field`` and the file, on the first problem.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "view.npz"
+    >>> np.savez(path, ids=np.array([7, 3]), x=np.zeros((2, 1, 2, 2)), y=np.array(["cat", ""]))
+    >>> party = read_npz_party(str(path), "tables.parties.0.file", (1, 2, 2), ["cat", "dog"])
+    >>> party.ids, party.x.shape, party.y.tolist()
+    (['7', '3'], (2, 4), [0, -1])
+    >>> read_npz_party(str(path), "tables.parties.0.file", (4,), ["cat", "dog"])
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.ConfigError: tables.parties.0.file: view.npz: x holds examples of shape (1, 2, 2), but the party's shape is (4,)
+    """
+    name = Path(file).name
+    arrays = _load(file, field)
+    expected = ("ids", "x", *(("y",) if classes is not None else ()))
+    if ignore_y:
+        arrays.pop("y", None)
+    if sorted(arrays) != sorted(expected):
+        found = ", ".join(sorted(arrays)) or "nothing"
+        raise ConfigError(field, f"{name}: needs the arrays {', '.join(expected)} and nothing else, found {found}")
+    x = _checked_x(arrays["x"], name, field)
+    if shape is not None and x.shape[1:] != shape:
+        raise ConfigError(field, f"{name}: x holds examples of shape {x.shape[1:]}, but the party's shape is {shape}")
+    ids = _checked_ids(arrays["ids"], len(x), name, field)
+    y = None if classes is None else _codes(arrays["y"], "y", len(x), classes, "tables.classes", file, field)
+    return NpzParty(ids, x.reshape(len(x), -1), x.shape[1:], y)
+
+
+def _checked_ids(ids: np.ndarray, rows: int, name: str, field: str) -> list[str]:
+    """A party's row IDs as text, once there is one per row of ``x``, each non-empty and unique."""
+    if ids.shape != (rows,) or ids.dtype.kind not in "Uiu":
+        raise ConfigError(
+            field,
+            f"{name}: ids needs one text or integer ID per row of x ({rows}), got {ids.dtype} of shape {ids.shape}",
+        )
+    text = [str(value) for value in ids.tolist()]
+    check_unique_ids(text, f"{name}, array 'ids'", field)
+    return text
 
 
 def read_npz_concepts(file: str, field: str, concepts: list[str]) -> NpzConcepts:

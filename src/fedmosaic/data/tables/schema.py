@@ -11,9 +11,11 @@ the paths listed here are the coordinator's.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from annotated_types import Ge
 from pydantic import BaseModel, ConfigDict, Field
 
 from fedmosaic.data.tables.npz import is_npz
@@ -48,19 +50,39 @@ class SiteTable(_Strict):
 
 
 class PartyTable(_Strict):
-    """One party's table (vertical tasks); the first party is the active one.
+    """One party's table or arrays (vertical tasks); the first party is the active one.
 
     Parameters
     ----------
     file : str
         The party's CSV or Parquet file: the ID column and its feature columns
-        (the active party's also holds the label column).
-    features : list of str
-        The party's feature columns (numbers).
+        (the active party's also holds the label column); or its NumPy
+        ``.npz`` file: ``ids`` (one per row), ``x`` (a row per example, of
+        ``shape``) and, for the active party, ``y``.
+    features : list of str, default []
+        A table's feature columns (numbers).
+    shape : list of int or None, default None
+        An ``.npz`` party's shape of one example of ``x`` (an image view:
+        ``[1, 28, 28]``); its own encoder is built on it.
     """
 
     file: str = Field(min_length=1)
-    features: list[str] = Field(min_length=1)
+    features: list[str] = Field(default_factory=list)
+    shape: list[Annotated[int, Ge(1)]] | None = Field(default=None, min_length=1, max_length=4)
+
+    @property
+    def example_shape(self) -> tuple[int, ...]:
+        """One example's shape: ``shape``, or a table row's ``(columns,)``."""
+        return tuple(self.shape) if self.shape is not None else (len(self.features),)
+
+    @property
+    def width(self) -> int:
+        """The party's columns: its features, or an example of ``x`` flattened."""
+        return math.prod(self.example_shape)
+
+    def column_names(self, index: int) -> list[str]:
+        """The names of its columns as party ``index``: the features, or ``x`` flattened (``party1.x0``, ...)."""
+        return list(self.features) if self.shape is None else [f"party{index}.x{j}" for j in range(self.width)]
 
 
 class TablesSection(_Strict):
@@ -103,7 +125,7 @@ class TablesSection(_Strict):
     id : str or None, default None
         Vertical tasks: the ID column; its values are never sent (rows are
         aligned by private set intersection).
-    parties : list of {file, features}, default []
+    parties : list of {file, features, shape}, default []
         Vertical tasks: the active party first, then the passive parties.
     test_fraction : float, default 0.25
         Vertical tasks: share of the active party's labeled rows held out
@@ -213,9 +235,15 @@ def _check_vertical(tables: TablesSection) -> None:
         )
     if not tables.id:
         raise ConfigError("tables.id", "needs the ID column the parties' rows are matched by")
-    _check_label(tables)
+    if is_npz(tables.parties[0].file):
+        if tables.label:
+            raise ConfigError("tables.label", "the active party's .npz holds its labels as the array y: leave it unset")
+        _categories(tables.classes, "tables.classes")
+    else:
+        _check_label(tables)
     seen: dict[str, int] = {}
     for index, party in enumerate(tables.parties):
+        _check_party_kind(party, f"tables.parties.{index}")
         _unique(party.features, f"tables.parties.{index}.features")
         for column in party.features:
             if column in (tables.id, tables.label):
@@ -223,6 +251,21 @@ def _check_vertical(tables: TablesSection) -> None:
             if column in seen:
                 raise ConfigError(f"tables.parties.{index}.features", f"{column!r} is already party {seen[column]}'s")
             seen[column] = index
+
+
+def _check_party_kind(party: PartyTable, field: str) -> None:
+    """A table party names its feature columns; an ``.npz`` party gives its examples' shape instead."""
+    if is_npz(party.file):
+        if party.features:
+            raise ConfigError(
+                f"{field}.features", "an .npz party holds the arrays ids and x, not columns: leave it unset"
+            )
+        if party.shape is None:
+            raise ConfigError(f"{field}.shape", "an .npz party needs the shape of one example of x, e.g. [1, 28, 28]")
+    else:
+        if party.shape is not None:
+            raise ConfigError(f"{field}.shape", "is for an .npz party's arrays; a table's columns are its features")
+        _require(party.features, f"{field}.features", "party's feature columns")
 
 
 def _check_arrays(tables: TablesSection) -> None:
