@@ -25,6 +25,10 @@ from fedmosaic.errors import ConfigError
 FORM = "'module:callable' or 'file.py:callable'"
 
 
+OWN_PARTS = ("model", "head")
+"""The keys of a run's parameters, and of a model card's architecture, that may name a factory: a method's own model part, and a vertical method's own head."""
+
+
 def split_spec(spec: str, field: str) -> tuple[str, str]:
     """The module (or ``.py`` file) and the attribute path of ``spec``.
 

@@ -258,6 +258,12 @@ def party_encoder(input_shape, output_dim, party, width=16):
     if party == 0:
         layers += [nn.Conv2d(width, width, 3, padding=1), nn.ReLU()]
     return nn.Sequential(*layers, nn.Flatten(), nn.Linear(width * rows * cols, output_dim))
+
+
+def head(input_shape, output_dim, width=32):
+    """The active party's own classifier of a latent: one hidden layer of ``width`` units."""
+    (latent,) = input_shape
+    return nn.Sequential(nn.Linear(latent, width), nn.ReLU(), nn.Linear(width, output_dim))
 '''
 VERTICAL = """
 name = "own-party-encoders"
@@ -309,11 +315,11 @@ rounds = 16
 [[runs]]
 name = "FALSE-VFL"
 method = "false-vfl"
-params = { stage1_rounds = 10, stage1_passes = 3, lr = 0.003, model = { factory = "parties:party_encoder" } }
+params = { stage1_rounds = 10, stage1_passes = 3, lr = 0.003, model = { factory = "parties:party_encoder" }, head = { factory = "parties:head" } }
 """
 
 
-def test_false_vfl_trains_each_party_s_own_encoder_network_on_its_image_patch(tmp_path: Path) -> None:
+def test_false_vfl_trains_each_party_s_own_encoder_network_and_its_own_head(tmp_path: Path) -> None:
     # Prepare
     (tmp_path / "parties.py").write_text(PARTY_ENCODERS)
     (tmp_path / "false.toml").write_text(FALSE_VFL)
@@ -327,8 +333,11 @@ def test_false_vfl_trains_each_party_s_own_encoder_network_on_its_image_patch(tm
     (run,) = results["runs"]
     assert run["final"]["accuracy"] > 0.35, run["final"]
     assert len(run["params"]["model"]["code_sha256"]) == 64
+    assert run["params"]["head"]["code_sha256"] == run["params"]["model"]["code_sha256"]  # one module
     convolutions = [name for name, _ in model.active.party.encoder.named_parameters() if name.endswith("weight")]
     assert convolutions == ["net.0.1.0.weight", "net.0.1.2.weight", "net.0.1.5.weight", "net.2.weight"]
+    head_layers = [name for name, _ in model.active.classifier.named_parameters()]
+    assert head_layers == ["module.0.weight", "module.0.bias", "module.2.weight", "module.2.bias"]
     with pytest.raises(ModelFileError, match="loading it would import"):
         fedmosaic.load_model(tmp_path / "out" / "model" / "00-false-vfl")
 

@@ -15,21 +15,21 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import ExperimentConfig, method_params
 
 
-def check_own_models(config: ExperimentConfig, shapes: Sequence[tuple[int, ...]]) -> None:
-    """Have each run's method build its own model parts once, on parties whose examples have ``shapes`` (one for a single input).
+def check_own_models(config: ExperimentConfig, shapes: Sequence[tuple[int, ...]], num_classes: int) -> None:
+    """Have each run's method build its own model parts once, on parties whose examples have ``shapes`` (one for a single input), for ``num_classes`` classes.
 
     The global random state is left as it was.
 
     Raises
     ------
     ConfigError
-        Naming ``runs.N.params.model.factory``, if a part cannot be built or
+        Naming ``runs.N.params.model.factory`` (or ``head.factory``), if a part cannot be built or
         maps a batch to another shape than the method needs.
     """
     for index in range(len(config.runs)):
         try:
             with torch.random.fork_rng():
-                method_params(config, index).check_own_model(shapes)
+                method_params(config, index).check_own_model(shapes, num_classes)
         except ConfigError as error:
             raise ConfigError(f"runs.{index}.params.{error.field}", error.message) from None
 

@@ -205,7 +205,7 @@ def align_tables(
         scales.append(scale)
     test, labels = _test_rows(unaligned.y, tables, config.seed)
     data = _split(blocks, present, labels, test, tables)
-    check_own_models(config, data.party_shapes)
+    check_own_models(config, data.party_shapes, data.num_classes)
     return VerticalWorkload(data, audit=unaligned.audit, test_rows=test, scales=tuple(scales))
 
 

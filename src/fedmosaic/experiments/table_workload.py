@@ -280,8 +280,9 @@ def _concept_test(config: ExperimentConfig) -> ConceptSite:
     """A concept task's test table, once the runs' own encoders are known to build on its features."""
     tables = config.tables
     assert tables is not None
+    assert tables.task is not None  # a concept task's (check_tables)
     x, values, names = read_concept_test(tables)
-    check_own_models(config, [x.shape[1:]])
+    check_own_models(config, [x.shape[1:]], len(tables.concepts[tables.task]))
     return ConceptSite(x, values, names, None)
 
 

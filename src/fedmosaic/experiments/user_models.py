@@ -1,8 +1,9 @@
 """A user's own model code in an experiment: checked when the configuration loads, and the source it runs hashed.
 
-Two places name a factory: ``[model] factory`` (the classifier of a
-horizontal task) and ``runs.N.params.model.factory`` (a method's own model
-part, as F-CMs' input encoder). Each is imported and its signature checked
+Factories are named in ``[model] factory`` (the classifier of a horizontal
+task), ``runs.N.params.model.factory`` (a method's own model part, as F-CMs'
+input encoder) and ``runs.N.params.head.factory`` (a vertical method's own
+head). Each is imported and its signature checked
 now; its module's SHA-256 is recorded in the configuration (``code_sha256``
 beside it), so that every run, its ``config.toml``, ``results.json`` and
 model cards name the code they ran, and a recorded configuration whose
@@ -15,7 +16,7 @@ from typing import Any
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.methods.horizontal.models import check_signature
-from fedmosaic.user_code import check_accepts, load_callable, source_sha256
+from fedmosaic.user_code import OWN_PARTS, check_accepts, load_callable, source_sha256
 
 ExperimentConfig = Any
 """A validated :class:`~fedmosaic.experiments.config.ExperimentConfig` (not imported: it calls this module)."""
@@ -43,18 +44,20 @@ def with_model_code(config: ExperimentConfig) -> ExperimentConfig:
 
 
 def _run_with_code(run: Any, index: int) -> Any:
-    """Run ``index`` with the hash of its ``params.model.factory`` (a method's own model part), if it names one."""
-    model = run.params.get("model")
-    factory = model.get("factory") if isinstance(model, dict) else None
-    if not isinstance(factory, str):
-        return run
-    prefix = f"runs.{index}.params.model"
-    build = load_callable(factory, f"{prefix}.factory")
-    arguments = model.get("args") or {}
-    inputs = {"input_shape": (1,), "output_dim": 1}  # the method may pass more (a vertical party's index)
-    check_accepts(build, factory, f"{prefix}.factory", inputs, arguments, all_inputs=False)
-    digest = _digest(factory, model.get("code_sha256"), prefix)
-    return run.model_copy(update={"params": {**run.params, "model": {**model, "code_sha256": digest}}})
+    """Run ``index`` with the hash of each factory its parameters name (:data:`OWN_PARTS`)."""
+    params = dict(run.params)
+    for key in OWN_PARTS:
+        part = params.get(key)
+        if not isinstance(part, dict) or not isinstance(part.get("factory"), str):
+            continue
+        factory = part["factory"]
+        prefix = f"runs.{index}.params.{key}"
+        build = load_callable(factory, f"{prefix}.factory")
+        arguments = part.get("args") or {}
+        inputs = {"input_shape": (1,), "output_dim": 1}  # the method may pass more (a vertical party's index)
+        check_accepts(build, factory, f"{prefix}.factory", inputs, arguments, all_inputs=False)
+        params[key] = {**part, "code_sha256": _digest(factory, part.get("code_sha256"), prefix)}
+    return run.model_copy(update={"params": params}) if params != run.params else run
 
 
 def _digest(factory: str, recorded: str | None, prefix: str) -> str:

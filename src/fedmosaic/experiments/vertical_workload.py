@@ -124,7 +124,7 @@ def prepare_vertical(config: ExperimentConfig, *, data_dir: str | Path | None = 
     likelihood: Likelihood = "bernoulli" if image else "gaussian"
     shapes = image_shapes(columns, splits.train.x.shape) if image else None
     data = VerticalData(train, tests, splits.train.num_classes, likelihood, validation, shapes)
-    check_own_models(config, data.party_shapes)
+    check_own_models(config, data.party_shapes, data.num_classes)
     return VerticalWorkload(data)
 
 

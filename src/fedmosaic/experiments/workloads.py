@@ -250,7 +250,7 @@ def prepare_concepts(config: ExperimentConfig, *, data_dir: str | Path | None = 
         for client in layout
     ]
     ancestors, _ = ancestral_graph(splits.graph_edges, splits.task)
-    check_own_models(config, [splits.train.x.shape[1:]])
+    check_own_models(config, [splits.train.x.shape[1:]], splits.train.cardinalities[splits.task])
     return ConceptWorkload(
         splits=splits, layout=layout, clients=clients, true_ancestors=frozenset(ancestors) - {splits.task}
     )

@@ -114,6 +114,31 @@ class OwnModel(BaseModel):
         return nn.Sequential(nn.Unflatten(1, shape), module) if len(shape) > 1 else module
 
 
-def own_model_entry(model: OwnModel | None) -> dict[str, dict[str, Any]]:
-    """A model card's ``model`` entry of a method's own model part: what :func:`fedmosaic.load_model` trusts or refuses (nothing without one)."""
-    return {} if model is None else {"model": model.model_dump(mode="json", exclude_none=True)}
+def own_model_entries(**parts: OwnModel | None) -> dict[str, dict[str, Any]]:
+    """A model card's entries of a method's own model parts (``model``, ``head``): what :func:`fedmosaic.load_model` trusts or refuses.
+
+    Examples
+    --------
+    >>> own_model_entries(model=OwnModel(factory="nets:encoder"), head=None)
+    {'model': {'factory': 'nets:encoder'}}
+    """
+    return {key: part.model_dump(mode="json", exclude_none=True) for key, part in parts.items() if part is not None}
+
+
+class LeadingDims(nn.Module):
+    """A module of ``(batch, features)`` inputs applied to inputs of any leading dimensions (``(samples, rows, features)``).
+
+    Examples
+    --------
+    >>> LeadingDims(nn.Linear(3, 2))(torch.zeros(4, 5, 3)).shape
+    torch.Size([4, 5, 2])
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``module`` on the rows of ``x`` flattened, its outputs given back ``x``'s leading dimensions."""
+        out: torch.Tensor = self.module(x.flatten(0, -2)).unflatten(0, x.shape[:-1])
+        return out

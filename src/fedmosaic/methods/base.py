@@ -34,8 +34,8 @@ class MethodParams(BaseModel):
             the method cannot train that architecture at all).
         """
 
-    def check_own_model(self, shapes: Sequence[tuple[int, ...]]) -> None:
-        """Build the method's model parts of the user's own once, on parties whose examples have ``shapes`` (one for a single input).
+    def check_own_model(self, shapes: Sequence[tuple[int, ...]], num_classes: int) -> None:
+        """Build the method's model parts of the user's own once, on parties whose examples have ``shapes`` (one for a single input), for ``num_classes`` classes.
 
         The runner calls it before any run, so that a factory that cannot
         build, or builds the wrong shape, is refused before anything is

@@ -11,7 +11,7 @@ from fedmosaic.models.card import CARD_FILE, ModelFileError, read_card
 from fedmosaic.models.loaded import ClassifierModel, ConceptModelFile, LoadedModel
 from fedmosaic.models.parts import with_party_scales
 from fedmosaic.models.vertical import FalseVFLModel, SplitVFLModel
-from fedmosaic.user_code import source_sha256
+from fedmosaic.user_code import OWN_PARTS, source_sha256
 
 MODEL_DIR = "model"
 """The folder of a run's output that holds its models."""
@@ -80,17 +80,27 @@ def load_model(path: str | Path, *, trust_code: bool = False, allow_changed_code
 def check_code(folder: Path, card: dict[str, Any], *, trust_code: bool, allow_changed_code: bool) -> None:
     """Refuse a model built by a user's factory unless its code is trusted, and unchanged or allowed to be.
 
+    Every part the card names a factory of is checked (``architecture.model``,
+    and a vertical method's ``architecture.head``).
+
     Raises
     ------
     ModelFileError
         Naming the module that would be imported and the option that allows it.
     """
     architecture = card.get("architecture")
-    model = architecture.get("model") if isinstance(architecture, dict) else None
-    factory = model.get("factory") if isinstance(model, dict) else None
-    if factory is None:
-        return
-    where = f"{folder / CARD_FILE}: model.factory"
+    for key in OWN_PARTS:
+        part = architecture.get(key) if isinstance(architecture, dict) else None
+        if isinstance(part, dict) and part.get("factory") is not None:
+            _check_part_code(folder, key, part, trust_code=trust_code, allow_changed_code=allow_changed_code)
+
+
+def _check_part_code(
+    folder: Path, key: str, part: dict[str, Any], *, trust_code: bool, allow_changed_code: bool
+) -> None:
+    """:func:`check_code` of one part, ``architecture.<key>``."""
+    factory = part["factory"]
+    where = f"{folder / CARD_FILE}: {key}.factory"
     if not isinstance(factory, str):
         raise ModelFileError(f"{where} must be a string, got {type(factory).__name__}")
     module = factory.rpartition(":")[0]
@@ -100,10 +110,10 @@ def check_code(folder: Path, card: dict[str, Any], *, trust_code: bool, allow_ch
             "pass trust_code=True (--trust-code) if you trust that module"
         )
     try:
-        found = source_sha256(factory, "model.factory")
+        found = source_sha256(factory, f"{key}.factory")
     except ConfigError as error:
         raise ModelFileError(f"{where}: {error.message}") from None
-    recorded = model.get("code_sha256") if isinstance(model, dict) else None
+    recorded = part.get("code_sha256")
     if found != recorded and not allow_changed_code:
         raise ModelFileError(
             f"{where}: the source of {module} is not the one this model was trained with "

@@ -11,7 +11,7 @@ from typing import Any
 from fedmosaic.data.tables.schema import resolve_paths
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import read_toml
-from fedmosaic.user_code import resolve_beside
+from fedmosaic.user_code import OWN_PARTS, resolve_beside
 
 _PACKAGE = __name__
 
@@ -19,7 +19,7 @@ _PACKAGE = __name__
 def resolve_model_code(source: dict[str, Any], base: Path) -> dict[str, Any]:
     """The raw configuration with each factory module that lies in ``base`` made an absolute file path.
 
-    Factories are ``model.factory`` and a run's ``params.model.factory``.
+    Factories are ``model.factory`` and a run's ``params.model.factory`` and ``params.head.factory``.
 
     Examples
     --------
@@ -36,15 +36,14 @@ def resolve_model_code(source: dict[str, Any], base: Path) -> dict[str, Any]:
     runs = source.get("runs")
     if not isinstance(runs, list):
         return source
-    return {
-        **source,
-        "runs": [
-            {**run, "params": {**run["params"], "model": resolved(run["params"].get("model"))}}
-            if isinstance(run, dict) and isinstance(run.get("params"), dict) and "model" in run["params"]
-            else run
-            for run in runs
-        ],
-    }
+
+    def resolved_run(run: Any) -> Any:
+        if not isinstance(run, dict) or not isinstance(run.get("params"), dict):
+            return run
+        params = run["params"]
+        return {**run, "params": {**params, **{key: resolved(params[key]) for key in OWN_PARTS if key in params}}}
+
+    return {**source, "runs": [resolved_run(run) for run in runs]}
 
 
 def experiment_folder(spec: str) -> Path:

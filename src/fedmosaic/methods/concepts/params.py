@@ -76,7 +76,7 @@ class FCMParams(MethodParams):
     graph_epsilon: float | None = Field(default=None, gt=0)
 
     @override
-    def check_own_model(self, shapes: Sequence[tuple[int, ...]]) -> None:
+    def check_own_model(self, shapes: Sequence[tuple[int, ...]], num_classes: int) -> None:
         """Build the own input encoder (``model.factory``), if any, on inputs of ``shapes[0]``'s features."""
         if self.model.factory is not None:
             self.model.build_encoder(math.prod(shapes[0]))

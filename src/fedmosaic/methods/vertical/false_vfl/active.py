@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from fedmosaic.data.vertical_data import Likelihood, Shape
+from fedmosaic.methods.architectures import LeadingDims
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
 from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
 
@@ -16,6 +17,13 @@ def party_model(shape: Shape, params: FalseVFLParams, likelihood: Likelihood, pa
     """Party ``party``'s encoder and decoder of its flat block of examples of ``shape``, with ``params.model``'s network if any."""
     body = None if params.model is None else params.model.build_on_block(shape, params.hidden, party=party)
     return PartyModel(math.prod(shape), params.hidden, params.latent, likelihood, params.variant == "II", body)
+
+
+def build_classifier(params: FalseVFLParams, num_classes: int) -> nn.Module:
+    """``p_phi(y | h)``'s logits of latents ``(..., latent)``: the perceptron, or ``params.head``'s network."""
+    if params.head is None:
+        return mlp(params.latent, params.hidden, num_classes)
+    return LeadingDims(params.head.build((params.latent,), num_classes))
 
 
 class ActiveModel(nn.Module):
@@ -27,7 +35,7 @@ class ActiveModel(nn.Module):
         self.top_latent = params.top_latent
         self.top_encoder = GaussianEncoder(params.latent, params.hidden, params.top_latent)
         self.top_decoder = GaussianEncoder(params.top_latent, params.hidden, params.latent)
-        self.classifier = mlp(params.latent, params.hidden, num_classes)
+        self.classifier = build_classifier(params, num_classes)
 
     def generative_parameters(self) -> list[nn.Parameter]:
         """Every parameter but the classifier's (frozen in stage 2)."""

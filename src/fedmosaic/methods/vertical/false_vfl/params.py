@@ -65,6 +65,12 @@ class FalseVFLParams(VerticalParams):
         a ``torch.nn.Module`` of ``(batch, hidden)`` features, which ReLU and
         a linear layer take to the posterior's mean and log-variance. The
         decoders stay perceptrons.
+    head : table or None, default None
+        The active party's own classifier instead of the perceptron:
+        ``{factory = "module:callable", args = {...}}``, called as
+        ``callable(input_shape=(latent,), output_dim=classes, **args)``; it
+        returns a ``torch.nn.Module`` from a batch of latents to the classes'
+        logits (applied to every importance sample's rows).
     report_samples : list of int, default []
         Extra SNIS sample counts whose test accuracies are reported
         (``snis<count>_accuracy_<setting>``), beside the rule's accuracy,
@@ -88,10 +94,13 @@ class FalseVFLParams(VerticalParams):
     ess_floor: float = Field(default=2.0, ge=1, le=100_000)
     report_samples: list[Annotated[int, Ge(1), Le(100_000)]] = Field(default_factory=list, max_length=16)
     model: OwnModel | None = None
+    head: OwnModel | None = None
 
     @override
-    def check_own_model(self, shapes: Sequence[tuple[int, ...]]) -> None:
-        """Build every party's own encoder network (``model.factory``), if any, on examples of its ``shapes[k]``."""
+    def check_own_model(self, shapes: Sequence[tuple[int, ...]], num_classes: int) -> None:
+        """Build every party's own encoder network (``model.factory``) on examples of its ``shapes[k]``, and the own ``head``, if any."""
         if self.model is not None:
             for party, shape in enumerate(shapes):
                 self.model.build(shape, self.hidden, party=party)
+        if self.head is not None:
+            self.head.build((self.latent,), num_classes)

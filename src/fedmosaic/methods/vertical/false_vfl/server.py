@@ -63,10 +63,10 @@ from fedmosaic.data.vertical_data import VALIDATION, VerticalSplit, card_shapes,
 from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, ReplySpec, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import as_int
-from fedmosaic.methods.architectures import own_model_entry
+from fedmosaic.methods.architectures import own_model_entries
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_array, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
-from fedmosaic.methods.vertical.false_vfl.active import ActiveModel
+from fedmosaic.methods.vertical.false_vfl.active import ActiveModel, build_classifier
 from fedmosaic.methods.vertical.false_vfl.bounds import effective_sample_size, iwae_bound
 from fedmosaic.methods.vertical.false_vfl.fusion import fuse_posteriors
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
@@ -79,7 +79,6 @@ from fedmosaic.methods.vertical.false_vfl.prediction import (
     sample,
 )
 from fedmosaic.methods.vertical.false_vfl.subsets import random_subsets
-from fedmosaic.methods.vertical.networks import mlp
 from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec, load_optimizer_arrays, optimizer_to_arrays
 from fedmosaic.methods.vertical.replies import acknowledgement_spec, loglik_spec, posterior_spec
 from fedmosaic.methods.vertical.selection import Selection
@@ -187,7 +186,7 @@ class FalseVFLServer(ServerLogic):
         """Test accuracy of the selected classifier (the current one without validation) and the mean SNIS ESS, per test setting."""
         classifier = self._model.classifier
         if self._best_classifier:
-            classifier = to_device(mlp(self._params.latent, self._params.hidden, self._task.data.num_classes))
+            classifier = to_device(build_classifier(self._params, self._task.data.num_classes))
             load_arrays(classifier, self._best_classifier)
         diagnostics: dict[str, float] = {}
 
@@ -219,7 +218,7 @@ class FalseVFLServer(ServerLogic):
                 "num_classes": data.num_classes,
                 "likelihood": data.likelihood,
                 "params": self._params.model_dump(mode="json"),
-                **own_model_entry(self._params.model),
+                **own_model_entries(model=self._params.model, head=self._params.head),
             },
             arrays,
             part="party-0",

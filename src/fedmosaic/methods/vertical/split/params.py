@@ -72,7 +72,7 @@ class SplitVFLParams(VerticalParams):
         return self.layers if self.head_layers is None else self.head_layers
 
     @override
-    def check_own_model(self, shapes: Sequence[tuple[int, ...]]) -> None:
+    def check_own_model(self, shapes: Sequence[tuple[int, ...]], num_classes: int) -> None:
         """Build every party's own encoder (``model.factory``), if any, on examples of its ``shapes[k]``."""
         if self.model is not None:
             for party, shape in enumerate(shapes):

@@ -32,7 +32,7 @@ from fedmosaic.data.vertical_data import VALIDATION, Shape, VerticalSplit, card_
 from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientState, Message, RoundContext, ServerLogic, derive_seed
 from fedmosaic.federation.message import ConfigValue
-from fedmosaic.methods.architectures import own_model_entry
+from fedmosaic.methods.architectures import own_model_entries
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded, to_tensor
 from fedmosaic.methods.declared_state import INT, DeclaredState
 from fedmosaic.methods.vertical.networks import mlp
@@ -174,7 +174,7 @@ class SplitServer(ServerLogic):
             "embedding": params.embedding,
             "layers": params.layers,
             "head_layers": params.head_depth,
-            **own_model_entry(params.model),
+            **own_model_entries(model=params.model),
             "baseline": baseline_spec(self._baseline),
             "fallback": self._majority,
         }
