@@ -642,6 +642,23 @@ def growth_cost_table(folder: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
+def growth_comparison(folder: Path = RESULTS) -> tuple[int, int]:
+    """In how many (network, family) cells the paper's change ratio at growth is above ours (paper's definition)."""
+    growths = [
+        g
+        for g in json.loads((folder / "fcm-growth-cost.json").read_text(encoding="utf-8"))["growths"]
+        if g["run"] == "F-CMs"
+    ]
+    higher = cells = 0
+    for network in NETWORKS:
+        for family, paper in zip(FAMILIES, PAPER_GROWTH[network], strict=True):
+            cell = [100 * g["growth_ratio"] for g in growths if (g["network"], g["family"]) == (network, family)]
+            if cell:
+                cells += 1
+                higher += int(paper > np.mean(cell))
+    return higher, cells
+
+
 TASK_MARGIN = 2.0
 """How far under centralized (points) F-CMs' task accuracy may be; a cell above centralized is within (one-sided)."""
 CONCEPT_MARGIN = 3.0

@@ -169,3 +169,20 @@ def test_the_growth_cost_table_averages_each_cells_growths_and_marks_cells_witho
         rows["| asia"] == "| asia | 0, 1 | 40.0 / 30.0 / 62.55 | not run / 61.30 | not run / 32.19 | not run / 28.56 |"
     )
     assert rows["| sachs"].startswith("| sachs | - | not run / 70.00 |")
+
+
+def test_the_study_pages_state_the_counts_their_json_gives(tables: ModuleType) -> None:
+    # Prepare: the pages' prose with its line breaks folded
+    def prose(name: str) -> str:
+        return " ".join((STUDIES / name).read_text(encoding="utf-8").split())
+
+    runs = tables.load_runs()
+    concept, _ = tables._differences(runs, "balanced_concept_accuracy")
+
+    # Execute
+    close = sum(d >= -tables.CONCEPT_MARGIN for d in concept)
+    higher, cells = tables.growth_comparison()
+
+    # Assert: the verdict and the reading of each page both give the count the files give
+    assert prose("concept-quality.md").count(f"in {close} of the {len(concept)}") == 2
+    assert prose("growth.md").count(f"in {higher} of the {cells} cells") == 2
