@@ -186,3 +186,21 @@ def test_the_study_pages_state_the_counts_their_json_gives(tables: ModuleType) -
     # Assert: the verdict and the reading of each page both give the count the files give
     assert prose("concept-quality.md").count(f"in {close} of the {len(concept)}") == 2
     assert prose("growth.md").count(f"in {higher} of the {cells} cells") == 2
+
+
+def test_the_verdict_page_gives_the_verdicts_the_report_prints(tables: ModuleType) -> None:
+    # Prepare: the verdict page's F-CMs rows, by claim, and the report's printed rows in the same order
+    verdicts = (ROOT / "docs" / "results" / "README.md").read_text(encoding="utf-8").splitlines()
+    claims = (
+        "| F-CMs matches the centralized model's task accuracy |",
+        "| F-CMs covers every concept",
+        "| federated concept accuracy close to centralized |",
+    )
+
+    # Execute
+    printed = tables.verdict_table(tables.load_runs()).splitlines()[2:]
+
+    # Assert
+    for claim, row in zip(claims, printed, strict=True):
+        verdict = row.rstrip(" |").rpartition("| ")[2]
+        assert any(line.startswith(claim) and f"| {verdict} |" in line for line in verdicts), (claim, verdict)

@@ -165,3 +165,15 @@ def test_the_control_verdict_is_not_reproduced_when_the_control_leads_every_colu
     assert rows[0].startswith("| FedCFA above FedAvg | the paper's loss ahead in 1 of 1 ")
     assert rows[0].endswith("**reproduced** |")
     assert rows[1].endswith("first in 1 of 1 columns | **not reproduced** |")
+
+
+def test_the_verdict_page_gives_the_60_client_verdict_the_report_prints(script: ModuleType) -> None:
+    # Prepare
+    verdicts = (ROOT / "docs" / "results" / "README.md").read_text(encoding="utf-8").splitlines()
+    row = next(line for line in verdicts if line.startswith("| FedCFA beats the baselines on 60-client tables |"))
+
+    # Execute
+    printed = script.step_control_table(script.clients60_partitions(pattern=script.HORIZON)).splitlines()[3]
+
+    # Assert: the control's verdict, the one that says where the gain comes from
+    assert printed.rstrip(" |").rpartition("| ")[2] in row
