@@ -2,7 +2,10 @@
 #   make demo   creates/refreshes .venv, then runs the demo experiment (replacing runs/demo)
 #   make test   creates/refreshes .venv, installs Debian's chromium when missing
 #               (the browser tests drive it), then checks lint, formatting and types
-#               (ruff, mypy) and runs the test suite, stopping at the first that fails
+#               (ruff, mypy), builds the documentation site strictly (a broken link or
+#               a page missing from the navigation fails) and runs the test suite,
+#               stopping at the first that fails
+#   make docs   builds the documentation site into site/ (open site/index.html)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -13,7 +16,7 @@ JOBS ?= $(shell n=$$(nproc); [ $$n -lt 4 ] && n=4; echo $$n)
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test bench clean chromium
+.PHONY: demo test docs bench clean chromium
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +41,12 @@ test: $(STAMP) chromium
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --doctest-modules src tests
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_overhead.py
@@ -59,4 +66,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/secure_aggregation.py
 
 clean:
-	rm -rf $(VENV) runs .mypy_cache .ruff_cache
+	rm -rf $(VENV) runs site .mypy_cache .ruff_cache

@@ -20,7 +20,7 @@ fills a scratch cache first, in a process of its own whose wall and CPU seconds 
 Usage::
 
     python benchmarks/throughput.py [--baseline COMMIT] [--only NAME ...] [--repeats N] [--out FILE [--update]]
-    python benchmarks/throughput.py --table FILE    # a written result as the Markdown table of docs/performance.md
+    python benchmarks/throughput.py --table FILE    # this tree's figures of a written result (docs/performance.md)
 
 ``--update`` replaces, in the result ``--out`` names, the rows of the workloads measured now and
 keeps the others (so ``--only`` refreshes some rows of ``docs/results/throughput.json``).
@@ -216,21 +216,20 @@ def outside_rounds(reading: dict[str, Any]) -> float:
 
 
 def markdown_table(document: dict[str, Any]) -> str:
-    """The table of ``docs/performance.md`` from a result this script wrote."""
+    """The table of ``docs/performance.md`` from a result this script wrote: this tree's figures (medians).
+
+    The baseline tree's readings stay in the result, for comparing a change; the page states today's figures.
+    """
     lines = [
-        f"| workload (baseline {document['baseline']}) | s per round, before | after | ratio | run wall s, before |"
-        " after | outside the rounds s, before | after | CPU s, before | after | CPU ratio | splits CPU s |"
-        " largest final-metric difference |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | s per round | run wall s | outside the rounds s | CPU s | splits CPU s |",
+        "|---|---|---|---|---|---|",
     ]
     for row in document["workloads"]:
-        before, after = row["baseline"], row["current"]
-        splits = f"{after['splits']['cpu_s']:.1f}" if "splits" in after else "—"
+        current = row["current"]
+        splits = f"{current['splits']['cpu_s']:.1f}" if "splits" in current else "—"
         lines.append(
-            f"| {row['workload']} ({after['rounds']} rounds) | {before['round_wall_s']:.2f} | {after['round_wall_s']:.2f}"
-            f" | {row['round_speedup']:.2f} | {before['wall_s']:.1f} | {after['wall_s']:.1f}"
-            f" | {outside_rounds(before):.1f} | {outside_rounds(after):.1f} | {before['cpu_s']:.1f}"
-            f" | {after['cpu_s']:.1f} | {row['cpu_speedup']:.2f} | {splits} | {row['largest_metric_difference']:.2g} |"
+            f"| {row['workload']} ({current['rounds']} rounds) | {current['round_wall_s']:.2f}"
+            f" | {current['wall_s']:.1f} | {outside_rounds(current):.1f} | {current['cpu_s']:.1f} | {splits} |"
         )
     return "\n".join(lines)
 

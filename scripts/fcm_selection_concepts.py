@@ -8,7 +8,7 @@ concept, and the balanced concept accuracy of the model after every round
 but the last (the history's evaluation of the model as trained so far; the
 last round's evaluation is the tested model's). The result is a
 small JSON committed beside the grid's ``results.json``; the tables of
-``docs/results/fcm-studies.md`` are printed from it by ``scripts/fcm_tables.py``.
+``docs/results/fcm/concept-quality.md`` are printed from it by ``scripts/fcm_tables.py``.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""docs/architecture.md's method section against the code: its capabilities table and its ServerLogic list cannot go stale."""
+"""docs/add-a-method.md against the code: its capabilities table and its ServerLogic list cannot go stale."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from fedmosaic.methods.base import Capabilities
 from fedmosaic.methods.registry import METHODS
 
-ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+METHOD_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "add-a-method.md"
 
 
 def documented_capabilities(text: str) -> tuple[list[str], dict[str, set[str]]]:
@@ -32,7 +32,7 @@ def _cells(line: str) -> list[str]:
 
 def test_the_table_has_a_column_per_capability_and_a_row_per_built_in_method() -> None:
     # Execute
-    header, flags = documented_capabilities(ARCHITECTURE.read_text())
+    header, flags = documented_capabilities(METHOD_GUIDE.read_text())
 
     # Assert
     assert header == [f.name for f in fields(Capabilities)]
@@ -42,7 +42,7 @@ def test_the_table_has_a_column_per_capability_and_a_row_per_built_in_method() -
 
 def test_each_method_s_row_marks_exactly_the_flags_it_declares() -> None:
     # Execute
-    _, flags = documented_capabilities(ARCHITECTURE.read_text())
+    _, flags = documented_capabilities(METHOD_GUIDE.read_text())
 
     # Assert
     declared = {name: set(METHODS[name].supports.names()) for name in flags}
@@ -53,7 +53,7 @@ def test_the_server_bullet_names_every_public_method_of_server_logic() -> None:
     # Prepare
     from fedmosaic.federation import ServerLogic
 
-    text = ARCHITECTURE.read_text()
+    text = METHOD_GUIDE.read_text()
     bullet = text[text.index("**Server** (`server.py`)") : text.index("**Client** (`client.py`)")]
 
     # Execute
@@ -62,4 +62,4 @@ def test_the_server_bullet_names_every_public_method_of_server_logic() -> None:
 
     # Assert
     assert public >= {"initialize", "run_round", "state_dict", "exported_model"}
-    assert not missing, f"docs/architecture.md's server bullet lacks {sorted(missing)}"
+    assert not missing, f"docs/add-a-method.md's server bullet lacks {sorted(missing)}"

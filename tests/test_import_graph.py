@@ -19,7 +19,7 @@ The rules:
 - no module reaches itself through its imports (no circle);
 - no module is longer than :data:`MAX_LINES` lines.
 
-And the methods' layout (docs/architecture.md, "Add a method"):
+And the methods' layout (docs/add-a-method.md):
 
 - ``methods/`` holds the modules every family shares (:data:`SHARED_MODULES`)
   and the family folders (:data:`FAMILIES`), nothing else;

@@ -87,7 +87,7 @@ def test_fedavg_and_fcms_on_supernodes_equal_the_in_process_run(deployment: Loca
 
     F-CMs on asia needs 4 clients (3 base concept subsets and an additional one); the fourth joins at
     round 2 (a registration exchange, then training). FedAvg uses 3 of the nodes. Secure FedAvg ends
-    within the documented 0.5 points of the plain run (docs/reliability.md).
+    within 0.5 points of the plain run (docs/secure-aggregation.md gives the measured differences).
     """
     # Prepare
     secure = _changed(DIGITS, audit=True) | {"aggregation": {"secure": True}}

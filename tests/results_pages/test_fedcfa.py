@@ -9,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "results" / "fedcfa.md"
+STUDIES = ROOT / "docs" / "results" / "fedcfa"
 
 
 @pytest.fixture(scope="module")
@@ -16,14 +17,27 @@ def script(repository_script: Callable[[str], ModuleType]) -> ModuleType:
     return repository_script("scripts/fedcfa_tables.py")
 
 
-def test_every_table_of_the_page_is_what_the_script_prints_from_the_json(script: ModuleType) -> None:
+def test_every_table_is_on_the_report_or_a_study_page_as_the_script_prints_it(script: ModuleType) -> None:
     # Prepare
-    page = PAGE.read_text(encoding="utf-8")
+    pages = [PAGE.read_text(encoding="utf-8"), *(p.read_text(encoding="utf-8") for p in sorted(STUDIES.glob("*.md")))]
     # Execute
     tables = script.tables()
     # Assert
-    missing = [t.splitlines()[0] for t in tables if t not in page]
-    assert not missing, f"stale tables in {PAGE.name}; run: python scripts/fedcfa_tables.py"
+    missing = [t.splitlines()[0] for t in tables if not any(t in page for page in pages)]
+    assert not missing, "stale tables; run: python scripts/fedcfa_tables.py"
+
+
+def test_the_60_client_verdict_and_table_read_the_same_on_the_report_and_the_control_page(script: ModuleType) -> None:
+    # Prepare
+    horizon = script.clients60_partitions(pattern=script.HORIZON)
+    control_page = (STUDIES / "decoder-step-control.md").read_text(encoding="utf-8")
+    # Execute
+    verdict, table = script.step_control_table(horizon), script.horizon_table(horizon)
+    # Assert
+    assert verdict in PAGE.read_text(encoding="utf-8")
+    assert verdict in control_page
+    assert table in PAGE.read_text(encoding="utf-8")
+    assert table in control_page
 
 
 def test_the_page_names_the_variant_the_validation_rule_chooses(script: ModuleType) -> None:
@@ -130,3 +144,36 @@ def test_the_50_round_table_shows_round_20_then_50_and_the_late_mean_and_bolds_e
         "| FedCFA | **95.0 → 94.0** (94.0) | - |",
     ]
     assert not script.clients60_partitions(tmp_path)  # the 20-round table reads none of them
+
+
+def test_the_control_verdict_is_not_reproduced_when_the_control_leads_every_column(
+    script: ModuleType, tmp_path: Path
+) -> None:
+    # Prepare: one IID MNIST cell, 50 rounds: FedCFA above FedAvg, the decoder-step control above both
+    def history(accuracy: float) -> list[dict[str, float]]:
+        return [{"round": r, "accuracy": accuracy} for r in range(1, 51)]
+
+    runs = {"FedAvg": 0.90, "FedCFA": 0.92, "FedAvg, decoder step x11": 0.95}
+    point = {
+        "config": {"seed": 0, "data": {"dataset": "mnist"}},
+        "runs": [{"name": n, "history": history(a)} for n, a in runs.items()],
+    }
+    (tmp_path / "fedcfa-table50-iid-seed0.json").write_text(json.dumps({"points": [point]}))
+    # Execute
+    rows = script.step_control_table(script.clients60_partitions(tmp_path, script.HORIZON)).splitlines()[2:]
+    # Assert
+    assert rows[0].startswith("| FedCFA above FedAvg | the paper's loss ahead in 1 of 1 ")
+    assert rows[0].endswith("**reproduced** |")
+    assert rows[1].endswith("first in 1 of 1 columns | **not reproduced** |")
+
+
+def test_the_verdict_page_gives_the_60_client_verdict_the_report_prints(script: ModuleType) -> None:
+    # Prepare
+    verdicts = (ROOT / "docs" / "results" / "README.md").read_text(encoding="utf-8").splitlines()
+    row = next(line for line in verdicts if line.startswith("| FedCFA beats the baselines on 60-client tables |"))
+
+    # Execute
+    printed = script.step_control_table(script.clients60_partitions(pattern=script.HORIZON)).splitlines()[3]
+
+    # Assert: the control's verdict, the one that says where the gain comes from
+    assert printed.rstrip(" |").rpartition("| ")[2] in row
