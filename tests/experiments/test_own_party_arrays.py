@@ -148,3 +148,29 @@ def test_a_party_schema_that_does_not_fit_its_file_kind_is_one_line(
     assert code == 2
     assert error.startswith(expected), error
     assert not (views / "runs").exists()
+
+
+@pytest.mark.slow
+def test_on_flower_s_simulation_the_views_give_the_in_process_numbers(
+    views: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    one_run = [
+        "--set",
+        "federation.rounds=3",
+        "--set",
+        'runs=[{name = "LASER-VFL (CNN)", method = "laser-vfl", params = {passes = 1,'
+        ' model = {factory = "cameras:view_encoder"}}}]',
+    ]
+
+    # Execute
+    simulated = _main(
+        monkeypatch, capsys, "run", "views.toml", "--quiet", "--engine", "flower-simulation", "--out", "sim", *one_run
+    )
+    in_process = _main(monkeypatch, capsys, "run", "views.toml", "--quiet", "--out", "local", *one_run)
+
+    # Assert
+    assert simulated[0] in (None, 0), simulated[2]
+    assert in_process[0] in (None, 0), in_process[2]
+    finals = [json.loads((views / out / "results.json").read_text())["runs"][0]["final"] for out in ("sim", "local")]
+    assert finals[0]["accuracy"] == finals[1]["accuracy"]
