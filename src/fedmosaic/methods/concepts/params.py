@@ -76,6 +76,6 @@ class FCMParams(MethodParams):
 
     @override
     def check_own_model(self, widths: Sequence[int]) -> None:
-        """Build the own input encoder (``model.factory``), if any, on ``widths[0]`` input features."""
-        if self.model.factory is not None:
+        """Build the input encoder of ``model.factory`` or ``model.backbone``, if any, on ``widths[0]`` input features."""
+        if self.model.factory is not None or self.model.backbone is not None:
             self.model.build_encoder(widths[0])
