@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from pydantic import ValidationError
@@ -70,3 +72,30 @@ def test_an_unknown_backbone_or_one_that_cannot_take_the_shape_is_one_line_namin
 def test_a_backbone_and_a_factory_together_are_refused() -> None:
     with pytest.raises(ValidationError, match="backbone and factory are exclusive"):
         ConceptModelParams(backbone="cnn", factory="mynets:encoder")
+
+
+def test_a_factory_given_an_input_shape_receives_the_rows_as_examples_of_that_shape(tmp_path: Path) -> None:
+    # Prepare: an encoder that records the shape it is built for and the batches it sees
+    (tmp_path / "encoders.py").write_text(
+        "from torch import nn\n"
+        "SEEN = []\n"
+        "class Recorder(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        SEEN.append(tuple(x.shape))\n"
+        "        return x\n"
+        "def encoder(input_shape, output_dim):\n"
+        "    SEEN.append(('built', tuple(input_shape)))\n"
+        "    return nn.Sequential(Recorder(), nn.Flatten(), nn.Linear(48, output_dim))\n",
+        encoding="utf-8",
+    )
+    params = ConceptModelParams(factory=f"{tmp_path / 'encoders.py'}:encoder", input_shape=[3, 4, 4])
+
+    # Execute
+    encoder = params.build_encoder(48)
+    features = encoder(torch.zeros(5, 48))
+
+    # Assert: built for (3, 4, 4), fed (batch, 3, 4, 4)
+    seen = encoder[1][0].forward.__globals__["SEEN"]
+    assert seen[0] == ("built", (3, 4, 4))
+    assert seen[-1] == (5, 3, 4, 4)
+    assert features.shape == (5, 64)
