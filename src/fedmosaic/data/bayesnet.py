@@ -71,8 +71,10 @@ __all__ = [
     "forward_sample",
     "load_network",
     "network_names",
+    "network_splits",
     "one_hot_inputs",
     "sample_concept_splits",
+    "split_sizes",
 ]
 
 NETWORK_TASKS: dict[str, str] = {
@@ -280,7 +282,7 @@ def sample_concept_splits(
     )
     default_latent = SMALL_LATENT_DIM if name in SMALL_NETWORKS else LATENT_DIM
     latent_dim = _resolve_count("data.latent_dim", latent_dim, default_latent, 1)
-    batches = -(-_split_sizes(n_samples)["train"] // AUTOENCODER_BATCH)
+    batches = -(-split_sizes(n_samples)["train"] // AUTOENCODER_BATCH)
     default_epochs = max(AUTOENCODER_EPOCHS, -(-AUTOENCODER_MIN_STEPS // max(batches, 1)))
     epochs = _resolve_count("data.epochs", epochs, default_epochs if mode == "concepts" else REFERENCE_MAX_EPOCHS, 1)
     if mode not in INPUT_MODES:
@@ -337,7 +339,7 @@ def _sample(
     inputs = tuple(node for node in names if leak_task or node != task)
     codes = {
         split: forward_sample(model, size, derive_rng(seed, "bayesnet", "sample", split))
-        for split, size in _split_sizes(n_samples).items()
+        for split, size in split_sizes(n_samples).items()
     }
     latent_std = 1.0
     if mode == "reference":
@@ -347,7 +349,30 @@ def _sample(
     datasets = {
         split: ConceptDataset(features[split], codes[split], names, task, cardinalities, states) for split in codes
     }
+    return network_splits(model, datasets, inputs, latent_std)
+
+
+def network_splits(
+    model: DiscreteBayesianNetwork,
+    datasets: Mapping[str, ConceptDataset],
+    inputs: tuple[str, ...],
+    latent_std: float = 1.0,
+) -> ConceptSplits:
+    """A network's train, val and test datasets as splits, with the task's Bayes-optimal and linear-probe accuracies.
+
+    Parameters
+    ----------
+    model : DiscreteBayesianNetwork
+        The network the concepts were sampled from.
+    datasets : mapping of str to ConceptDataset
+        ``"train"``, ``"val"`` and ``"test"``, each with the task.
+    inputs : tuple of str
+        The concepts ``x`` carries.
+    latent_std : float, default 1.0
+        See :class:`ConceptSplits`.
+    """
     train, test = datasets["train"], datasets["test"]
+    task = train.task
     return ConceptSplits(
         train=train,
         val=datasets["val"],
@@ -355,7 +380,7 @@ def _sample(
         graph_edges=tuple(model.edges()),
         task=task,
         inputs=inputs,
-        bayes_optimal_accuracy=bayes_optimal_accuracy(model, task, test.concepts, names),
+        bayes_optimal_accuracy=bayes_optimal_accuracy(model, task, test.concepts, train.names),
         probe_accuracy=probe_accuracy(train.x, train.columns([task])[:, 0], test.x, test.columns([task])[:, 0]),
         latent_std=latent_std,
     )
@@ -382,7 +407,8 @@ def _resolve_count(field: str, value: int | None, default: int, minimum: int) ->
     return value
 
 
-def _split_sizes(n_samples: int) -> dict[str, int]:
+def split_sizes(n_samples: int) -> dict[str, int]:
+    """Samples in each split for ``n_samples`` in all (:data:`SPLIT_FRACTIONS`, the test split takes the rest)."""
     train = round(n_samples * SPLIT_FRACTIONS["train"])
     val = round(n_samples * SPLIT_FRACTIONS["val"])
     return {"train": train, "val": val, "test": n_samples - train - val}

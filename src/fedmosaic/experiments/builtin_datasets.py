@@ -7,7 +7,7 @@ from functools import partial
 from fedmosaic.data.catalog import load_dataset
 from fedmosaic.experiments.array_datasets import array_dataset
 from fedmosaic.experiments.datasets import Dataset
-from fedmosaic.experiments.workloads import prepare_concepts, prepare_simpson
+from fedmosaic.experiments.workloads import prepare_concepts, prepare_shapes, prepare_simpson
 
 DATASETS: tuple[Dataset, ...] = (
     array_dataset(
@@ -56,6 +56,11 @@ DATASETS: tuple[Dataset, ...] = (
     ),
     Dataset(
         "bnlearn", "concept data sampled from a Bayesian network that ships with pgmpy", {"concepts": prepare_concepts}
+    ),
+    Dataset(
+        "shapes",
+        "16x16 images of coloured shapes whose shape, colour, size, position and background are concepts (generated)",
+        {"concepts": prepare_shapes},
     ),
 )
 """The built-in datasets, in the order ``fedmosaic presets`` lists them."""

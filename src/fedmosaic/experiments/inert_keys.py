@@ -48,7 +48,6 @@ def _dataset(*names: str) -> Callable[[ExperimentConfig], bool]:
 BNLEARN = (
     "data.network",
     "data.task",
-    "data.samples",
     "data.latent_dim",
     "data.noise_share",
     "data.inputs",
@@ -71,6 +70,7 @@ VERTICAL_PARAMS = tuple(f"train.{name}" for name in TrainParams.model_fields if 
 RULES = (
     Rule(("data",), lambda c: c.tables is None, "with [tables] (its sites' files replace [data])"),
     Rule(BNLEARN, _dataset("bnlearn"), "outside data.dataset = 'bnlearn'"),
+    Rule(("data.samples",), _dataset("bnlearn", "shapes"), "outside data.dataset = 'bnlearn' or 'shapes'"),
     Rule(SIMPSON, _dataset("simpson-mnist"), "outside data.dataset = 'simpson-mnist'"),
     Rule(
         ("data.test_fraction",),
@@ -85,7 +85,7 @@ RULES = (
     Rule(
         ("concepts",),
         lambda c: c.tables is None and c.task_kind == "concepts",
-        "outside data.dataset = 'bnlearn' (with [tables], each site is a client)",
+        "outside concept data (data.dataset = 'bnlearn' or 'shapes'; with [tables], each site is a client)",
     ),
     Rule(
         ("model",),

@@ -48,8 +48,13 @@ class DataSection(Section):
     dataset : str, default "digits"
         A registered dataset (``fedmosaic presets`` lists them, plugins'
         included): ``digits``, ``mnist``, ``fashion-mnist``, ``isolet``,
-        ``simpson-mnist`` and ``bnlearn`` are fedmosaic's own. ``digits`` ships with scikit-learn; ``bnlearn`` samples concept data
+        ``cifar-10``, ``cifar-100``, ``simpson-mnist``, ``bnlearn`` and
+        ``shapes`` are fedmosaic's own. ``digits`` ships with scikit-learn; ``bnlearn`` samples concept data
         from a Bayesian network that ships with pgmpy (for concept methods);
+        ``shapes`` draws 16x16 images of coloured shapes whose shape, colour,
+        size, position and background are concepts, from a small causal
+        network, the task a function of colour and position (for concept
+        methods; ``docs/methods/fcm.md``);
         ``simpson-mnist`` colours MNIST's 1s and 7s so that every client shows
         the trend the pooled data reverses (``partition.num_clients`` clients,
         one shade band each); the others are read from the data directory.
@@ -66,8 +71,9 @@ class DataSection(Section):
         ``bnlearn`` only: the task node (default: dysp, Akt, BP, PropCost,
         R5Fcst for the five networks above; required for others).
     samples : int or None, default None
-        ``bnlearn`` only: samples drawn in all (default per network: 10k,
-        15k, 2k, 10k, 40k), split 70/10/20 into train, validation and test.
+        ``bnlearn`` and ``shapes`` only: samples drawn in all (default per
+        network: 10k, 15k, 2k, 10k, 40k; 5,000 images of shapes), split
+        70/10/20 into train, validation and test.
     latent_dim : int or None, default None
         ``bnlearn`` only: width of the autoencoder latent that forms the
         input (default 32 for asia and sachs, 64 otherwise).
@@ -141,7 +147,7 @@ class DataSection(Section):
 
 
 class ConceptsSection(Section):
-    """How concept-labeled clients are laid out (``bnlearn`` data).
+    """How concept-labeled clients are laid out (``bnlearn`` and ``shapes`` data).
 
     Parameters
     ----------
@@ -150,8 +156,8 @@ class ConceptsSection(Section):
     initial_clients : int, default 10
         Clients present from round 1; the others join at ``join_round``.
     join_round : int or None, default None
-        Round at which the late clients join (default 10 for asia, 20
-        otherwise).
+        Round at which the late clients join (default 10 for asia and
+        shapes, 20 otherwise).
     confidence : {"oracle", "learned"}, default "oracle"
         Local confidence matrices: the true graph restricted to the client's
         concepts (some clients corrupted), or learned from the client's own

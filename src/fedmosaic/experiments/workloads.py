@@ -5,8 +5,9 @@ experiment by its tables' kind (:data:`TABLE_WORKLOADS`), any other by its
 dataset in :data:`~fedmosaic.experiments.datasets.DATASETS` and the kind of
 task the experiment asks of it. The preparers of fedmosaic's own datasets
 are here: *classification* (a dataset partitioned across clients; FedAvg,
-FedProx), Simpson-MNIST, and *concepts* (bnlearn concept data laid out over
-clients with concept subsets and arrival rounds; F-CMs). Each workload
+FedProx), Simpson-MNIST, and *concepts* (bnlearn concept data, or the shapes'
+images and concepts, laid out over clients with concept subsets and arrival
+rounds; F-CMs). Each workload
 gives, for a setting (federated, centralized, local), the jobs to run: a
 task object the method is built from, and a schedule.
 """
@@ -38,6 +39,7 @@ from fedmosaic.data.concept_clients import (
 )
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.data.partition import partition
+from fedmosaic.data.shapes import shape_splits
 from fedmosaic.data.simpson import simpson_mnist
 from fedmosaic.data.simpson_figure import sample_grid_png
 from fedmosaic.errors import ConfigError
@@ -205,7 +207,7 @@ def prepare_simpson(config: ExperimentConfig, *, data_dir: str | Path | None = N
 
 def prepare_concepts(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ConceptWorkload:
     """Sample a network's concept data and lay it out over clients."""
-    data, layout_config = config.data, config.concepts
+    data = config.data
     splits = sample_concept_splits(
         data.network,
         seed=config.seed,
@@ -216,21 +218,34 @@ def prepare_concepts(config: ExperimentConfig, *, data_dir: str | Path | None = 
         mode=data.inputs,
         leak_task=data.leak_task,
     )
+    few = data.network in FEW_ADDITIONAL_SUBSETS
+    return _lay_out(config, splits, additional_subsets=1 if few else 3, join_round=10 if data.network == "asia" else 20)
+
+
+def prepare_shapes(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ConceptWorkload:
+    """Draw the shapes' images and concepts and lay them out over clients (as asia's: one additional subset)."""
+    splits = shape_splits(seed=config.seed, n_samples=config.data.samples)
+    return _lay_out(config, splits, additional_subsets=1, join_round=10)
+
+
+def _lay_out(
+    config: ExperimentConfig, splits: ConceptSplits, *, additional_subsets: int, join_round: int
+) -> ConceptWorkload:
+    """Lay concept splits out over ``[concepts]``' clients: concept subsets, arrivals, confidence matrices.
+
+    ``additional_subsets`` subsets hold the concepts that arrive late, at
+    ``concepts.join_round`` (default ``join_round``).
+    """
+    layout_config = config.concepts
     if layout_config.num_clients > len(splits.train):
         raise ConfigError(
             "concepts.num_clients",
             f"more clients ({layout_config.num_clients}) than training samples ({len(splits.train)})",
         )
     rng = derive_rng(config.seed, "concept-layout")
-    subsets = concept_subsets(
-        splits.graph_edges,
-        splits.task,
-        rng,
-        additional_subsets=1 if data.network in FEW_ADDITIONAL_SUBSETS else 3,
-    )
+    subsets = concept_subsets(splits.graph_edges, splits.task, rng, additional_subsets=additional_subsets)
     if layout_config.cover == "all":
         subsets = cover_every_node(subsets, splits.train.names, derive_rng(config.seed, "concept-cover"))
-    join_round = layout_config.join_round or (10 if data.network == "asia" else 20)
     layout = assign_clients(
         subsets,
         len(splits.train),
@@ -238,7 +253,7 @@ def prepare_concepts(config: ExperimentConfig, *, data_dir: str | Path | None = 
         rng,
         num_clients=layout_config.num_clients,
         initial=layout_config.initial_clients,
-        join_round=join_round,
+        join_round=layout_config.join_round or join_round,
     )
     corrupted = set(corrupted_clients(layout_config.num_clients, rng, layout_config.corrupt_clients))
     clients = [

@@ -77,6 +77,6 @@ class FCMParams(MethodParams):
 
     @override
     def check_own_model(self, shapes: Sequence[tuple[int, ...]], num_classes: int) -> None:
-        """Build the own input encoder (``model.factory``), if any, on inputs of ``shapes[0]``'s features."""
-        if self.model.factory is not None:
+        """Build the input encoder of ``model.factory`` or ``model.backbone``, if any, on inputs of ``shapes[0]``'s features."""
+        if self.model.factory is not None or self.model.backbone is not None:
             self.model.build_encoder(math.prod(shapes[0]))

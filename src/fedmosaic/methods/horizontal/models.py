@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,7 +153,7 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: list[int]) -> nn
     return nn.Sequential(*layers)
 
 
-def cnn(input_shape: tuple[int, ...], num_classes: int, channels: list[int]) -> nn.Sequential:
+def cnn(input_shape: tuple[int, ...], num_classes: int, channels: Sequence[int] = (32, 64)) -> nn.Sequential:
     """3x3 convolution blocks of ``channels`` with ReLU and 2x2 max-pooling, then a linear layer to the logits."""
     outputs = num_classes
     if len(input_shape) != 3:
