@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "results" / "fcm.md"
 STUDIES = ROOT / "docs" / "results" / "fcm"
-METHODS_PAGE = ROOT / "docs" / "methods" / "fcm.md"
+METHODS_PAGE = ROOT / "docs" / "methods" / "fcm-noise.md"
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def test_the_task_verdict_is_one_sided_and_counts_the_seed_cells_under_the_margi
     assert row.endswith("**reproduced** |")
 
 
-def test_the_noise_share_equivalence_of_the_methods_page_is_printed_from_its_file(tables: ModuleType) -> None:
+def test_the_noise_share_equivalence_of_the_noise_share_page_is_printed_from_its_file(tables: ModuleType) -> None:
     # Execute
     printed = tables.equivalence_table()
 
