@@ -31,8 +31,10 @@ SWING_FILE = "restart-swing.json"
 FAMILY_FILES = {
     "fcm-asia": ("defaults-fcm-asia.json",),
     "fcm-alarm": ("defaults-fcm-alarm-seed0.json", "defaults-fcm-alarm-seeds-1-2.json"),
+    "fcm-hailfinder": tuple(f"defaults-fcm-hailfinder-{family}-seed0.json" for family in ("cbm", "cem", "c2bm")),
 }
-"""The grid files of each single-network preset run over every family under the default (F-CMs and centralized)."""
+"""The results of each single-network preset run under the default (F-CMs and centralized): grids over
+the families, or one experiment's ``results.json`` per family (hailfinder, seed 0; its CGM point was not run)."""
 FAMILY_KEY = "runs.*.params.model.family"
 PAPER = {
     ("fcm-asia", "cbm"): (80.1, 80.0),
@@ -124,8 +126,8 @@ def family_table(folder: Path = FOLDER) -> str:
     rows = []
     for preset, names in FAMILY_FILES.items():
         cells: dict[str, list[dict[str, dict[str, Any]]]] = {}
-        for point in (point for name in names for point in _load(name, folder)["points"]):
-            cells.setdefault(point["values"][FAMILY_KEY], []).append({run["name"]: run for run in point["runs"]})
+        for family, runs in (cell for name in names for cell in _family_cells(_load(name, folder))):
+            cells.setdefault(family, []).append(runs)
         for family, seeds in cells.items():
             fcm = [100 * runs["F-CMs"]["accuracy"] for runs in seeds]
             central = [100 * runs["Centralized"]["accuracy"] for runs in seeds]
@@ -145,6 +147,16 @@ def family_table(folder: Path = FOLDER) -> str:
                 )
             )
     return _markdown(header, rows)
+
+
+def _family_cells(document: dict[str, Any]) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+    """The family and final metrics by run name of each experiment of a grid's or a single experiment's results."""
+    if "points" in document:
+        return [
+            (point["values"][FAMILY_KEY], {run["name"]: run for run in point["runs"]}) for point in document["points"]
+        ]
+    family = document["config"]["runs"][0]["params"]["model"]["family"]
+    return [(family, {run["name"]: run["final"] for run in document["runs"]})]
 
 
 def _markdown(header: str, rows: list[tuple[str, ...]]) -> str:
