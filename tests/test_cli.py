@@ -303,3 +303,30 @@ def test_a_device_this_machine_lacks_is_one_line_naming_the_setting_before_anyth
         == "error: train.device: 'cuda' is not available: this machine has no CUDA device (use 'cpu' or 'auto')\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_whose_validation_loss_swings_period_2_says_so(tmp_path: Path) -> None:
+    # Prepare: cut-down insurance CGM with Adam afresh every round, which swings (tests/methods/concepts/test_regime.py)
+    source = {
+        "name": "swinging",
+        "data": {"dataset": "bnlearn", "network": "insurance", "samples": 2800},
+        "concepts": {"num_clients": 6, "initial_clients": 3, "join_round": 2},
+        "federation": {"rounds": 18},
+        "train": {"epochs": 2, "batch_size": 512, "optimizer": "adam", "lr": 0.01, "optimizer_state": "fresh"},
+        "runs": [{"name": "F-CMs", "method": "fcm", "params": {"patience": 0, "model": {"family": "cgm"}}}],
+    }
+    experiment = tmp_path / "swinging.toml"
+    experiment.write_text(tomli_w.dumps(source))
+
+    # Execute
+    result = CliRunner().invoke(app, ["run", str(experiment), "--out", str(tmp_path / "out"), "--quiet"])
+
+    # Assert: a warning naming the run on the console, and the same sentence in the report
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("warning: F-CMs: its validation task loss went high and low by turns for ")
+    assert "period-2 oscillation" in warnings[0]
+    assert 'train.optimizer_state = "kept"' in warnings[0]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Oscillation. F-CMs: its validation task loss went high and low by turns" in report

@@ -38,6 +38,7 @@ from fedmosaic.methods.registry import METHODS
 from fedmosaic.report import load_results, write_report
 from fedmosaic.report.content import headline_table
 from fedmosaic.report.headline import headline_metrics, task_kind
+from fedmosaic.report.oscillation_note import oscillation_notes
 from fedmosaic.tracking import check_backend, track
 
 if TYPE_CHECKING:
@@ -493,18 +494,20 @@ SUMMARY_WIDTH = 100
 
 
 def _print_summary(results: dict[str, Any]) -> None:
-    """Print the report's headline table: the metrics of the task's kind with human headers, in their units."""
+    """Print the report's headline table (the metrics of the task's kind with human headers, in their units) and its warnings."""
     if "grid" in results:
         _print_grid(results)
-        return
-    headline = headline_table(results["runs"], headline_metrics(results, task_kind(results)))
-    table = Table(title=results["experiment"], caption="± one standard deviation over clients, where reported")
-    table.add_column(headline.header[0], no_wrap=True)
-    for header in headline.header[1:]:
-        table.add_column(header, justify="right")
-    for row in headline.rows:
-        table.add_row(*row)
-    _wide_console().print(table)
+    else:
+        headline = headline_table(results["runs"], headline_metrics(results, task_kind(results)))
+        table = Table(title=results["experiment"], caption="± one standard deviation over clients, where reported")
+        table.add_column(headline.header[0], no_wrap=True)
+        for header in headline.header[1:]:
+            table.add_column(header, justify="right")
+        for row in headline.rows:
+            table.add_row(*row)
+        _wide_console().print(table)
+    for note in oscillation_notes(results):
+        err_console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _wide_console() -> Console:

@@ -9,6 +9,7 @@ from fedmosaic.cli import main
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import grid_points, load_config
 from fedmosaic.experiments.presets import describe_presets, preset_names, preset_source, resolve_experiment
+from fedmosaic.methods.concepts.client import OPTIMIZER_STATE
 
 
 @pytest.mark.parametrize("name", preset_names())
@@ -114,3 +115,13 @@ def test_the_fedcfa_cifar_preset_without_its_files_is_one_line_exit_2_and_nothin
         "(chosen by FEDMOSAIC_DATA); the dataset is published at https://www.cs.toronto.edu/~kriz/cifar.html)\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", [n for n in preset_names() if n.startswith("fcm-")])
+def test_every_fcm_preset_trains_in_f_cms_default_regime(name: str) -> None:
+    # Execute
+    config = load_config(preset_source(name))
+
+    # Assert: the optimizer kept across rounds (unset means F-CMs' default, kept), never started afresh
+    assert {run.method for run in config.runs} == {"fcm"}
+    assert (config.train.optimizer_state or OPTIMIZER_STATE) == "kept"

@@ -285,3 +285,21 @@ def test_a_private_run_says_what_its_epsilon_covers_and_what_leaves_without_nois
     assert notes[0].startswith("Privacy. FedAvg: its epsilon covers client-level differential privacy")
     assert "confidence matrix" in notes[0]
     assert not any(isinstance(b, Paragraph) and b.text.startswith("Privacy") for b in build_document(results).blocks)
+
+
+def test_a_run_whose_validation_loss_swung_period_2_is_named_in_the_report(results: dict[str, Any]) -> None:
+    # Prepare: the first run alternated for 12 rounds
+    swinging = copy.deepcopy(results)
+    swinging["runs"][0]["final"]["alternating_rounds"] = 12.0
+
+    # Execute
+    notes = [
+        b.text for b in build_document(swinging).blocks if isinstance(b, Paragraph) and b.text.startswith("Oscillation")
+    ]
+
+    # Assert: one note, for that run only; none in a report without the swing
+    assert len(notes) == 1
+    assert notes[0].startswith("Oscillation. FedAvg: its validation task loss went high and low by turns for 12 rounds")
+    assert not any(
+        isinstance(b, Paragraph) and b.text.startswith("Oscillation") for b in build_document(results).blocks
+    )

@@ -32,12 +32,14 @@ class TrainParams(BaseModel):
         Mini-batch size.
     optimizer : {"sgd", "adam"}, default "sgd"
         Optimizer, created afresh at the start of each round.
-    optimizer_state : {"fresh", "kept"}, default "fresh"
+    optimizer_state : {"fresh", "kept"} or None, default None
         ``fresh`` starts every round's optimizer from nothing; ``kept``:
         each client keeps its optimizer's state (Adam's moments, SGD's
         momentum) from one round to the next in its client state, by
         parameter name, so it survives a checkpoint, ``--resume`` and a
         Flower deployment. Only methods that declare it take ``kept``.
+        Unset: the method's own regime, ``kept`` for F-CMs (its training
+        regime in docs/methods/fcm.md), ``fresh`` for every other method.
     lr : float, default 0.05
         Learning rate (> 0).
     momentum : float, default 0.0
@@ -74,7 +76,7 @@ class TrainParams(BaseModel):
     epochs: Epochs = 1
     batch_size: BatchSize = 32
     optimizer: Literal["sgd", "adam"] = "sgd"
-    optimizer_state: Literal["fresh", "kept"] = "fresh"
+    optimizer_state: Literal["fresh", "kept"] | None = None
     lr: float = Field(default=0.05, gt=0, le=MAX_LR)
     momentum: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0, le=MAX_LR)

@@ -19,6 +19,7 @@ from fedmosaic.report.concept_figures import concept_sections
 from fedmosaic.report.document import Block, Code, Document, Heading, Image, Paragraph, Table, plot_image
 from fedmosaic.report.formatting import MISSING, format_bytes, format_seconds
 from fedmosaic.report.headline import format_headline, headline_metrics, is_percent, label, name_of, task_kind
+from fedmosaic.report.oscillation_note import oscillation_notes
 from fedmosaic.report.privacy_note import privacy_notes
 from fedmosaic.report.series import final_by_run, final_metric_names, metric_series_by_run, traffic_by_run
 
@@ -59,6 +60,7 @@ def build_document(results: Mapping[str, Any]) -> Document:
             "over the run's clients where it trains them separately. Sent: megabytes up and down."
         ),
         *(Paragraph(f"Privacy. {note}") for note in privacy_notes(results)),
+        *(Paragraph(f"Oscillation. {note}") for note in oscillation_notes(results)),
         *_headline_images(results, headline),
         *(concept_sections(results) if kind == "concepts" else ()),
         *_section("Per round", [_curve_image(results, metric) for metric in curves]),
