@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedmosaic.data.labels import require_classes
 from fedmosaic.data.tables.read import UNLABELED, Table, read_table
 from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.data.tables.sites import check_columns
@@ -128,6 +129,7 @@ def read_tables(config: ExperimentConfig, *, in_process: bool) -> UnalignedTable
     assert tables.label is not None
     ids, x, table = read_party(tables, 0)
     y = table.categories(tables.label, tables.classes, "tables.classes")
+    require_classes(y, tables.classes, "tables.parties.0.file", f"the active party's labels ({tables.label!r})")
     passive = [read_party(tables, k)[:2] for k in range(1, len(tables.parties))] if in_process else None
     return UnalignedTables(ids, x, y, passive)
 
