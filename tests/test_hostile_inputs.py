@@ -156,6 +156,44 @@ def test_resume_refuses_a_folder_holding_another_experiment(
     assert _snapshot(tmp_path / "out") == before
 
 
+def test_resume_into_a_folder_that_does_not_exist_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", _experiment(tmp_path), "--out", "gone", "--resume")
+    assert code == 2
+    _one_line(
+        stderr, "error: --resume: gone does not exist: there is no run to resume; leave out --resume to start one"
+    )
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_folder_left_with_only_the_configuration_of_a_killed_run_is_taken_over_by_that_experiment_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the folder of a run killed before its first checkpoint holds its configuration only
+    toml = _experiment(tmp_path)
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "done", "--quiet")[0] == 0
+    (tmp_path / "out").mkdir()
+    shutil.copy(tmp_path / "done" / "config.toml", tmp_path / "out" / "config.toml")
+    before = _snapshot(tmp_path / "out")
+    other = _experiment(tmp_path, name="other")
+    # Execute
+    refused = [
+        _cli(monkeypatch, capsys, tmp_path, "run", other, "--out", "out", "--quiet", *flag)
+        for flag in ([], ["--resume"])
+    ]
+    after = _snapshot(tmp_path / "out")
+    toml = _experiment(tmp_path)
+    taken = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--resume", "--quiet")
+    # Assert: another experiment is refused with or without --resume, and leaves the folder as it was
+    for (code, stderr), field in zip(refused, ("--out", "--resume"), strict=True):
+        assert code == 2
+        _one_line(stderr, f"error: {field}: out holds the experiment 'tiny' (configuration ")
+    assert after == before
+    assert taken[0] == 0, taken[1]
+    assert (tmp_path / "out" / "results.json").exists()
+
+
 def test_resume_accepts_a_change_that_never_changes_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -520,6 +558,14 @@ def test_the_explorer_answers_its_own_host_names_only(explorer_client: TestClien
         (["digits-fedavg", "--set", "train.pretrain_epochs=2"], "train.pretrain_epochs: has no effect outside"),
         (["digits-fedavg", "--set", "privacy.clip_norm=2"], "privacy.clip_norm: has no effect without noise"),
         (
+            ["digits-fedavg", "--set", "model.channels=[16]"],
+            "model.channels: has no effect with model.kind = 'mlp' (it takes model.hidden)",
+        ),
+        (
+            ["fedcfa-table", "--set", "model.hidden=[16]"],
+            "model.hidden: has no effect with model.kind = 'cnn' (it takes model.channels)",
+        ),
+        (
             [
                 "digits-fedavg",
                 "--set",
@@ -567,3 +613,139 @@ def test_a_superlink_that_cannot_be_reached_is_refused_on_one_line_before_anythi
     assert code == 2
     _one_line(stderr, expected)
     assert not (tmp_path / "out").exists()
+
+
+# --- no result without a signal: one class to learn, or no round trained ---
+
+
+def _one_class_concepts(folder: Path) -> str:
+    """The asia example with every site's task label 'yes'."""
+    for site in folder.glob("asia/hospital-[0-9].csv"):
+        header, *rows = site.read_text().splitlines()
+        task = header.split(",").index("dysp")
+        cells = [row.split(",") for row in rows]
+        for row in cells:
+            row[task] = "yes" if row[task] else ""
+        site.write_text("\n".join([header, *map(",".join, cells)]) + "\n")
+    return "asia/asia.toml"
+
+
+def _one_class_vertical(folder: Path) -> str:
+    """The vertical example with every diagnosis 'benign'."""
+    clinic = folder / "vertical" / "clinic.csv"
+    clinic.write_text(clinic.read_text().replace(",malignant\n", ",benign\n"))
+    return "vertical/vertical.toml"
+
+
+def _one_class_horizontal(folder: Path) -> str:
+    """Two sites and a test table of the clinic's rows (without their IDs), every diagnosis 'benign' at the sites."""
+    lines = [line.split(",", 1)[1] for line in (folder / "vertical" / "clinic.csv").read_text().splitlines()]
+    header, rows = lines[0], lines[1:]
+    for k, site in enumerate([rows[:150], rows[150:300]]):
+        benign = [row.replace(",malignant", ",benign") for row in site]
+        (folder / f"site-{k}.csv").write_text("\n".join([header, *benign]) + "\n")
+    (folder / "test.csv").write_text("\n".join([header, *rows[300:]]) + "\n")
+    tables = {
+        "kind": "horizontal",
+        "features": header.split(",")[:-1],
+        "label": "diagnosis",
+        "classes": ["benign", "malignant"],
+        "test": "test.csv",
+        "sites": [{"file": "site-0.csv"}, {"file": "site-1.csv"}],
+    }
+    (folder / "horizontal.toml").write_text(
+        tomli_w.dumps({**TINY, "name": "one-class", "partition": {}, "tables": tables})
+    )
+    return "horizontal.toml"
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (
+            _one_class_horizontal,
+            "error: tables.sites: the sites' labels hold one class ('benign') of benign, malignant:",
+        ),
+        (
+            _one_class_concepts,
+            "error: tables.sites: the sites' labels of the task 'dysp' hold one class ('yes') of no, yes",
+        ),
+        (
+            _one_class_vertical,
+            "error: tables.parties.0.file: the active party's labels ('diagnosis') hold one class ('benign')",
+        ),
+    ],
+    ids=["horizontal", "concepts", "vertical"],
+)
+def test_a_task_whose_labels_hold_one_class_is_refused_before_anything_is_written(
+    make: Callable[[Path], str],
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Prepare: the examples' tables, their labels changed to one class
+    copy_examples(tmp_path)
+    experiment = make(tmp_path)
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", experiment, "--out", "out", "--quiet")
+    # Assert
+    assert code == 2
+    _one_line(stderr, expected)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "reason"),
+    [
+        ("federation.max_reply_bytes=1", "round 1: 0 valid replies (3 rejected) < min_replies 1"),
+        ("federation.dropout=0.999999", "round 1: 0 valid replies < min_replies 1"),
+    ],
+)
+def test_a_run_in_which_every_round_was_skipped_has_no_result_and_leaves_nothing(
+    setting: str, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    toml = _experiment(tmp_path, federation={"rounds": 2})
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--set", setting, "--out", "out", "--quiet")
+    # Assert: the error is the last line (each rejected reply is logged above it as it happens)
+    assert code == 2
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: run 'FedAvg' trained no round (2 of 2 skipped; {reason}): it has no result to report"]
+    assert stderr.splitlines()[-1] == errors[0]
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_run_that_failed_to_train_keeps_the_folder_of_the_run_it_did_not_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: a finished run, then the same folder overwritten by a run whose every reply is refused
+    command = ["run", _experiment(tmp_path), "--out", "out", "--quiet"]
+    assert _cli(monkeypatch, capsys, tmp_path, *command)[0] == 0
+    before = _snapshot(tmp_path / "out")
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, *command, "--set", "federation.max_reply_bytes=1", "--overwrite")
+    # Assert
+    assert code == 2
+    assert stderr.splitlines()[-1].startswith("error: run 'FedAvg' trained no round (1 of 1 skipped")
+    assert _snapshot(tmp_path / "out") == before
+
+
+def test_summary_and_report_say_how_many_rounds_trained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: three clients, two replies needed, one client dropping out of some rounds
+    toml = _experiment(tmp_path, federation={"rounds": 4, "min_replies": 3, "dropout": 0.3})
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")
+    # Assert
+    assert code == 0, stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    history = results["runs"][0]["history"]
+    trained = sum(row["status"] == "ok" for row in history)
+    assert 0 < trained < 4
+    row = json.loads((tmp_path / "out" / "summary.json").read_text())["rows"][0]
+    assert (row["rounds"], row["rounds_trained"]) == (4, trained)
+    assert f"| FedAvg | 4 | {trained} | {4 - trained} |" in (tmp_path / "out" / "report.md").read_text()
