@@ -10,8 +10,11 @@ cases), except where two processes are the point.
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from fedmosaic.experiments.lock import locked_folder
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.explore import open_run
 from fedmosaic.explore.app import MAX_BODY_BYTES, create_app
+from fedmosaic.explore.serve import server
 
 TINY = {
     "name": "tiny",
@@ -370,6 +374,10 @@ def test_a_csv_row_with_more_or_fewer_cells_than_its_header_is_refused_naming_th
         (lambda c: c["architecture"].update(input_shape=[1, 10**5, 10**5]), None, "the architecture reads 10000000000"),
         (lambda c: c.update(classes=["a", "b", "c"]), None, "classes lists 3 names, the architecture 10 classes"),
         (lambda c: c.update(fedmosaic_version="banana"), None, "fedmosaic_version 'banana' is not a version"),
+        (lambda c: c["inputs"].update(dtype="garbage"), None, "inputs.dtype: expected one of float32, got 'garbage'"),
+        (lambda c: c["inputs"].update(scaling="garbage"), None, "inputs.scaling: 'garbage' is none of the scalings"),
+        (lambda c: c["inputs"].update(scaling=7), None, "inputs.scaling: 7 is none of the scalings"),
+        (lambda c: c.update(architecture="mlp"), None, "architecture: expected a JSON object, got str"),
         (
             lambda c: c["parts"]["model"].update(file="../../../../etc/passwd"),
             None,
@@ -525,6 +533,9 @@ def explorer_client(small_fcm_run: Path) -> Iterator[TestClient]:
         (json.dumps({"features": [True] * 32}), 400),
         (json.dumps({"features": [0.0] * 32, "set": {"smoke": True}}), 400),
         (b"\xff\xfe", 400),
+        (json.dumps({"features": [10**400] + [0.0] * 31}), 400),
+        ('{"features": [1e400' + ", 0.0" * 31 + "]}", 400),
+        ('{"features": [NaN' + ", 0.0" * 31 + "]}", 400),
     ],
 )
 def test_the_explorer_refuses_hostile_requests_with_a_client_error(
@@ -539,8 +550,67 @@ def test_the_explorer_answers_its_own_host_names_only(explorer_client: TestClien
     # A page whose own name resolves to 127.0.0.1 (DNS rebinding) sends its name as the Host
     for host in ("127.0.0.1:8765", "localhost:8765"):
         assert explorer_client.get("/api/model", headers={"host": host}).status_code == 200
-    for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example"):
+    for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example", "127.0.0.1:8765 ", " localhost"):
         assert explorer_client.get("/api/model", headers={"host": host}).status_code == 400
+    twice = [("host", "127.0.0.1:8765"), ("host", "evil.example")]
+    assert explorer_client.get("/api/model", headers=twice).status_code == 400
+
+
+@pytest.mark.xdist_group("small_fcm_run")
+def test_the_explorer_answers_its_own_page_only(explorer_client: TestClient) -> None:
+    # A page elsewhere posts text/plain (no preflight) to the explorer through the user's browser
+    row = explorer_client.get("/api/model").json()["examples"][0]
+    body = json.dumps({"features": row, "set": {"smoke": "yes"}})
+    own = explorer_client.post("/api/answer", content=body, headers={"origin": "http://127.0.0.1:8765"})
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:9999", "http://localhost:8765"):
+        refused = explorer_client.post(
+            "/api/answer", content=body, headers={"origin": origin, "content-type": "text/plain"}
+        )
+        assert (refused.status_code, refused.text) == (
+            403,
+            f"Origin {origin!r} refused: the explorer answers its own page only",
+        )
+    assert own.status_code == 200
+
+
+def _raw_request(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(request)
+        reply = b""
+        while chunk := connection.recv(65536):
+            reply += chunk
+    return reply
+
+
+@pytest.mark.xdist_group("small_fcm_run")
+def test_the_explorers_server_refuses_absolute_form_targets_and_duplicate_hosts(small_fcm_run: Path) -> None:
+    # Prepare: the explorer's own server, on a free port
+    served = server(open_run(small_fcm_run))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        thread = threading.Thread(target=served.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        while not served.started:
+            time.sleep(0.01)
+        try:
+            # Execute
+            plain = _raw_request(port, b"GET /api/model HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            absolute = _raw_request(
+                port, b"GET http://evil.example/api/model HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
+            twice = _raw_request(
+                port, b"GET /api/model HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"
+            )
+        finally:
+            served.should_exit = True
+            thread.join(timeout=30)
+    # Assert
+    assert plain.startswith(b"HTTP/1.1 200 ")
+    assert absolute.startswith(b"HTTP/1.1 400 ")
+    assert absolute.endswith(b"a request target in absolute form is refused: send the path only, with a Host header")
+    assert twice.startswith(b"HTTP/1.1 400 ")
 
 
 # --- every key acts or is refused ---
