@@ -19,6 +19,14 @@ SUFFIXES = (".csv", ".parquet", ".pq")
 """File types a table may have."""
 UNLABELED = -1
 """Code of an empty cell in a category column."""
+FEATURE_LIMIT = 1e15
+"""The largest magnitude of a feature.
+
+Features are float32 and standardised in float32 (a vertical party's own
+statistics): a value's square summed over 10^8 rows must stay below
+float32's largest, 3.4e38. Larger values are almost always an ID or a
+unit's mistake; rescale the column.
+"""
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,14 @@ class Table:
                 raise ConfigError(
                     self.field,
                     f"{Path(self.path).name}, column {column!r}, row {row + 1}: expected a number, got {text.iloc[row]!r}",
+                )
+            huge = np.flatnonzero(np.abs(values) > FEATURE_LIMIT)
+            if len(huge):
+                row = int(huge[0])
+                raise ConfigError(
+                    self.field,
+                    f"{Path(self.path).name}, column {column!r}, row {row + 1}: {text.iloc[row]} is out of range"
+                    f" (a feature is a float32 within ±{FEATURE_LIMIT:.0e}; rescale the column)",
                 )
             out[:, k] = values
         return out
