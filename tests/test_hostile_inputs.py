@@ -7,6 +7,7 @@ command's entry point runs in this process (one interpreter start for all
 cases), except where two processes are the point.
 """
 
+import errno
 import json
 import os
 import shutil
@@ -499,6 +500,23 @@ def test_an_output_that_cannot_be_written_is_one_line(
     _one_line(stderr, expected)
 
 
+def test_a_full_disk_while_checkpointing_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the disk fills up as the first checkpoint is written (the write fails, naming no file)
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    toml = _experiment(tmp_path)
+    monkeypatch.setattr(np, "savez", full)
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")
+    # Assert: the checkpoint is named, and no partial file is left beside it
+    assert code == 2
+    _one_line(stderr, "error: out/checkpoints/00-fedavg/federated.npz: No space left on device")
+    assert sorted(p.name for p in (tmp_path / "out" / "checkpoints" / "00-fedavg").iterdir()) == []
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="the superuser writes into read-only folders")
 def test_a_report_into_a_read_only_folder_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -682,6 +700,35 @@ def test_a_superlink_that_cannot_be_reached_is_refused_on_one_line_before_anythi
     code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", "digits-fedavg", "--superlink", address, "--out", "out")
     assert code == 2
     _one_line(stderr, expected)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("certificate", "expected"),
+    [
+        (None, "ca.pem: no such file (the certificate of the authority that signed the SuperLink's)"),
+        (b"not a certificate", "ca.pem: not a PEM certificate (no -----BEGIN CERTIFICATE----- block)"),
+    ],
+    ids=["missing", "not-pem"],
+)
+def test_a_root_certificate_that_is_missing_or_not_one_is_named_as_such(
+    certificate: bytes | None,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Prepare: nothing listens at the address either; the certificate is what is named
+    if certificate is not None:
+        (tmp_path / "ca.pem").write_bytes(certificate)
+    address = f"127.0.0.1:{free_port()}"
+    # Execute
+    code, stderr = _cli(
+        monkeypatch, capsys, tmp_path, "run", "digits-fedavg", "--superlink", address, "--root-certificates", "ca.pem"
+    )
+    # Assert
+    assert code == 2
+    _one_line(stderr, f"error: --root-certificates: {tmp_path / expected}")
     assert not (tmp_path / "out").exists()
 
 
