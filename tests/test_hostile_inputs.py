@@ -220,6 +220,31 @@ def test_resume_accepts_a_change_that_never_changes_results(
     assert code == 0, stderr
 
 
+def test_resume_of_an_interrupted_run_with_other_workers_gives_the_uninterrupted_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the uninterrupted run, and the same run stopped once its rounds are checkpointed
+    toml = _experiment(tmp_path, federation={"rounds": 2})
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "whole", "--quiet")[0] == 0
+
+    def stopped(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "finish_run", stopped)
+        assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")[0] == 130
+    # Execute
+    code, stderr = _cli(
+        monkeypatch, capsys, tmp_path, "run", toml, "--set", "federation.workers=2", "--out", "out", "--resume"
+    )
+    # Assert
+    assert code == 0, stderr
+    whole, resumed = (json.loads((tmp_path / name / "summary.json").read_text())["rows"] for name in ("whole", "out"))
+    for row in (*whole, *resumed):
+        row.pop("wall_time_s")
+    assert resumed == whole
+
+
 def test_overwrite_keeps_the_old_run_when_the_new_one_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
