@@ -10,7 +10,7 @@ from flwr.app import Context, RecordDict
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.examples import copy_examples
-from fedmosaic.experiments.config import apply_overrides, fingerprint, load_config, method_params
+from fedmosaic.experiments.config import apply_overrides, load_config, method_params, result_fingerprint
 from fedmosaic.experiments.engines import JobSpec, SimulationEngine
 from fedmosaic.experiments.flower_client import client_logic
 from fedmosaic.experiments.inprocess_engine import job_key
@@ -161,7 +161,7 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
 
     assert json.loads(header["experiment"]) == document
     assert (header["run"], header["label"], header["seed"], header["data-dir"]) == (1, "federated", 4, "/data")
-    assert header["job"] == f"{fingerprint(document)}/1/federated"
+    assert header["job"] == f"{result_fingerprint(document)}/1/federated"
 
 
 @pytest.mark.slow

@@ -124,7 +124,7 @@ def claim_out_dir(out_dir: Path, document: dict[str, Any], *, resume: bool, over
         ``resume`` finds another experiment there.
     """
     check_out_dir(out_dir, resume=resume, overwrite=overwrite)
-    if not (overwrite or holds_run(out_dir)):  # refused before the lock is taken, so nothing is written
+    if out_dir.is_dir() and not (overwrite or holds_run(out_dir)):  # refused before the lock: nothing is written
         _check_same_experiment(out_dir, document, "--resume" if resume else "--out")
     created = not out_dir.exists()
     with locked_folder(out_dir):
@@ -178,7 +178,7 @@ def _check_same_experiment(out_dir: Path, document: dict[str, Any], field: str) 
     except FileNotFoundError:
         return  # checkpoints without a recorded configuration: the checkpoints' own fingerprints decide
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise FedmosaicError(f"--resume: cannot read {recorded_file}: {error}") from None
+        raise FedmosaicError(f"{field}: cannot read {recorded_file}: {error}") from None
     mine, theirs = result_fingerprint(document), result_fingerprint(recorded)
     if recorded.get("name") != document.get("name") or mine != theirs:
         differs = first_difference(recorded, document)
