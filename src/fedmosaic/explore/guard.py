@@ -12,9 +12,11 @@ needs no preflight). :class:`LoopbackGuard` refuses, before the app sees them:
   ``127.0.0.1`` or ``localhost`` with an optional port (no padding);
 * an ``Origin`` header that is not the page's own (``http://`` and the Host).
 
-The server parses requests with h11 (:func:`~fedmosaic.explore.serve.serve`),
-which passes an absolute-form target on to the app as it came and refuses
-duplicate ``Host`` headers itself.
+The server parses requests with h11 (:func:`~fedmosaic.explore.serve.server`),
+which passes an absolute-form target on to the app as it came, refuses
+duplicate ``Host`` headers itself, and strips the whitespace around a header's
+value (not part of the value, RFC 9110): padding left inside the value, or
+passed on by another server, is refused here.
 """
 
 from __future__ import annotations
