@@ -115,13 +115,17 @@ def claim_out_dir(out_dir: Path, document: dict[str, Any], *, resume: bool, over
     ``overwrite`` runs the new experiment in ``<out_dir>/.replacing/`` and
     moves it in place of the old run only when the block completes; if the
     new run fails, the old run stays as it was. ``config.toml`` records
-    ``document``.
+    ``document``. A folder holding only the ``config.toml`` of a run killed
+    before its first checkpoint is taken over by the same experiment only. A
+    run that trained no round (:class:`~fedmosaic.errors.UntrainedRunError`)
+    leaves a folder that held no run as it was.
 
     Raises
     ------
     ConfigError
-        As :func:`check_out_dir`; if another run holds the folder; if
-        ``resume`` finds another experiment there.
+        As :func:`check_out_dir`; if another run holds the folder; if the
+        folder records another experiment (with ``resume``, or holding only
+        its configuration).
     """
     check_out_dir(out_dir, resume=resume, overwrite=overwrite)
     if out_dir.is_dir() and not (overwrite or holds_run(out_dir)):  # refused before the lock: nothing is written
