@@ -25,6 +25,7 @@ import json
 import re
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from fedmosaic.errors import FedmosaicError
 from fedmosaic.examples import copy_examples
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.hold import when_held
+from fedmosaic.experiments.outputs import first_difference
 from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import run_experiment
 
@@ -90,12 +92,15 @@ def schedule(seed: int, names: list[str], nodes: dict[str, int]) -> dict[str, An
     }
 
 
-def numbers(results: dict[str, Any]) -> list[Any]:
+def numbers(results: dict[str, Any]) -> dict[str, Any]:
     """What must not change: each run's final metrics and rounds, wall times aside."""
-    return [
-        (run["final"], [{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]])
+    return {
+        run["name"]: {
+            "final": run["final"],
+            "history": [{k: v for k, v in row.items() if k != "wall_time_s"} for row in run["history"]],
+        }
         for run in results["runs"]
-    ]
+    }
 
 
 def interrupted(deployment: LocalDeployment, source: dict[str, Any], plan: dict[str, Any], folder: Path) -> None:
@@ -127,8 +132,27 @@ def interrupted(deployment: LocalDeployment, source: dict[str, Any], plan: dict[
         pass  # the run was stopped: it ends without results, as expected
     else:
         raise FedmosaicError(f"schedule {plan['seed']}: the stopped run completed")
+    finally:
+        (folder / "interrupted.log").write_text("".join(lines))
     injector.join()
+    restarted(deployment)
+
+
+def restarted(deployment: LocalDeployment, settle_s: float = 10.0, timeout_s: float = 300.0) -> None:
+    """Start the killed SuperNodes again until each stays up for ``settle_s``.
+
+    With node keys, a node started again at once is refused by the SuperLink
+    (it fails to activate, code 2004) until the SuperLink has given up on the
+    killed process under the same key (its heartbeat missed): the node exits,
+    and is started again.
+    """
+    deadline = time.monotonic() + timeout_s
     deployment.revive()
+    while time.monotonic() < deadline:
+        time.sleep(settle_s)
+        if not deployment.revive():
+            return
+    raise FedmosaicError(f"the killed SuperNodes did not stay up within {timeout_s:g} s")
 
 
 def main() -> None:
@@ -136,10 +160,11 @@ def main() -> None:
     parser.add_argument("--schedules", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--work", type=Path, default=None, help="Keep the runs and logs in this new folder.")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as temporary:
-        folder = Path(temporary)
+        folder = args.work or Path(temporary)
         copy_examples(folder / "examples")
         experiments = workloads(folder / "examples")
         names, nodes = list(experiments), {name: used for name, (_, used) in experiments.items()}
@@ -153,11 +178,14 @@ def main() -> None:
                 source, _ = experiments[plan["workload"]]
                 work = folder / f"schedule-{seed}"
                 interrupted(deployment, source, plan, work)
-                resumed = submit(
-                    source, work / "out", deployment.connection, work / "submit-2", resume=True, write=lambda line: None
+                with (work / "resumed.log").open("w") as log:
+                    resumed = submit(
+                        source, work / "out", deployment.connection, work / "submit-2", resume=True, write=log.write
+                    )
+                differs = first_difference(references[plan["workload"]], numbers(resumed))
+                rows.append(
+                    {**plan, "faults": len(plan["killed"]) + 1, "identical": differs is None, "differs": differs}
                 )
-                identical = numbers(resumed) == references[plan["workload"]]
-                rows.append({**plan, "faults": len(plan["killed"]) + 1, "identical": identical})
                 print(json.dumps(rows[-1]), flush=True)
     emit(
         {
