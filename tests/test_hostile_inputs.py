@@ -7,11 +7,15 @@ command's entry point runs in this process (one interpreter start for all
 cases), except where two processes are the point.
 """
 
+import errno
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,7 @@ from fedmosaic.experiments.lock import locked_folder
 from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.explore import open_run
 from fedmosaic.explore.app import MAX_BODY_BYTES, create_app
+from fedmosaic.explore.serve import server
 
 TINY = {
     "name": "tiny",
@@ -156,6 +161,44 @@ def test_resume_refuses_a_folder_holding_another_experiment(
     assert _snapshot(tmp_path / "out") == before
 
 
+def test_resume_into_a_folder_that_does_not_exist_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", _experiment(tmp_path), "--out", "gone", "--resume")
+    assert code == 2
+    _one_line(
+        stderr, "error: --resume: gone does not exist: there is no run to resume; leave out --resume to start one"
+    )
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_folder_left_with_only_the_configuration_of_a_killed_run_is_taken_over_by_that_experiment_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the folder of a run killed before its first checkpoint holds its configuration only
+    toml = _experiment(tmp_path)
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "done", "--quiet")[0] == 0
+    (tmp_path / "out").mkdir()
+    shutil.copy(tmp_path / "done" / "config.toml", tmp_path / "out" / "config.toml")
+    before = _snapshot(tmp_path / "out")
+    other = _experiment(tmp_path, name="other")
+    # Execute
+    refused = [
+        _cli(monkeypatch, capsys, tmp_path, "run", other, "--out", "out", "--quiet", *flag)
+        for flag in ([], ["--resume"])
+    ]
+    after = _snapshot(tmp_path / "out")
+    toml = _experiment(tmp_path)
+    taken = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--resume", "--quiet")
+    # Assert: another experiment is refused with or without --resume, and leaves the folder as it was
+    for (code, stderr), field in zip(refused, ("--out", "--resume"), strict=True):
+        assert code == 2
+        _one_line(stderr, f"error: {field}: out holds the experiment 'tiny' (configuration ")
+    assert after == before
+    assert taken[0] == 0, taken[1]
+    assert (tmp_path / "out" / "results.json").exists()
+
+
 def test_resume_accepts_a_change_that_never_changes_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,6 +218,31 @@ def test_resume_accepts_a_change_that_never_changes_results(
         "--quiet",
     )
     assert code == 0, stderr
+
+
+def test_resume_of_an_interrupted_run_with_other_workers_gives_the_uninterrupted_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the uninterrupted run, and the same run stopped once its rounds are checkpointed
+    toml = _experiment(tmp_path, federation={"rounds": 2})
+    assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "whole", "--quiet")[0] == 0
+
+    def stopped(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "finish_run", stopped)
+        assert _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")[0] == 130
+    # Execute
+    code, stderr = _cli(
+        monkeypatch, capsys, tmp_path, "run", toml, "--set", "federation.workers=2", "--out", "out", "--resume"
+    )
+    # Assert
+    assert code == 0, stderr
+    whole, resumed = (json.loads((tmp_path / name / "summary.json").read_text())["rows"] for name in ("whole", "out"))
+    for row in (*whole, *resumed):
+        row.pop("wall_time_s")
+    assert resumed == whole
 
 
 def test_overwrite_keeps_the_old_run_when_the_new_one_fails(
@@ -332,6 +400,10 @@ def test_a_csv_row_with_more_or_fewer_cells_than_its_header_is_refused_naming_th
         (lambda c: c["architecture"].update(input_shape=[1, 10**5, 10**5]), None, "the architecture reads 10000000000"),
         (lambda c: c.update(classes=["a", "b", "c"]), None, "classes lists 3 names, the architecture 10 classes"),
         (lambda c: c.update(fedmosaic_version="banana"), None, "fedmosaic_version 'banana' is not a version"),
+        (lambda c: c["inputs"].update(dtype="garbage"), None, "inputs.dtype: expected one of float32, got 'garbage'"),
+        (lambda c: c["inputs"].update(scaling="garbage"), None, "inputs.scaling: 'garbage' is none of the scalings"),
+        (lambda c: c["inputs"].update(scaling=7), None, "inputs.scaling: 7 is none of the scalings"),
+        (lambda c: c.update(architecture="mlp"), None, "architecture: expected a JSON object, got str"),
         (
             lambda c: c["parts"]["model"].update(file="../../../../etc/passwd"),
             None,
@@ -453,6 +525,23 @@ def test_an_output_that_cannot_be_written_is_one_line(
     _one_line(stderr, expected)
 
 
+def test_a_full_disk_while_checkpointing_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the disk fills up as the first checkpoint is written (the write fails, naming no file)
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    toml = _experiment(tmp_path)
+    monkeypatch.setattr(np, "savez", full)
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")
+    # Assert: the checkpoint is named, and no partial file is left beside it
+    assert code == 2
+    _one_line(stderr, "error: out/checkpoints/00-fedavg/federated.npz: No space left on device")
+    assert sorted(p.name for p in (tmp_path / "out" / "checkpoints" / "00-fedavg").iterdir()) == []
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="the superuser writes into read-only folders")
 def test_a_report_into_a_read_only_folder_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -487,6 +576,9 @@ def explorer_client(small_fcm_run: Path) -> Iterator[TestClient]:
         (json.dumps({"features": [True] * 32}), 400),
         (json.dumps({"features": [0.0] * 32, "set": {"smoke": True}}), 400),
         (b"\xff\xfe", 400),
+        (json.dumps({"features": [10**400] + [0.0] * 31}), 400),
+        ('{"features": [1e400' + ", 0.0" * 31 + "]}", 400),
+        ('{"features": [NaN' + ", 0.0" * 31 + "]}", 400),
     ],
 )
 def test_the_explorer_refuses_hostile_requests_with_a_client_error(
@@ -501,8 +593,67 @@ def test_the_explorer_answers_its_own_host_names_only(explorer_client: TestClien
     # A page whose own name resolves to 127.0.0.1 (DNS rebinding) sends its name as the Host
     for host in ("127.0.0.1:8765", "localhost:8765"):
         assert explorer_client.get("/api/model", headers={"host": host}).status_code == 200
-    for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example"):
+    for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example", "127.0.0.1:8765 ", " localhost"):
         assert explorer_client.get("/api/model", headers={"host": host}).status_code == 400
+    twice = [("host", "127.0.0.1:8765"), ("host", "evil.example")]
+    assert explorer_client.get("/api/model", headers=twice).status_code == 400
+
+
+@pytest.mark.xdist_group("small_fcm_run")
+def test_the_explorer_answers_its_own_page_only(explorer_client: TestClient) -> None:
+    # A page elsewhere posts text/plain (no preflight) to the explorer through the user's browser
+    row = explorer_client.get("/api/model").json()["examples"][0]
+    body = json.dumps({"features": row, "set": {"smoke": "yes"}})
+    own = explorer_client.post("/api/answer", content=body, headers={"origin": "http://127.0.0.1:8765"})
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:9999", "http://localhost:8765"):
+        refused = explorer_client.post(
+            "/api/answer", content=body, headers={"origin": origin, "content-type": "text/plain"}
+        )
+        assert (refused.status_code, refused.text) == (
+            403,
+            f"Origin {origin!r} refused: the explorer answers its own page only",
+        )
+    assert own.status_code == 200
+
+
+def _raw_request(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(request)
+        reply = b""
+        while chunk := connection.recv(65536):
+            reply += chunk
+    return reply
+
+
+@pytest.mark.xdist_group("small_fcm_run")
+def test_the_explorers_server_refuses_absolute_form_targets_and_duplicate_hosts(small_fcm_run: Path) -> None:
+    # Prepare: the explorer's own server, on a free port
+    served = server(open_run(small_fcm_run))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        thread = threading.Thread(target=served.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        while not served.started:
+            time.sleep(0.01)
+        try:
+            # Execute
+            plain = _raw_request(port, b"GET /api/model HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            absolute = _raw_request(
+                port, b"GET http://evil.example/api/model HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
+            twice = _raw_request(
+                port, b"GET /api/model HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"
+            )
+        finally:
+            served.should_exit = True
+            thread.join(timeout=30)
+    # Assert
+    assert plain.startswith(b"HTTP/1.1 200 ")
+    assert absolute.startswith(b"HTTP/1.1 400 ")
+    assert absolute.endswith(b"a request target in absolute form is refused: send the path only, with a Host header")
+    assert twice.startswith(b"HTTP/1.1 400 ")
 
 
 # --- every key acts or is refused ---
@@ -519,6 +670,14 @@ def test_the_explorer_answers_its_own_host_names_only(explorer_client: TestClien
         (["digits-fedavg", "--set", "data.latent_dim=8"], "data.latent_dim: has no effect outside data.dataset"),
         (["digits-fedavg", "--set", "train.pretrain_epochs=2"], "train.pretrain_epochs: has no effect outside"),
         (["digits-fedavg", "--set", "privacy.clip_norm=2"], "privacy.clip_norm: has no effect without noise"),
+        (
+            ["digits-fedavg", "--set", "model.channels=[16]"],
+            "model.channels: has no effect with model.kind = 'mlp' (it takes model.hidden)",
+        ),
+        (
+            ["fedcfa-table", "--set", "model.hidden=[16]"],
+            "model.hidden: has no effect with model.kind = 'cnn' (it takes model.channels)",
+        ),
         (
             [
                 "digits-fedavg",
@@ -567,3 +726,168 @@ def test_a_superlink_that_cannot_be_reached_is_refused_on_one_line_before_anythi
     assert code == 2
     _one_line(stderr, expected)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("certificate", "expected"),
+    [
+        (None, "ca.pem: no such file (the certificate of the authority that signed the SuperLink's)"),
+        (b"not a certificate", "ca.pem: not a PEM certificate (no -----BEGIN CERTIFICATE----- block)"),
+    ],
+    ids=["missing", "not-pem"],
+)
+def test_a_root_certificate_that_is_missing_or_not_one_is_named_as_such(
+    certificate: bytes | None,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Prepare: nothing listens at the address either; the certificate is what is named
+    if certificate is not None:
+        (tmp_path / "ca.pem").write_bytes(certificate)
+    address = f"127.0.0.1:{free_port()}"
+    # Execute
+    code, stderr = _cli(
+        monkeypatch, capsys, tmp_path, "run", "digits-fedavg", "--superlink", address, "--root-certificates", "ca.pem"
+    )
+    # Assert
+    assert code == 2
+    _one_line(stderr, f"error: --root-certificates: {tmp_path / expected}")
+    assert not (tmp_path / "out").exists()
+
+
+# --- no result without a signal: one class to learn, or no round trained ---
+
+
+def _one_class_concepts(folder: Path) -> str:
+    """The asia example with every site's task label 'yes'."""
+    for site in folder.glob("asia/hospital-[0-9].csv"):
+        header, *rows = site.read_text().splitlines()
+        task = header.split(",").index("dysp")
+        cells = [row.split(",") for row in rows]
+        for row in cells:
+            row[task] = "yes" if row[task] else ""
+        site.write_text("\n".join([header, *map(",".join, cells)]) + "\n")
+    return "asia/asia.toml"
+
+
+def _one_class_vertical(folder: Path) -> str:
+    """The vertical example with every diagnosis 'benign'."""
+    clinic = folder / "vertical" / "clinic.csv"
+    clinic.write_text(clinic.read_text().replace(",malignant\n", ",benign\n"))
+    return "vertical/vertical.toml"
+
+
+def _one_class_horizontal(folder: Path) -> str:
+    """Two sites and a test table of the clinic's rows (without their IDs), every diagnosis 'benign' at the sites."""
+    lines = [line.split(",", 1)[1] for line in (folder / "vertical" / "clinic.csv").read_text().splitlines()]
+    header, rows = lines[0], lines[1:]
+    for k, site in enumerate([rows[:150], rows[150:300]]):
+        benign = [row.replace(",malignant", ",benign") for row in site]
+        (folder / f"site-{k}.csv").write_text("\n".join([header, *benign]) + "\n")
+    (folder / "test.csv").write_text("\n".join([header, *rows[300:]]) + "\n")
+    tables = {
+        "kind": "horizontal",
+        "features": header.split(",")[:-1],
+        "label": "diagnosis",
+        "classes": ["benign", "malignant"],
+        "test": "test.csv",
+        "sites": [{"file": "site-0.csv"}, {"file": "site-1.csv"}],
+    }
+    (folder / "horizontal.toml").write_text(
+        tomli_w.dumps({**TINY, "name": "one-class", "partition": {}, "tables": tables})
+    )
+    return "horizontal.toml"
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (
+            _one_class_horizontal,
+            "error: tables.sites: the sites' labels hold one class ('benign') of benign, malignant:",
+        ),
+        (
+            _one_class_concepts,
+            "error: tables.sites: the sites' labels of the task 'dysp' hold one class ('yes') of no, yes",
+        ),
+        (
+            _one_class_vertical,
+            "error: tables.parties.0.file: the active party's labels ('diagnosis') hold one class ('benign')",
+        ),
+    ],
+    ids=["horizontal", "concepts", "vertical"],
+)
+def test_a_task_whose_labels_hold_one_class_is_refused_before_anything_is_written(
+    make: Callable[[Path], str],
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Prepare: the examples' tables, their labels changed to one class
+    copy_examples(tmp_path)
+    experiment = make(tmp_path)
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", experiment, "--out", "out", "--quiet")
+    # Assert
+    assert code == 2
+    _one_line(stderr, expected)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "reason"),
+    [
+        ("federation.max_reply_bytes=1", "round 1: 0 valid replies (3 rejected) < min_replies 1"),
+        ("federation.dropout=0.999999", "round 1: 0 valid replies < min_replies 1"),
+    ],
+)
+def test_a_run_in_which_every_round_was_skipped_has_no_result_and_leaves_nothing(
+    setting: str, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    toml = _experiment(tmp_path, federation={"rounds": 2})
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--set", setting, "--out", "out", "--quiet")
+    # Assert: the error is the last line (each rejected reply is logged above it as it happens)
+    assert code == 2
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: run 'FedAvg' trained no round (2 of 2 skipped; {reason}): it has no result to report"]
+    assert stderr.splitlines()[-1] == errors[0]
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_run_that_failed_to_train_keeps_the_folder_of_the_run_it_did_not_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: a finished run, then the same folder overwritten by a run whose every reply is refused
+    command = ["run", _experiment(tmp_path), "--out", "out", "--quiet"]
+    assert _cli(monkeypatch, capsys, tmp_path, *command)[0] == 0
+    before = _snapshot(tmp_path / "out")
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, *command, "--set", "federation.max_reply_bytes=1", "--overwrite")
+    # Assert
+    assert code == 2
+    assert stderr.splitlines()[-1].startswith("error: run 'FedAvg' trained no round (1 of 1 skipped")
+    assert _snapshot(tmp_path / "out") == before
+
+
+def test_summary_and_report_say_how_many_rounds_trained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: three clients, two replies needed, one client dropping out of some rounds
+    toml = _experiment(tmp_path, federation={"rounds": 4, "min_replies": 3, "dropout": 0.3})
+    # Execute
+    code, stderr = _cli(monkeypatch, capsys, tmp_path, "run", toml, "--out", "out", "--quiet")
+    # Assert
+    assert code == 0, stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    history = results["runs"][0]["history"]
+    trained = sum(row["status"] == "ok" for row in history)
+    assert 0 < trained < 4
+    row = json.loads((tmp_path / "out" / "summary.json").read_text())["rows"][0]
+    assert (row["rounds"], row["rounds_trained"]) == (4, trained)
+    assert f"| FedAvg | 4 | {trained} | {4 - trained} |" in (tmp_path / "out" / "report.md").read_text()

@@ -20,6 +20,12 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     write : callable (binary file) -> None
         Writes the content.
 
+    Raises
+    ------
+    OSError
+        If the file cannot be written; one raised by the write itself (a full
+        disk: ``ENOSPC``) is raised again naming ``path``.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -36,6 +42,12 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
+    except OSError as error:
+        Path(tmp_name).unlink(missing_ok=True)
+        if error.filename is not None or not error.errno:
+            raise
+        # A full disk or a quota fails the write itself, whose error names no file: name the one being written.
+        raise OSError(error.errno, error.strerror, str(path)) from error
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise

@@ -29,6 +29,14 @@ class ConfigError(FedmosaicError, ValueError):
         super().__init__(text.replace("\r", "\\r").replace("\n", "\\n"))
 
 
+class UntrainedRunError(FedmosaicError):
+    """A run ended without a single trained round: it has no result to report.
+
+    Every round was skipped (no valid reply, every sampled client dropped out),
+    so its model is the initial one. The run's output folder is left as it was.
+    """
+
+
 class DataFileMissing(FedmosaicError, FileNotFoundError):
     """A dataset file is not in the data directory.
 

@@ -51,6 +51,10 @@ def test_images_and_named_or_indexed_labels_are_read_as_given(tmp_path: Path) ->
             {"x": np.array([[0.0, np.inf], [np.nan, 1.0]]), "y": np.array([0, 1])},
             "x holds 2 NaN or infinite values (the first in row 1)",
         ),
+        (
+            {"x": np.array([[0.0, 1.0], [1e300, 2e16]]), "y": np.array([0, 1])},
+            "x holds 2 values out of range (the first in row 2; a feature is a float32 within ±1e+15; rescale them)",
+        ),
         ({"x": np.zeros((3, 2)), "y": np.array([0, 1])}, "y needs one label per row of x (3), got shape (2,)"),
         ({"x": np.zeros(3), "y": np.array([0, 1, 1])}, "x needs a row per example and a feature axis, got shape (3,)"),
         (

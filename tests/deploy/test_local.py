@@ -13,7 +13,6 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from fedmosaic.deploy.submit import submit
 from fedmosaic.errors import ConfigError, FedmosaicError
 from fedmosaic.examples import copy_examples
 from fedmosaic.experiments.config import load_config
-from fedmosaic.experiments.hold import held_marker, release_marker
+from fedmosaic.experiments.hold import when_held
 from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import MESSAGES, run_experiment
 from fedmosaic.federation.audit import read_log
@@ -135,7 +134,7 @@ def test_a_supernode_killed_mid_run_is_reported_as_a_dropout_and_the_run_complet
     source = _changed(DIGITS, rounds=2, reply_timeout_s=20.0)  # how long the round waits for node 2
     hold = tmp_path / "hold"
     lines: list[str] = []
-    killer = threading.Thread(target=_when_held, args=(hold, 1, lambda: deployment.kill_node(2)), daemon=True)
+    killer = threading.Thread(target=when_held, args=(hold, 1, lambda: deployment.kill_node(2)), daemon=True)
     killer.start()
 
     # Execute
@@ -222,7 +221,7 @@ def _interrupt(deployment: LocalDeployment, source: dict, rnd: int, tmp_path: Pa
     lines: list[str] = []
     hold = tmp_path / "hold"
     interrupter = threading.Thread(
-        target=_when_held, args=(hold, rnd, lambda: _kill_and_stop(deployment, 1, lines)), daemon=True
+        target=when_held, args=(hold, rnd, lambda: _kill_and_stop(deployment, 1, lines)), daemon=True
     )
     interrupter.start()
     with pytest.raises(FedmosaicError, match="ended without results"):
@@ -237,15 +236,6 @@ def _interrupt(deployment: LocalDeployment, source: dict, rnd: int, tmp_path: Pa
         )
     interrupter.join()
     deployment.revive()
-
-
-def _when_held(hold: Path, rnd: int, action: Callable[[], None]) -> None:
-    """Once the run is held after round ``rnd`` (its marker written), do ``action``, then release the run."""
-    deadline = time.monotonic() + 600
-    while not held_marker(hold, rnd).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    action()
-    release_marker(hold, rnd).touch()
 
 
 def _kill_and_stop(deployment: LocalDeployment, node: int, lines: list[str]) -> None:

@@ -10,9 +10,10 @@ from flwr.app import Context, RecordDict
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.examples import copy_examples
-from fedmosaic.experiments.config import apply_overrides, fingerprint, load_config, method_params
+from fedmosaic.experiments.config import apply_overrides, load_config, method_params, result_fingerprint
 from fedmosaic.experiments.engines import JobSpec, SimulationEngine
 from fedmosaic.experiments.flower_client import client_logic
+from fedmosaic.experiments.inprocess_engine import job_key
 from fedmosaic.experiments.presets import resolve_experiment
 from fedmosaic.experiments.runner import configured_engine, run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
@@ -160,7 +161,7 @@ def test_the_job_header_names_the_job_and_carries_the_experiment() -> None:
 
     assert json.loads(header["experiment"]) == document
     assert (header["run"], header["label"], header["seed"], header["data-dir"]) == (1, "federated", 4, "/data")
-    assert header["job"] == f"{fingerprint(document)}/1/federated"
+    assert header["job"] == f"{result_fingerprint(document)}/1/federated"
 
 
 @pytest.mark.slow
@@ -243,3 +244,15 @@ def test_false_vfl_and_fedhssl_on_flower_simulation_give_bit_identical_results(
     assert [row["trips"] for row in history] == [5, 6, 5]
     assert "iwae_bound" in history[0]["metrics"]
     assert "accuracy" in history[-1]["metrics"]
+
+
+def test_a_jobs_client_states_are_found_again_by_a_resume_with_other_workers() -> None:
+    # Prepare: the configuration as recorded, resumed with other workers, and with another learning rate
+    recorded = load_config(DIGITS).document()
+    other_workers = load_config(apply_overrides(DIGITS, ["federation.workers=4"])).document()
+    other_lr = load_config(apply_overrides(DIGITS, ["train.lr=0.2"])).document()
+    # Execute
+    keys = [job_key(document, 0, "federated") for document in (recorded, other_workers, other_lr)]
+    # Assert: the sites' kept states are keyed by what changes results only
+    assert keys[0] == keys[1]
+    assert keys[0] != keys[2]

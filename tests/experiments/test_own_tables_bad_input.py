@@ -61,6 +61,11 @@ ASIA_CASES = {
         lambda d: _keep_rows(d / "hospital-1.csv", 5),
         "error: tables.sites.1.file: 5 rows; a site needs at least 10",
     ),
+    "a feature out of range": (
+        lambda d: _edit(d / "hospital-1.csv", _set_cell("f2", 4, "1e300")),
+        "error: tables.sites.1.file: hospital-1.csv, column 'f2', row 5: 1e300 is out of range (a feature is a"
+        " float32 within ±1e+15; rescale the column)",
+    ),
     "a row with more cells than the header": (
         lambda d: _append_to(d / "hospital-0.csv", "0,0,0,0,0,0,0,0,no,no,no,no,yes,0,0"),
         "error: tables.sites.0.file: cannot read hospital-0.csv: line ",
@@ -100,6 +105,10 @@ VERTICAL_CASES = {
             d / "lab.csv", _set_cell("patient_id", 7, pd.read_csv(d / "lab.csv", dtype=str)["patient_id"][2])
         ),
         "error: tables.parties.1.file: lab.csv, column 'patient_id': ID in rows 3 and 8 repeats (IDs must be unique)",
+    ),
+    "a feature too large to standardise": (
+        lambda d: _edit(d / "lab.csv", _set_cell("mean_perimeter", 4, "1e16")),
+        "error: tables.parties.1.file: lab.csv, column 'mean_perimeter', row 5: 1e16 is out of range",
     ),
     "an empty intersection": (
         lambda d: _edit(d / "lab.csv", lambda t: t.__setitem__("patient_id", "L" + t["patient_id"])),

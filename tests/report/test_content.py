@@ -65,13 +65,13 @@ def test_all_final_metrics_are_one_row_per_metric_one_column_per_run(document: D
     )
 
 
-def test_totals_give_rounds_bytes_and_time_per_run(document: Document) -> None:
+def test_totals_give_rounds_trained_and_skipped_bytes_and_time_per_run(document: Document) -> None:
     assert _after(document, "Communication and time") == Table(
-        header=("Run", "Rounds", "Skipped", "Bytes up", "Bytes down", "Wall time"),
+        header=("Run", "Rounds", "Trained", "Skipped", "Bytes up", "Bytes down", "Wall time"),
         rows=(
-            ("FedAvg", "3", "1", "296.3 kB", "703.7 kB", "3.20 s"),
-            ("FedProx", "3", "0", "370.4 kB", "703.7 kB", "3.46 s"),
-            ("Local", "3", "0", "0 B", "0 B", "0.50 s"),
+            ("FedAvg", "3", "2", "1", "296.3 kB", "703.7 kB", "3.20 s"),
+            ("FedProx", "3", "3", "0", "370.4 kB", "703.7 kB", "3.46 s"),
+            ("Local", "3", "3", "0", "0 B", "0 B", "0.50 s"),
         ),
     )
 

@@ -35,7 +35,7 @@ def test_markdown_compares_final_metrics_with_std(written: tuple[Path, Path]) ->
     assert markdown.startswith("# fedavg-digits\n\nFedAvg vs FedProx vs local on scikit-learn digits\n")
     assert "| FedAvg | 93.0 | 0.250 | 1.00 | 3.2 |" in markdown
     assert "| Local | 60.0 ± 5.0 | 1.000 ± 0.100 | 0.00 | 0.5 |" in markdown
-    assert "| FedAvg | 3 | 1 | 296.3 kB | 703.7 kB | 3.20 s |" in markdown
+    assert "| FedAvg | 3 | 2 | 1 | 296.3 kB | 703.7 kB | 3.20 s |" in markdown
     assert '```json\n{\n  "data": {\n' in markdown
 
 

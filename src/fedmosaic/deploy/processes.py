@@ -91,12 +91,43 @@ def check_reachable(connection: Connection, *, field: str = "--superlink") -> No
     host, _, port = connection.address.rpartition(":")
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise ConfigError(field, f"expected HOST:PORT with a port from 1 to 65535, got {connection.address!r}")
+    if connection.root_certificates is not None:
+        check_certificate(connection.root_certificates)
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=SUPERLINK_PROBE_TIMEOUT_S):
             pass
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise ConfigError(field, f"no SuperLink answers at {connection.address} ({reason.lower()})") from None
+
+
+def check_certificate(path: Path, field: str = "--root-certificates") -> None:
+    """Refuse, on one line, a root certificate that is missing, unreadable or not PEM.
+
+    Without this check ``flwr`` reports such a file as a connection that failed.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field`` and the file.
+
+    Examples
+    --------
+    >>> check_certificate(Path("/no/such/ca.pem"))
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.ConfigError: --root-certificates: /no/such/ca.pem: no such file (the certificate of the authority that signed the SuperLink's)
+    """
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            field, f"{path}: no such file (the certificate of the authority that signed the SuperLink's)"
+        ) from None
+    except OSError as error:
+        raise ConfigError(field, f"{path}: cannot be read ({error.strerror or error})") from None
+    if b"-----BEGIN CERTIFICATE-----" not in text:
+        raise ConfigError(field, f"{path}: not a PEM certificate (no -----BEGIN CERTIFICATE----- block)")
 
 
 def flower_command(name: str) -> str:

@@ -75,7 +75,7 @@ def _run_points(
             source,
             out_dir / folder,
             data_dir=data_dir,
-            resume=resume,
+            resume=resume and (out_dir / folder).exists(),  # a point not started yet starts now
             cores=share,
             jobs=point_jobs(jobs, len(points)),
         )

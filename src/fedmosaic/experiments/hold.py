@@ -117,3 +117,25 @@ class HeldProgress:
     def finish_run(self, name: str) -> None:
         """Forward the event."""
         self._inner.finish_run(name)
+
+
+def when_held(folder: Path, rnd: int, action: Callable[[], None], *, timeout_s: float = HOLD_TIMEOUT_S) -> None:
+    """Once a run is held after round ``rnd`` (its marker in ``folder``), do ``action``, then release the run.
+
+    The fault drills' side of the hold: run it in a thread beside the held run.
+
+    Raises
+    ------
+    FedmosaicError
+        If the run is not held within ``timeout_s`` (the run is released all the same).
+    """
+    deadline = time.monotonic() + timeout_s
+    while not held_marker(folder, rnd).exists():
+        if time.monotonic() > deadline:
+            release_marker(folder, rnd).touch()
+            raise FedmosaicError(f"the run was not held after round {rnd} within {timeout_s:g} s")
+        time.sleep(POLL_S)
+    try:
+        action()
+    finally:
+        release_marker(folder, rnd).touch()

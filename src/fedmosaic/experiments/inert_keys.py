@@ -16,6 +16,7 @@ from typing import Any
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.datasets import get_dataset
+from fedmosaic.methods.architectures import MODELS
 from fedmosaic.methods.training import TrainParams
 
 ExperimentConfig = Any
@@ -32,13 +33,28 @@ class Rule:
         Dotted keys, or a section (every key in it).
     acts : callable ExperimentConfig -> bool
         Whether they have an effect in this experiment.
-    otherwise : str
+    otherwise : str or callable ExperimentConfig -> str
         Why not, when they have none (after "has no effect ").
     """
 
     keys: tuple[str, ...]
     acts: Callable[[ExperimentConfig], bool]
-    otherwise: str
+    otherwise: str | Callable[[ExperimentConfig], str]
+
+    def why_not(self, config: ExperimentConfig) -> str:
+        """Why the keys have no effect in ``config``."""
+        return self.otherwise if isinstance(self.otherwise, str) else self.otherwise(config)
+
+
+def _taken_by_kind(key: str) -> Callable[[ExperimentConfig], bool]:
+    """Whether ``model.<key>`` reaches the builder: a factory's run is refused by its own rule, so only the kind's."""
+    return lambda c: c.model.factory is not None or key in MODELS.get(c.model.kind, field="model.kind").keys
+
+
+def _kind_takes(config: ExperimentConfig) -> str:
+    keys = MODELS.get(config.model.kind, field="model.kind").keys
+    takes = ", ".join(f"model.{key}" for key in keys) or "neither model.hidden nor model.channels"
+    return f"with model.kind = {config.model.kind!r} (it takes {takes})"
 
 
 def _dataset(*names: str) -> Callable[[ExperimentConfig], bool]:
@@ -97,6 +113,8 @@ RULES = (
         lambda c: c.model.factory is None,
         "with model.factory (your factory builds the model)",
     ),
+    Rule(("model.hidden",), _taken_by_kind("hidden"), _kind_takes),
+    Rule(("model.channels",), _taken_by_kind("channels"), _kind_takes),
     Rule(VERTICAL_PARAMS, lambda c: c.task_kind != "vertical", "on a vertical task (set runs.N.params)"),
     Rule(("train.momentum",), lambda c: c.train.optimizer == "sgd", "with train.optimizer = 'adam'"),
     Rule(
@@ -168,7 +186,7 @@ def check_inert_keys(source: dict[str, Any], config: ExperimentConfig) -> None:
         for key in rule.keys:
             for found in _set_keys(source, key, config):
                 if not rule.acts(config):
-                    raise ConfigError(found, f"has no effect {rule.otherwise}; remove it")
+                    raise ConfigError(found, f"has no effect {rule.why_not(config)}; remove it")
 
 
 def _set_keys(source: dict[str, Any], key: str, config: ExperimentConfig) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from fedmosaic.experiments.config import FederationSection, fingerprint
+from fedmosaic.experiments.config import FederationSection, result_fingerprint
 from fedmosaic.experiments.inprocess_grid import make_grid
 from fedmosaic.federation import ClientLogic, Grid, RoundRecord, Schedule
 from fedmosaic.federation.message import ConfigValue
@@ -89,14 +89,20 @@ class JobSpec:
 
 
 def job_key(document: dict[str, Any], run: int, label: str) -> str:
-    """The key of a job's client states: the experiment's fingerprint, the run and the job's label.
+    """The key of a job's client states: the experiment's result fingerprint, the run and the job's label.
+
+    Keys that never change results (``federation.workers``) are left out, so
+    that a run resumed with other workers finds the states its sites kept.
 
     Examples
     --------
     >>> job_key({"name": "x"}, 0, "federated").endswith("/0/federated")
     True
+    >>> job_key({"name": "x", "federation": {"workers": 1}}, 0, "federated") == job_key(
+    ...     {"name": "x", "federation": {"workers": 4}}, 0, "federated")
+    True
     """
-    return f"{fingerprint(document)}/{run}/{label}"
+    return f"{result_fingerprint(document)}/{run}/{label}"
 
 
 class Engine(ABC):

@@ -35,6 +35,7 @@ from fedmosaic.models.files import EXAMPLES, write_model
 from fedmosaic.models.inputs import input_schema
 from fedmosaic.models.loader import MODEL_DIR
 from fedmosaic.models.parts import SUFFIX
+from fedmosaic.models.scalings import DATASET_SCALING, LOADER_SCALING
 from fedmosaic.version import __version__
 
 Workload = ClassificationWorkload | ConceptWorkload | VerticalWorkload | TableWorkload
@@ -57,16 +58,6 @@ CLASS_NAMES: dict[str, list[str]] = {
     "isolet": list(string.ascii_lowercase),
 }
 """Class names of the datasets whose classes are not their indices."""
-
-SCALING: dict[str, str] = {
-    "digits": "pixel intensities 0..16 divided by 16 (in [0, 1])",
-    "mnist": "pixel intensities 0..255 divided by 255 (in [0, 1])",
-    "fashion-mnist": "pixel intensities 0..255 divided by 255 (in [0, 1])",
-    "simpson-mnist": "RGB-tinted MNIST pixels in [0, 1] (see docs/methods/fedcfa.md)",
-    "isolet": "the published ISOLET features, already in [-1, 1]",
-    "bnlearn": "autoencoded one-hot concepts plus noise, standardised with the training split's mean and standard deviation",
-}
-"""How each dataset's features were scaled in training."""
 
 
 def slug(name: str) -> str:
@@ -165,7 +156,7 @@ def describe_data(config: ExperimentConfig, workload: Workload, nodes: list[str]
     if isinstance(workload, VerticalWorkload) and config.tables is not None:
         return describe_vertical_tables(config.tables, workload.scales)
     dataset = config.data.dataset
-    scaling = SCALING.get(dataset, "as the dataset loader returns them")
+    scaling = DATASET_SCALING.get(dataset, LOADER_SCALING)
     if isinstance(workload, ConceptWorkload):
         test = workload.splits.test
         width = test.x.shape[1]

@@ -20,7 +20,7 @@ from typing import Any
 import tomli_w
 
 from fedmosaic.atomic import atomic_write_bytes, write_json
-from fedmosaic.errors import ConfigError, FedmosaicError
+from fedmosaic.errors import ConfigError, FedmosaicError, UntrainedRunError
 from fedmosaic.experiments.config import EXECUTION_ONLY, result_fingerprint
 from fedmosaic.experiments.lock import LOCK_FILE, locked_folder
 from fedmosaic.report import write_report
@@ -29,6 +29,7 @@ RESULTS = "results.json"
 SUMMARY = "summary.json"
 CHECKPOINTS = "checkpoints"
 POINTS = "points"
+CONFIG = "config.toml"
 _PRODUCTS = (
     RESULTS,
     SUMMARY,
@@ -37,7 +38,7 @@ _PRODUCTS = (
     "plots",
     CHECKPOINTS,
     POINTS,
-    "config.toml",
+    CONFIG,
     "messages",
     "model",
 )
@@ -70,6 +71,15 @@ def check_out_dir(out_dir: Path, *, resume: bool, overwrite: bool) -> None:
         raise ConfigError(
             "--out",
             f"{out_dir} already holds a run; pass --resume to continue it or --overwrite to replace it",
+        )
+    if resume and not out_dir.exists():
+        raise ConfigError(
+            "--resume", f"{out_dir} does not exist: there is no run to resume; leave out --resume to start one"
+        )
+    interrupted = (out_dir / _REPLACED).exists()  # a replacement that the claim completes
+    if resume and not (holds_run(out_dir) or (out_dir / CONFIG).exists() or interrupted):
+        raise ConfigError(
+            "--resume", f"{out_dir} holds no run to resume (no {CONFIG}); leave out --resume to start one there"
         )
 
 
@@ -105,26 +115,41 @@ def claim_out_dir(out_dir: Path, document: dict[str, Any], *, resume: bool, over
     ``overwrite`` runs the new experiment in ``<out_dir>/.replacing/`` and
     moves it in place of the old run only when the block completes; if the
     new run fails, the old run stays as it was. ``config.toml`` records
-    ``document``.
+    ``document``. A folder holding only the ``config.toml`` of a run killed
+    before its first checkpoint is taken over by the same experiment only. A
+    run that trained no round (:class:`~fedmosaic.errors.UntrainedRunError`)
+    leaves a folder that held no run as it was.
 
     Raises
     ------
     ConfigError
-        As :func:`check_out_dir`; if another run holds the folder; if
-        ``resume`` finds another experiment there.
+        As :func:`check_out_dir`; if another run holds the folder; if the
+        folder records another experiment (with ``resume``, or holding only
+        its configuration).
     """
     check_out_dir(out_dir, resume=resume, overwrite=overwrite)
+    if out_dir.is_dir() and not (overwrite or holds_run(out_dir)):  # refused before the lock: nothing is written
+        _check_same_experiment(out_dir, document, "--resume" if resume else "--out")
+    created = not out_dir.exists()
     with locked_folder(out_dir):
         _finish_interrupted_replacement(out_dir)
         check_out_dir(out_dir, resume=resume, overwrite=overwrite)  # a run may have finished meanwhile
         if resume and holds_run(out_dir):
-            _check_same_experiment(out_dir, document)
+            _check_same_experiment(out_dir, document, "--resume")
             if (out_dir / RESULTS).exists():
                 yield RunFolder(out_dir, read_results(out_dir))
                 return
+        elif not overwrite:  # only the configuration of a run killed before its first checkpoint, if anything
+            _check_same_experiment(out_dir, document, "--resume" if resume else "--out")
         if not (overwrite and holds_run(out_dir)):
+            fresh = not holds_run(out_dir)
             _write_config(out_dir, document)
-            yield RunFolder(out_dir, None)
+            try:
+                yield RunFolder(out_dir, None)
+            except UntrainedRunError:
+                if fresh:
+                    _discard(out_dir, created)
+                raise
             return
         staging = out_dir / STAGING
         shutil.rmtree(staging, ignore_errors=True)  # a replacement that failed before
@@ -137,20 +162,33 @@ def claim_out_dir(out_dir: Path, document: dict[str, Any], *, resume: bool, over
         _replace(out_dir, staging)
 
 
-def _check_same_experiment(out_dir: Path, document: dict[str, Any]) -> None:
-    recorded_file = out_dir / "config.toml"
+def _discard(out_dir: Path, created: bool) -> None:
+    """Remove what a run that trained nothing wrote in ``out_dir`` (which held no run); the folder too if it made it."""
+    for name in _PRODUCTS:
+        path = out_dir / name
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    if created and [entry.name for entry in out_dir.iterdir()] == [LOCK_FILE]:
+        (out_dir / LOCK_FILE).unlink()
+        out_dir.rmdir()
+
+
+def _check_same_experiment(out_dir: Path, document: dict[str, Any], field: str) -> None:
+    recorded_file = out_dir / CONFIG
     try:
         recorded = tomllib.loads(recorded_file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return  # checkpoints without a recorded configuration: the checkpoints' own fingerprints decide
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise FedmosaicError(f"--resume: cannot read {recorded_file}: {error}") from None
+        raise FedmosaicError(f"{field}: cannot read {recorded_file}: {error}") from None
     mine, theirs = result_fingerprint(document), result_fingerprint(recorded)
     if recorded.get("name") != document.get("name") or mine != theirs:
         differs = first_difference(recorded, document)
         where = f", first at {differs}" if differs else ""
         raise ConfigError(
-            "--resume",
+            field,
             f"{out_dir} holds the experiment {recorded.get('name')!r} (configuration {theirs}), not"
             f" {document.get('name')!r} (configuration {mine}{where}); resume it with its own configuration,"
             " or pass --overwrite or another --out",
@@ -189,7 +227,7 @@ def first_difference(recorded: Any, given: Any, path: str = "") -> str | None:
 
 
 def _write_config(folder: Path, document: dict[str, Any]) -> None:
-    atomic_write_bytes(folder / "config.toml", tomli_w.dumps(document).encode())
+    atomic_write_bytes(folder / CONFIG, tomli_w.dumps(document).encode())
 
 
 def _replace(out_dir: Path, staging: Path) -> None:
@@ -256,6 +294,8 @@ def summary_rows(results: dict[str, Any]) -> dict[str, Any]:
             "bytes_up_total": run["bytes_up_total"],
             "bytes_down_total": run["bytes_down_total"],
             "wall_time_s": run["wall_time_s"],
+            "rounds": len(run["history"]),
+            "rounds_trained": run.get("rounds_trained"),
             "rounds_to_target": run.get("rounds_to_target"),
         }
         for run in results["runs"]

@@ -52,7 +52,8 @@ entries are numbered from 0: `--set partition.alpha=0.1`,
 `--set runs.1.params.mu=0.5`. Values are TOML values (`5`, `0.1`, `true`,
 `[1, 2]`, `"text"`); anything else is taken as a string. `--seed N` is
 `--set seed=N`; `--out` defaults to `runs/<name>`; `--resume` continues an
-interrupted run of the same experiment in `--out`, and `--overwrite` replaces
+interrupted run of the same experiment in `--out` (a folder that does not
+exist or holds no run is refused), and `--overwrite` replaces
 one once the new run has completed (a run that fails leaves the old one as it
 was). A running run locks its folder: a second run into it is refused.
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic.devices import computing_on, resolve_device
-from fedmosaic.errors import ConfigError
+from fedmosaic.errors import ConfigError, UntrainedRunError
 from fedmosaic.experiments.aggregation import build_aggregation, build_secure
 from fedmosaic.experiments.classification import ClassificationWorkload
 from fedmosaic.experiments.config import ExperimentConfig, fingerprint, method_params, result_fingerprint
@@ -141,6 +141,7 @@ def _run_all(
         runs = run_in_processes(tasks, jobs, progress)
     else:
         runs = [task(progress) for task in tasks]
+    check_trained(runs)
     results = {
         "fedmosaic_version": __version__,
         "experiment": config.name,
@@ -233,6 +234,7 @@ def _run(
         return {
             **run_info,
             "history": history,
+            "rounds_trained": sum(row["status"] == "ok" for row in history),
             "final": _final_metrics(history),
             "bytes_up_total": sum(row["bytes_up"] for row in history),
             "bytes_down_total": sum(row["bytes_down"] for row in history),
@@ -343,6 +345,34 @@ def configured_engine(config: ExperimentConfig) -> Engine | None:
             "'flower' runs on a SuperLink: use `fedmosaic run --superlink HOST:PORT` or `fedmosaic deploy`",
         )
     return None
+
+
+def check_trained(runs: list[dict[str, Any]]) -> None:
+    """Refuse results in which a run trained no round (``rounds_trained`` 0).
+
+    Raises
+    ------
+    UntrainedRunError
+        Naming the first such run and why its first round was skipped: its model
+        is its initial one, and its metrics measure nothing learned.
+
+    Examples
+    --------
+    >>> check_trained([{"name": "a", "rounds_trained": 1, "history": [{"round": 1}]}])
+    >>> check_trained([{"name": "a", "rounds_trained": 0, "history": [{"round": 1, "reason": "0 valid replies"}]}])
+    Traceback (most recent call last):
+    ...
+    fedmosaic.errors.UntrainedRunError: run 'a' trained no round (1 of 1 skipped; round 1: 0 valid replies): it has no result to report
+    """
+    for run in runs:
+        if run["rounds_trained"] == 0:
+            history = run["history"]
+            first = next((row for row in history if row.get("reason")), None)
+            why = f"; round {first['round']}: {first['reason']}" if first is not None else ""
+            raise UntrainedRunError(
+                f"run '{run['name']}' trained no round ({len(history)} of {len(history)} skipped{why}):"
+                " it has no result to report"
+            )
 
 
 def rounds_to_target(history: list[dict[str, Any]], target: float | None) -> int | None:

@@ -18,9 +18,7 @@ from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.experiments.table_vertical import Scale
 from fedmosaic.experiments.table_workload import TableWorkload
 from fedmosaic.models.inputs import input_schema
-
-SCALING = "raw values of the schema's feature columns; the model standardises them with the federated mean and standard deviation"
-"""The card's description of the inputs' scaling."""
+from fedmosaic.models.scalings import TABLE_SCALING, VERTICAL_PARTS, VERTICAL_RAW
 
 
 def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> dict[str, Any]:
@@ -30,7 +28,7 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
     shape = tuple(scaling.mean.shape)
     features = list(tables.features) or [f"x{k}" for k in range(scaling.mean.size)]
     standardise = ([float(v) for v in scaling.mean.flat], [float(v) for v in scaling.std.flat])
-    described: dict[str, Any] = {"inputs": input_schema(features, shape, SCALING, standardise=standardise)}
+    described: dict[str, Any] = {"inputs": input_schema(features, shape, TABLE_SCALING, standardise=standardise)}
     if tables.kind == "horizontal":
         return described | {"classes": list(tables.classes)}
     assert tables.task is not None
@@ -40,12 +38,6 @@ def describe_tables(workload: TableWorkload, nodes: list[str] | None = None) -> 
         "classes": list(tables.concepts[tables.task]),
         "concepts": {name: list(tables.concepts[name]) for name in names if name != tables.task},
     }
-
-
-VERTICAL_PARTS = "raw values of each party's columns; the model standardises them with that party's mean and standard deviation, the active party's in this card (inputs.party_standardise), each passive party's in its part card (<part>.json), which comes with its part"
-"""The card's description of a vertical table model's inputs on a deployment, where the passive parties' statistics stay with their parts."""
-VERTICAL_RAW = "raw values of each party's columns; the model standardises them with that party's mean and standard deviation (the active party's over all its rows, a passive party's over the rows it served)"
-"""The card's description of a vertical table model's inputs, where every party's statistics are at hand (in process)."""
 
 
 def describe_vertical_tables(tables: TablesSection, scales: Sequence[Scale | None]) -> dict[str, Any]:

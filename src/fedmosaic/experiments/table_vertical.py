@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedmosaic.data.labels import require_classes
 from fedmosaic.data.tables.ids import check_unique_ids
 from fedmosaic.data.tables.npz import read_npz_party
 from fedmosaic.data.tables.read import UNLABELED, read_table
@@ -133,6 +134,8 @@ def read_tables(config: ExperimentConfig, *, in_process: bool) -> UnalignedTable
     assert tables is not None
     ids, x, y = read_party(tables, 0)
     assert y is not None  # the active party's
+    labels = f"column {tables.label!r}" if tables.label else "array y"
+    require_classes(y, tables.classes, "tables.parties.0.file", f"the active party's labels ({labels})")
     passive = [read_party(tables, k)[:2] for k in range(1, len(tables.parties))] if in_process else None
     return UnalignedTables(ids, x, y, passive)
 

@@ -26,6 +26,7 @@ import numpy as np
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.data.concept_clients import learned_confidence
 from fedmosaic.data.confidence import ConfidenceMatrix
+from fedmosaic.data.labels import require_classes
 from fedmosaic.data.tables.schema import TablesSection
 from fedmosaic.data.tables.sites import ConceptSite, Sites, read_concept_site, read_concept_test, read_labeled
 from fedmosaic.errors import ConfigError, FedmosaicError
@@ -236,7 +237,23 @@ def prepare_tables(config: ExperimentConfig) -> TableWorkload:
                     f"{len(site.x)} rows; a site needs at least {MIN_SITE_ROWS}, so that the feature statistics"
                     " it sends never describe a handful of rows",
                 )
+        _require_task_classes(tables, list(sites))
     return TableWorkload(tables, sites, test)
+
+
+def _require_task_classes(tables: TablesSection, sites: list[Any]) -> None:
+    """Refuse sites whose labeled rows, pooled, hold one class of the task (a horizontal label or the task concept)."""
+    if tables.kind == "horizontal":
+        require_classes(np.concatenate([site.y for site in sites]), tables.classes, "tables.sites", "the sites' labels")
+        return
+    assert tables.task is not None
+    labels = [site.values[:, site.names.index(tables.task)] for site in sites if tables.task in site.names]
+    require_classes(
+        np.concatenate(labels) if labels else np.zeros(0, np.int64),
+        tables.concepts[tables.task],
+        "tables.sites",
+        f"the sites' labels of the task {tables.task!r}",
+    )
 
 
 def node_workload(

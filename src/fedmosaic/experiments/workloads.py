@@ -38,6 +38,7 @@ from fedmosaic.data.concept_clients import (
     oracle_confidence,
 )
 from fedmosaic.data.confidence import ConfidenceMatrix
+from fedmosaic.data.labels import require_classes
 from fedmosaic.data.partition import partition
 from fedmosaic.data.shapes import shape_splits
 from fedmosaic.data.simpson import simpson_mnist
@@ -150,6 +151,8 @@ TABLE_WORKLOADS: dict[str, Preparer] = {
 def prepare_classification(config: ExperimentConfig, *, data_dir: str | Path | None = None) -> ClassificationWorkload:
     """Load the dataset and partition its training split across clients."""
     splits = load_splits(config, data_dir)
+    names = [str(k) for k in range(splits.train.num_classes)]
+    require_classes(splits.train.y, names, "data.dataset", f"{config.data.dataset}'s training labels")
     p = config.partition
     if p.num_clients > len(splits.train):
         raise ConfigError(

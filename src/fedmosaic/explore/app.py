@@ -7,28 +7,28 @@
   ``{"error": "..."}`` with status 400 on bad input (413 for a body over
   :data:`MAX_BODY_BYTES`).
 
-Requests whose ``Host`` is not 127.0.0.1 or localhost are refused (400).
+Requests not made to the explorer as 127.0.0.1 or localhost from its own page
+are refused (:mod:`fedmosaic.explore.guard`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.explore.guard import LoopbackGuard
 from fedmosaic.explore.page import PAGE
 from fedmosaic.explore.session import Explorer
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost")
-"""The ``Host`` headers the explorer answers (any other: 400)."""
 MAX_BODY_BYTES = 1 << 20
 """The largest request body the explorer reads (a row of features is a few kilobytes)."""
 
@@ -63,8 +63,7 @@ def create_app(explorer: Explorer) -> Starlette:
 
     return Starlette(
         routes=[Route("/", page), Route("/api/model", model), Route("/api/answer", answer, methods=["POST"])],
-        # A page elsewhere may make its own name resolve to 127.0.0.1 (DNS rebinding): answer our names only.
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_NAMES))],
+        middleware=[Middleware(LoopbackGuard)],
     )
 
 
@@ -98,7 +97,26 @@ def _question(body: object) -> tuple[list[float], dict[str, str]]:
         raise ValueError("features: expected an array of numbers")
     if not isinstance(settings, dict) or not all(isinstance(value, str) for value in settings.values()):
         raise ValueError("set: expected an object of concept names to category names")
-    return [float(value) for value in features], {str(k): v for k, v in settings.items()}
+    return [_finite(value, index) for index, value in enumerate(features)], {str(k): v for k, v in settings.items()}
+
+
+def _finite(value: float, index: int) -> float:
+    """``value`` as a float, refused past float range or not finite (a 401-digit integer, ``1e400``, ``NaN``).
+
+    Examples
+    --------
+    >>> _finite(10**400, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: features.3: a number out of range (finite, within ±1.8e308)
+    """
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"features.{index}: a number out of range (finite, within ±1.8e308)")
+    return number
 
 
 def _is_number(value: object) -> bool:

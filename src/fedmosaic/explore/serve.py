@@ -49,8 +49,18 @@ def serve(explorer: Explorer, port: int, announce: Callable[[str], None]) -> Non
     """
     sock = bind(port)
     announce(f"http://{HOST}:{sock.getsockname()[1]}/")
-    config = uvicorn.Config(create_app(explorer), log_level="warning", access_log=False)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server(explorer).run(sockets=[sock])
     finally:
         sock.close()
+
+
+def server(explorer: Explorer) -> uvicorn.Server:
+    """The HTTP server of ``explorer``'s app, to run on a bound socket.
+
+    It parses requests with h11, which hands an absolute-form request target
+    to the app as it came (httptools keeps only its path, so the app could not
+    refuse it) and refuses duplicate ``Host`` headers.
+    """
+    config = uvicorn.Config(create_app(explorer), http="h11", ws="none", log_level="warning", access_log=False)
+    return uvicorn.Server(config)

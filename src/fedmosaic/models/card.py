@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fedmosaic.errors import FedmosaicError
+from fedmosaic.models.scalings import DTYPES, SCALINGS
 from fedmosaic.version import __version__
 
 CARD_FILE = "card.json"
@@ -70,6 +71,10 @@ def read_card(folder: Path) -> dict[str, Any]:
         raise ModelFileError(
             f"{path}: card format {card['format']!r} is not one this fedmosaic reads (<= {CARD_FORMAT})"
         )
+    for name in ("architecture", "inputs", "parts"):
+        if not isinstance(card[name], dict):
+            raise ModelFileError(f"{path}: {name}: expected a JSON object, got {type(card[name]).__name__}")
+    _check_inputs(card["inputs"], path)
     try:
         _check_agreement(card)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
@@ -92,6 +97,29 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise ModelFileError(f"{path}: a {what} must be a JSON object")
     return document
+
+
+def _check_inputs(inputs: dict[str, Any], path: Path) -> None:
+    """Refuse an ``inputs`` section whose dtype or scaling is none fedmosaic writes (:mod:`~fedmosaic.models.scalings`).
+
+    Examples
+    --------
+    >>> loader = "as the dataset loader returns them"
+    >>> _check_inputs({"dtype": "float32", "scaling": loader}, Path("card.json"))
+    >>> _check_inputs({"dtype": "garbage", "scaling": loader}, Path("card.json"))
+    Traceback (most recent call last):
+    ...
+    fedmosaic.models.card.ModelFileError: card.json: inputs.dtype: expected one of float32, got 'garbage'
+    """
+    if inputs.get("dtype") not in DTYPES:
+        raise ModelFileError(f"{path}: inputs.dtype: expected one of {', '.join(DTYPES)}, got {inputs.get('dtype')!r}")
+    scaling = inputs.get("scaling")
+    if scaling not in SCALINGS:
+        shown = repr(scaling) if not isinstance(scaling, str) or len(scaling) <= 60 else repr(scaling[:60] + "...")
+        raise ModelFileError(
+            f"{path}: inputs.scaling: {shown} is none of the scalings fedmosaic records (docs/models.md lists them);"
+            " a model's inputs must be scaled as in training"
+        )
 
 
 def _check_agreement(card: dict[str, Any]) -> None:

@@ -205,14 +205,15 @@ def _all_final_table(results: Mapping[str, Any]) -> Table:
 
 
 def _totals_table(runs: list[dict[str, Any]], target: float | None = None) -> Table:
-    """One row per run: rounds, skipped rounds, total bytes, wall time, and rounds to the target accuracy if set."""
+    """One row per run: rounds, trained and skipped rounds, total bytes, wall time, and rounds to the target accuracy if set."""
     extra = (f"Rounds to {target:g}",) if target is not None else ()
     return Table(
-        header=("Run", "Rounds", "Skipped", "Bytes up", "Bytes down", "Wall time", *extra),
+        header=("Run", "Rounds", "Trained", "Skipped", "Bytes up", "Bytes down", "Wall time", *extra),
         rows=tuple(
             (
                 run["name"],
                 str(len(run["history"])),
+                str(sum(entry["status"] == "ok" for entry in run["history"])),
                 str(sum(entry["status"] == "skipped" for entry in run["history"])),
                 format_bytes(run["bytes_up_total"]),
                 format_bytes(run["bytes_down_total"]),

@@ -17,6 +17,7 @@ import numpy as np
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.data.tables.ids import check_unique_ids
+from fedmosaic.data.tables.read import FEATURE_LIMIT
 from fedmosaic.errors import ConfigError
 
 SUFFIX = ".npz"
@@ -78,6 +79,14 @@ def _checked_x(x: np.ndarray, name: str, field: str) -> np.ndarray:
         row = int(np.argwhere(bad)[0][0])
         raise ConfigError(
             field, f"{name}: x holds {int(bad.sum())} NaN or infinite values (the first in row {row + 1})"
+        )
+    huge = np.abs(x.reshape(len(x), -1)) > FEATURE_LIMIT
+    if huge.any():
+        row = int(np.argwhere(huge)[0][0])
+        raise ConfigError(
+            field,
+            f"{name}: x holds {int(huge.sum())} values out of range (the first in row {row + 1}; a feature is a"
+            f" float32 within ±{FEATURE_LIMIT:.0e}; rescale them)",
         )
     return x.astype(np.float32)
 
