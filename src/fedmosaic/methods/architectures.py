@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
-from torch import nn
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.registry import Registry
 from fedmosaic.user_code import load_callable
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class OwnModel(BaseModel):
             Naming ``model.factory``: it cannot be imported or called, or does not map a
             batch of ``example`` inputs to ``(batch, output_dim)``.
         """
+        import torch
+        from torch import nn
+
         build = load_callable(self.factory, "model.factory")
         try:
             module = build(input_shape=example, output_dim=output_dim, **inputs, **(self.args or {}))

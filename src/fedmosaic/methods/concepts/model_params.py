@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from torch import nn
 
 from fedmosaic.limits import Width
 from fedmosaic.methods.architectures import OwnModel
-from fedmosaic.methods.concepts.slots import leaky_mlp
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 class ConceptModelParams(BaseModel):
@@ -78,5 +79,7 @@ class ConceptModelParams(BaseModel):
         """
         hidden = self.encoder_hidden
         if self.factory is None:
+            from fedmosaic.methods.concepts.slots import leaky_mlp  # PyTorch's: loaded when a run builds
+
             return leaky_mlp([input_dim, hidden, hidden], activate_output=True)
         return OwnModel(factory=self.factory, args=self.args).build((input_dim,), hidden)
