@@ -23,10 +23,11 @@ Components can also be added from Python with :meth:`Registry.register`
 from __future__ import annotations
 
 import difflib
+import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, EntryPoints, entry_points
 from typing import Generic, Protocol, TypeVar
 
 from fedmosaic.errors import ConfigError
@@ -117,7 +118,9 @@ class Registry(Generic[T]):
         self.group = group
         self._type = component_type
         self._builtin = builtin
-        self._discover = discover if discover is not None else lambda: tuple(entry_points(group=group))
+        self._discover = (
+            discover if discover is not None else lambda: tuple(_installed_entry_points().select(group=group))
+        )
         self._entries: dict[str, Registered[T]] = {}
         self._problems: list[str] = []
         self._loaded = False
@@ -235,6 +238,12 @@ class Registry(Generic[T]):
             owner = self._entries[name].package
             raise ConfigError(self.kind, f"the {self.kind} name '{name}' is taken (by {owner}); not registered")
         self._entries[name] = Registered(component, package)
+
+
+@functools.cache
+def _installed_entry_points() -> EntryPoints:
+    """Every installed distribution's entry points, read once per process for all the registries."""
+    return entry_points()
 
 
 def _package(point: EntryPoint, builtin: str | None) -> str | None:
