@@ -27,7 +27,7 @@ import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, EntryPoints, entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, Protocol, TypeVar
 
 from fedmosaic.errors import ConfigError
@@ -118,9 +118,7 @@ class Registry(Generic[T]):
         self.group = group
         self._type = component_type
         self._builtin = builtin
-        self._discover = (
-            discover if discover is not None else lambda: tuple(_installed_entry_points().select(group=group))
-        )
+        self._discover = discover if discover is not None else lambda: _installed_entry_points().get(group, ())
         self._entries: dict[str, Registered[T]] = {}
         self._problems: list[str] = []
         self._loaded = False
@@ -241,9 +239,10 @@ class Registry(Generic[T]):
 
 
 @functools.cache
-def _installed_entry_points() -> EntryPoints:
-    """Every installed distribution's entry points, read once per process for all the registries."""
-    return entry_points()
+def _installed_entry_points() -> dict[str, tuple[EntryPoint, ...]]:
+    """Every installed distribution's entry points by group, read once per process for all the registries."""
+    everything = entry_points()
+    return {group: tuple(everything.select(group=group)) for group in everything.groups}
 
 
 def _package(point: EntryPoint, builtin: str | None) -> str | None:
