@@ -15,6 +15,7 @@ invocation, so that their ratios hold on a machine whose load changes:
 
 Usage: python benchmarks/startup.py [--repeats 5] [--runs digits-fedavg fcm-asia fedcfa-simpson]
        [--data-dir DIR] [--out docs/results/startup.json]
+       python benchmarks/startup.py --print docs/results/startup.json   (the page's tables, in Markdown)
 """
 
 from __future__ import annotations
@@ -116,13 +117,44 @@ def run_cost(preset: str, work: Path, data_dir: Path) -> dict[str, Any]:
     }
 
 
+def markdown(document: dict[str, Any]) -> str:
+    """The two tables of a result file: the commands beside the import of PyTorch, the runs beside their rounds."""
+    lines = [
+        f"| command (median of {document['commands']['median_of']}) | wall s | CPU s | wall vs import torch "
+        "| CPU vs import torch |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, row in document["commands"]["table"].items():
+        command, _, note = label.partition(" (")
+        lines.append(
+            f"| `{command}`{' (' + note if note else ''} | {row['wall_s']:.2f} | {row['cpu_s']:.2f} | {row['wall_vs_torch_import']:.2f}x "
+            f"| {row['cpu_vs_torch_import']:.2f}x |"
+        )
+    lines += [
+        "",
+        "| `fedmosaic run` | wall s | CPU s | rounds' wall s, summed | wall vs rounds | import torch beside it, wall s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for preset, row in document["runs"].items():
+        lines.append(
+            f"| `{preset}` | {row['wall_s']:.1f} | {row['cpu_s']:.1f} | {row['rounds_wall_s']:.1f} "
+            f"({row['rounds']} rounds of {row['runs']} runs) | {row['wall_vs_rounds']:.2f}x "
+            f"| {row['torch_import_wall_s']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timings of each command (medians are reported)")
     parser.add_argument("--runs", nargs="*", default=list(RUNS), help="presets whose run cost is measured")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results" / "startup.json")
+    parser.add_argument("--print", type=Path, default=None, help="print the tables of a result file and stop")
     args = parser.parse_args()
+    if args.print is not None:
+        print(markdown(json.loads(args.print.read_text())))
+        return
     with tempfile.TemporaryDirectory(prefix="startup-") as folder:
         work = Path(folder)
         table = commands(args.repeats, work)
