@@ -38,18 +38,23 @@ def costs(folder: Path) -> tuple[Counter[str], Counter[str], dict[str, float]]:
     return points, runs, seconds
 
 
-def main() -> None:
-    points, runs, seconds = costs(RESULTS)
-    print("| network | points | runs | runs' wall time, summed | at 2 jobs |")
-    print("|---|---:|---:|---:|---:|")
+def table(folder: Path) -> str:
+    """The cost by network and in all, as a Markdown table."""
+    points, runs, seconds = costs(folder)
+    lines = ["| network | points | runs | runs' wall time, summed | at 2 jobs |", "|---|---:|---:|---:|---:|"]
     for network, total in seconds.items():
-        print(
+        lines.append(
             f"| {network} | {points[network]} | {runs[network]} | {total / 3600:.2f} h | {total / JOBS / 3600:.2f} h |"
         )
     whole = sum(seconds.values())
-    print(
+    lines.append(
         f"| all | {sum(points.values())} | {sum(runs.values())} | {whole / 3600:.2f} h | {whole / JOBS / 3600:.2f} h |"
     )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    print(table(RESULTS))
 
 
 if __name__ == "__main__":
