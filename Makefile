@@ -64,6 +64,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/robustness.py
 	$(BIN)/python benchmarks/devices.py
 	$(BIN)/python benchmarks/secure_aggregation.py
+	$(BIN)/python benchmarks/startup.py
 
 clean:
 	rm -rf $(VENV) runs site .mypy_cache .ruff_cache

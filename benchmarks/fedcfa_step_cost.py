@@ -25,11 +25,12 @@ import torch
 from _common import emit, machine
 
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, split_model
 from fedmosaic.methods.horizontal.fedcfa.objective import CounterfactualObjective, frozen_copy
-from fedmosaic.methods.horizontal.fedcfa.split import default_split
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.split import default_split, split_model
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
-from fedmosaic.methods.training import LossFn, TrainParams, cross_entropy_loss, make_optimizer
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import LossFn, cross_entropy_loss, make_optimizer
 
 BATCH = 128
 WORKLOADS = {

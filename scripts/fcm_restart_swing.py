@@ -34,7 +34,7 @@ from fedmosaic.methods.arrays import to_array
 from fedmosaic.methods.concepts.oscillation import alternating_rounds
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.registry import METHODS
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 COMMAND = "python scripts/fcm_restart_swing.py > docs/results/fcm/restart-swing.json"
 ROUNDS = 18

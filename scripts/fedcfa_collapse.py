@@ -39,7 +39,6 @@ from fedmosaic.experiments.presets import preset_source
 from fedmosaic.experiments.workloads import prepare_simpson
 from fedmosaic.federation import Grid, Message, RoundContext, Schedule
 from fedmosaic.methods.arrays import load_arrays
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, split_model
 from fedmosaic.methods.horizontal.fedcfa.average_dataset import AVERAGE_X, AVERAGE_Y, without_means
 from fedmosaic.methods.horizontal.fedcfa.counterfactual import (
     SelectionRule,
@@ -47,6 +46,8 @@ from fedmosaic.methods.horizontal.fedcfa.counterfactual import (
     factor_scores,
     select_factors,
 )
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.models import Classifier
 from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.registry import get_method

@@ -1,4 +1,9 @@
-"""The ``fedmosaic`` command line: run, deploy, presets, report, demo."""
+"""The ``fedmosaic`` command line: run, deploy, presets, report, demo.
+
+Each command imports what it uses: the help, ``presets`` and a configuration
+error answer without loading PyTorch, Flower, pandas or matplotlib, which a
+run, a report or a prediction loads when it reaches them.
+"""
 
 from __future__ import annotations
 
@@ -25,25 +30,14 @@ from rich.table import Table
 from typing_extensions import override
 
 from fedmosaic.deploy.supernode import POLL_INTERVAL_S
-from fedmosaic.devices import resolve_device
 from fedmosaic.errors import ConfigError, FedmosaicError
-from fedmosaic.experiments.config import apply_overrides, load_config
-from fedmosaic.experiments.datasets import DATASETS
-from fedmosaic.experiments.presets import describe_presets, experiment_folder, resolve_experiment, resolve_model_code
 from fedmosaic.experiments.progress import ProgressSink
-from fedmosaic.experiments.runner import run_experiment
-from fedmosaic.federation import RoundRecord
-from fedmosaic.methods.architectures import MODELS
-from fedmosaic.methods.registry import METHODS
-from fedmosaic.report import load_results, write_report
-from fedmosaic.report.content import headline_table
-from fedmosaic.report.headline import headline_metrics, task_kind
-from fedmosaic.report.oscillation_note import oscillation_notes
-from fedmosaic.tracking import check_backend, track
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from fedmosaic.experiments.config import ExperimentConfig
+    from fedmosaic.federation import RoundRecord
     from fedmosaic.models.loaded import LoadedModel
 
 DEMO_PRESET = "fcm-asia"
@@ -166,18 +160,16 @@ def run(
     tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment and write results.json, summary.json and a report."""
-    for backend in track or []:
-        check_backend(backend)
     overrides = list(set_ or []) + ([f"seed={seed}"] if seed is not None else []) + _device_override(device)
     overrides += [f"federation.engine={engine}"] if engine is not None else []
     overrides += ["federation.engine=flower"] if superlink is not None and engine is None else []
-    source = resolve_model_code(
-        apply_overrides(resolve_experiment(experiment), overrides), experiment_folder(experiment)
-    )
-    config = load_config(source)
+    source, config = _load_experiment(experiment, overrides, track)
     out_dir = out or Path("runs") / config.name
     if superlink is not None and config.federation.engine != "flower":
         raise ConfigError("--superlink", f"needs federation.engine = flower, got {config.federation.engine}")
+    from fedmosaic.devices import resolve_device  # the configuration is valid: the run's runtime loads
+    from fedmosaic.experiments.runner import run_experiment
+
     if superlink is not None:  # the deployment's machines resolve train.device each for itself
         results = _run_on_superlink(source, out_dir, superlink, root_certificates, data_dir, resume, overwrite)
     elif quiet:
@@ -228,15 +220,10 @@ def deploy(
     tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Run an experiment on a Flower SuperLink and SuperNodes started on 127.0.0.1, then stop them."""
-    for backend in track or []:
-        check_backend(backend)
-    from fedmosaic.deploy.local import deploy_experiment
+    source, config = _load_experiment(experiment, list(set_ or []) + _device_override(device), track)
+    from fedmosaic.deploy.local import deploy_experiment  # the configuration is valid: the deployment's runtime loads
+    from fedmosaic.devices import resolve_device
 
-    source = resolve_model_code(
-        apply_overrides(resolve_experiment(experiment), list(set_ or []) + _device_override(device)),
-        experiment_folder(experiment),
-    )
-    config = load_config(source)
     resolve_device(config.train.device)  # the nodes run here: a device this machine lacks is refused first
     out_dir = out or Path("runs") / config.name
     results = deploy_experiment(
@@ -268,10 +255,34 @@ def track_command(
     tracking_uri: TrackingUriOption = None,
 ) -> None:
     """Log a finished run (or grid) to an experiment tracker."""
+    from fedmosaic.report.load import load_results
+
     results = load_results(out)
     if not {"runs", "points"} & set(results):
         raise FedmosaicError(f"{out / 'results.json'}: holds neither runs nor grid points")
     _track(out, results, [backend], tracking_uri)
+
+
+def _load_experiment(
+    experiment: str, overrides: list[str], backends: list[str] | None
+) -> tuple[dict[str, Any], ExperimentConfig]:
+    """The raw configuration of ``experiment`` with ``overrides``, and its validation; the trackers named checked first.
+
+    Raises
+    ------
+    ConfigError
+        Naming the first offending field or option.
+    """
+    from fedmosaic.experiments.config import apply_overrides, load_config
+    from fedmosaic.experiments.presets import experiment_folder, resolve_experiment, resolve_model_code
+    from fedmosaic.tracking import check_backend
+
+    for backend in backends or []:
+        check_backend(backend)
+    source = resolve_model_code(
+        apply_overrides(resolve_experiment(experiment), overrides), experiment_folder(experiment)
+    )
+    return source, load_config(source)
 
 
 def _device_override(device: str | None) -> list[str]:
@@ -280,6 +291,8 @@ def _device_override(device: str | None) -> list[str]:
 
 
 def _track(out_dir: Path, results: dict[str, Any], backends: list[str] | None, uri: str | None) -> None:
+    from fedmosaic.tracking import track
+
     for backend in backends or []:
         out_console.print(track(out_dir, results, backend, uri), highlight=False, soft_wrap=True)
 
@@ -467,6 +480,11 @@ def examples(
 @app.command()
 def presets() -> None:
     """List the shipped experiments, and the registered methods, models and datasets with the package of each."""
+    from fedmosaic.experiments.datasets import DATASETS
+    from fedmosaic.experiments.presets import describe_presets
+    from fedmosaic.methods.architectures import MODELS
+    from fedmosaic.methods.registry import METHODS
+
     table = Table("preset", "description", box=None)
     for name, description in describe_presets():
         table.add_row(name, description)
@@ -483,6 +501,8 @@ def report(
     directory: Annotated[Path, typer.Argument(help="The output folder of a run.")],
 ) -> None:
     """Write report.md and report.html again from a run's results.json."""
+    from fedmosaic.report import load_results, write_report
+
     results = load_results(directory)
     with _writing(f"cannot write the report in {directory}"):
         markdown, html = write_report(results, directory)
@@ -495,6 +515,10 @@ SUMMARY_WIDTH = 100
 
 def _print_summary(results: dict[str, Any]) -> None:
     """Print the report's headline table (the metrics of the task's kind with human headers, in their units) and its warnings."""
+    from fedmosaic.report.content import headline_table
+    from fedmosaic.report.headline import headline_metrics, task_kind
+    from fedmosaic.report.oscillation_note import oscillation_notes
+
     if "grid" in results:
         _print_grid(results)
     else:

@@ -13,19 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterator
 from typing import TypeVar, cast
 
 import torch
 
+from fedmosaic.device_names import DEVICE_FIELD, check_device_name
 from fedmosaic.errors import ConfigError
-
-DEVICE_FIELD = "train.device"
-"""The setting that names the device, as errors name it."""
-
-DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:\d{1,3})?)$"
-"""The device names :func:`resolve_device` accepts."""
 
 CUBLAS_WORKSPACE = ":4096:8"
 """cuBLAS's workspace setting that makes its matrix products deterministic (PyTorch's reproducibility notes)."""
@@ -41,20 +35,14 @@ def parse_device(name: str) -> torch.device:
     Raises
     ------
     ConfigError
-        On one line naming ``train.device``, for a name of no device.
+        For a name of no device (:func:`~fedmosaic.device_names.check_device_name`).
 
     Examples
     --------
     >>> parse_device("cuda:1")
     device(type='cuda', index=1)
-    >>> parse_device("tpu")
-    Traceback (most recent call last):
-    ...
-    fedmosaic.errors.ConfigError: train.device: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got 'tpu'
     """
-    if re.fullmatch(DEVICE_PATTERN, name) is None:
-        raise ConfigError(DEVICE_FIELD, f"expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got {name!r}")
-    return torch.device("cpu" if name == "auto" else name)
+    return torch.device("cpu" if check_device_name(name) == "auto" else name)
 
 
 def resolve_device(name: str) -> torch.device:

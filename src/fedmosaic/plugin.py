@@ -63,7 +63,7 @@ from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer, training_me
 from fedmosaic.methods.horizontal.probes import Probe
 from fedmosaic.methods.horizontal.task import HorizontalTask, Pretraining
 from fedmosaic.methods.registry import METHODS
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 from fedmosaic.methods.vertical.task import VerticalTask
 
 __all__ = [

@@ -23,6 +23,7 @@ Components can also be added from Python with :meth:`Registry.register`
 from __future__ import annotations
 
 import difflib
+import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,7 +118,7 @@ class Registry(Generic[T]):
         self.group = group
         self._type = component_type
         self._builtin = builtin
-        self._discover = discover if discover is not None else lambda: tuple(entry_points(group=group))
+        self._discover = discover if discover is not None else lambda: _installed_entry_points().get(group, ())
         self._entries: dict[str, Registered[T]] = {}
         self._problems: list[str] = []
         self._loaded = False
@@ -235,6 +236,13 @@ class Registry(Generic[T]):
             owner = self._entries[name].package
             raise ConfigError(self.kind, f"the {self.kind} name '{name}' is taken (by {owner}); not registered")
         self._entries[name] = Registered(component, package)
+
+
+@functools.cache
+def _installed_entry_points() -> dict[str, tuple[EntryPoint, ...]]:
+    """Every installed distribution's entry points by group, read once per process for all the registries."""
+    everything = entry_points()
+    return {group: tuple(everything.select(group=group)) for group in everything.groups}
 
 
 def _package(point: EntryPoint, builtin: str | None) -> str | None:

@@ -58,3 +58,15 @@ def test_test_fraction_must_be_strictly_between_zero_and_one(fraction: float) ->
 
     # Assert
     assert str(caught.value) == f"data.test_fraction: must be > 0 and < 1 (got {fraction})"
+
+
+def test_a_test_fraction_that_leaves_a_part_without_every_class_is_refused_on_one_line() -> None:
+    # Execute
+    with pytest.raises(ConfigError) as caught:
+        load_digits_splits(test_fraction=0.001)
+
+    # Assert
+    assert str(caught.value) == (
+        "data.test_fraction: 0.001 splits the 1797 digits so that 1795 train and 2 test rows cannot each hold all"
+        " 10 classes"
+    )

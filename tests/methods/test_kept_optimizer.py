@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from fedmosaic.methods.kept_optimizer import PREFIX, keep_optimizer, restore_optimizer
-from fedmosaic.methods.training import TrainParams, train_epochs
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import train_epochs
 
 
 def _data() -> tuple[torch.Tensor, torch.Tensor]:

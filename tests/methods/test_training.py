@@ -4,13 +4,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from fedmosaic.methods.training import (
-    TrainParams,
-    dp_sgd_epsilon,
-    evaluate_classifier,
-    make_optimizer,
-    train_epochs,
-)
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import dp_sgd_epsilon, evaluate_classifier, make_optimizer, train_epochs
 
 
 def _data() -> tuple[torch.Tensor, torch.Tensor]:

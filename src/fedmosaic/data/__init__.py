@@ -1,36 +1,11 @@
 """Datasets and how they are shared among federated participants.
 
-Loading: :func:`load_dataset` returns :class:`DatasetSplits` of
-:class:`ArrayDataset`. Horizontal partitioning (clients hold different
-samples): :func:`partition` and the partitioners it dispatches to. Vertical
-partitioning (parties hold different features): :func:`even_column_blocks`,
-:func:`dirichlet_column_blocks`, :func:`image_patch_blocks`.
+Loading: :func:`~fedmosaic.data.catalog.load_dataset` returns
+:class:`~fedmosaic.data.arrays.DatasetSplits` of
+:class:`~fedmosaic.data.arrays.ArrayDataset`. Horizontal partitioning
+(clients hold different samples): :func:`~fedmosaic.data.partition.partition`
+and the partitioners it dispatches to. Vertical partitioning (parties hold
+different features): :mod:`fedmosaic.data.vertical`. The package imports none
+of its modules, so that checking a configuration (``[tables]``, the vertical
+missingness settings) loads no array library.
 """
-
-from fedmosaic.data.arrays import ArrayDataset, DatasetSplits
-from fedmosaic.data.catalog import DATASETS, load_dataset
-from fedmosaic.data.partition import (
-    SCHEMES,
-    dirichlet_partition,
-    iid_partition,
-    partition,
-    pathological_partition,
-)
-from fedmosaic.data.sources import resolve_data_dir
-from fedmosaic.data.vertical import dirichlet_column_blocks, even_column_blocks, image_patch_blocks
-
-__all__ = [
-    "DATASETS",
-    "SCHEMES",
-    "ArrayDataset",
-    "DatasetSplits",
-    "dirichlet_column_blocks",
-    "dirichlet_partition",
-    "even_column_blocks",
-    "iid_partition",
-    "image_patch_blocks",
-    "load_dataset",
-    "partition",
-    "pathological_partition",
-    "resolve_data_dir",
-]

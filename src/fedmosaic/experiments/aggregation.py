@@ -1,12 +1,20 @@
-"""The aggregation rule of a federated run, from ``[aggregation]`` and ``[privacy]``, and its secure aggregation."""
+"""The aggregation rule of a federated run, from ``[aggregation]`` and ``[privacy]``, and its secure aggregation.
+
+Secure aggregation's module (and the Flower protocol code it builds on) is
+imported only by a run that asks for it.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from fedmosaic.experiments.config import ExperimentConfig, sample_rate
 from fedmosaic.federation.logic import ClientLogic
 from fedmosaic.federation.privacy import GaussianMechanism, PrivacyBudget, noise_for_epsilon
 from fedmosaic.federation.robust import Aggregator, ClippedUpdates, Mean, Median, TrimmedMean
-from fedmosaic.federation.secagg import SecureAggregation, SecureClient
+
+if TYPE_CHECKING:
+    from fedmosaic.federation.secagg import SecureAggregation
 
 
 def build_aggregation(config: ExperimentConfig, num_clients: int) -> tuple[Aggregator, PrivacyBudget | None]:
@@ -55,9 +63,15 @@ def build_secure(config: ExperimentConfig) -> SecureAggregation | None:
     section = config.aggregation
     if not section.secure:
         return None
+    from fedmosaic.federation.secagg import SecureAggregation
+
     return SecureAggregation(threshold=section.secure_threshold, clip_range=section.secure_range)
 
 
 def secure_client(config: ExperimentConfig, logic: ClientLogic) -> ClientLogic:
     """``logic`` wrapped to take part in secure aggregation when ``aggregation.secure`` asks for it."""
-    return SecureClient(logic) if config.aggregation.secure else logic
+    if not config.aggregation.secure:
+        return logic
+    from fedmosaic.federation.secagg import SecureClient
+
+    return SecureClient(logic)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from fedmosaic.deferred import Deferred
 from fedmosaic.experiments.datasets import Dataset, Preparer, SplitsLoader
-from fedmosaic.experiments.vertical_workload import prepare_vertical
-from fedmosaic.experiments.workloads import prepare_classification
 
 
 def array_dataset(
@@ -38,7 +37,7 @@ def array_dataset(
     >>> dataset.kind, len(dataset.load().train)
     ('classification', 80)
     """
-    tasks: dict[str, Preparer] = {"classification": prepare_classification}
+    tasks: dict[str, Preparer] = {"classification": Deferred("fedmosaic.experiments.workloads:prepare_classification")}
     if vertical:
-        tasks["vertical"] = prepare_vertical
+        tasks["vertical"] = Deferred("fedmosaic.experiments.vertical_workload:prepare_vertical")
     return Dataset(name, summary, tasks, load, random_split)

@@ -15,7 +15,7 @@ from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.sections import AggregationSection, AttackSection, PrivacySection, RunSection
 from fedmosaic.methods.base import Method
 from fedmosaic.methods.registry import METHODS
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 class Experiment(Protocol):

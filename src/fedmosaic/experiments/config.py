@@ -20,9 +20,8 @@ from typing import Any
 
 from pydantic import Field
 
-from fedmosaic.data.missingness import parse_missingness
 from fedmosaic.data.tables.schema import TablesSection, check_tables
-from fedmosaic.devices import parse_device
+from fedmosaic.device_names import check_device_name
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.capabilities import UPDATE_ATTACKS, check_supported
 from fedmosaic.experiments.datasets import DATASETS, get_dataset
@@ -46,12 +45,11 @@ from fedmosaic.experiments.sections import (
 )
 from fedmosaic.experiments.user_models import with_model_code
 from fedmosaic.experiments.validation import validate
-from fedmosaic.federation.privacy import noise_for_epsilon
 from fedmosaic.limits import MAX_SEED, MIN_NOISE
 from fedmosaic.methods.base import MethodParams
 from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.registry import get_method
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 __all__ = [
     "VERTICAL_DATASETS",
@@ -310,7 +308,7 @@ def _check_federation(config: ExperimentConfig) -> None:
             "federation.clients_per_round", f"must be <= {source} ({clients}), got {federation.clients_per_round}"
         )
     _check_noise(config)
-    parse_device(config.train.device)
+    check_device_name(config.train.device)
     privacy = config.privacy
     if privacy.noise_multiplier > 0 and privacy.target_epsilon is not None:
         raise ConfigError("privacy.target_epsilon", "set either noise_multiplier or target_epsilon, not both")
@@ -321,6 +319,8 @@ def _check_federation(config: ExperimentConfig) -> None:
         )
     _check_secure(config)
     if privacy.target_epsilon is not None:  # the noise search fails here, not after a round
+        from fedmosaic.federation.privacy import noise_for_epsilon  # NumPy's: only where a noise is searched
+
         noise_for_epsilon(privacy.target_epsilon, privacy.delta, sample_rate(config, clients), federation.rounds)
     if federation.min_replies > clients:
         raise ConfigError(
@@ -367,6 +367,8 @@ def _check_vertical(config: ExperimentConfig) -> None:
     if "vertical" not in get_dataset(config.data.dataset).tasks:
         accepted = ", ".join(d.name for d in DATASETS.values() if "vertical" in d.tasks)
         raise ConfigError("data.dataset", f"a vertical task needs one of {accepted}, got '{config.data.dataset}'")
+    from fedmosaic.data.missingness import parse_missingness  # NumPy's: only for a vertical experiment
+
     parties = vertical.parties(config.data.dataset)
     settings = [("vertical.train_missing", vertical.train_missing)] + [
         ("vertical.test_missing", t) for t in vertical.test_settings()

@@ -14,18 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from fedmosaic.data.arrays import DatasetSplits
 from fedmosaic.errors import ConfigError
 from fedmosaic.registry import Registry
+
+if TYPE_CHECKING:
+    from fedmosaic.data.arrays import DatasetSplits
 
 ExperimentConfig = Any
 """A validated :class:`~fedmosaic.experiments.config.ExperimentConfig` (not imported: it reads this registry)."""
 
 Preparer = Callable[..., Any]
 """``prepare(config, data_dir=...)``: the workload of an experiment (before anything is written)."""
-SplitsLoader = Callable[..., DatasetSplits]
+SplitsLoader: TypeAlias = "Callable[..., DatasetSplits]"
 """``load(data_dir=..., seed=..., test_fraction=...)``: a dataset's train and test arrays."""
 
 

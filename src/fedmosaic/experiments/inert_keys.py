@@ -17,7 +17,7 @@ from typing import Any
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.datasets import get_dataset
 from fedmosaic.methods.architectures import MODELS
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 ExperimentConfig = Any
 """A validated :class:`~fedmosaic.experiments.config.ExperimentConfig` (not imported: it calls this module)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fedmosaic.errors import FedmosaicError
 from fedmosaic.federation.audit import MessageLog
@@ -17,8 +18,10 @@ from fedmosaic.federation.rng import capture_rng_states, restore_rng_states
 from fedmosaic.federation.robust import Aggregator, Mean
 from fedmosaic.federation.round import MessageObserver, QuorumNotMet, RoundContext
 from fedmosaic.federation.schedule import Schedule
-from fedmosaic.federation.secagg.server import SecureAggregation
 from fedmosaic.federation.validation import ReplyLimits
+
+if TYPE_CHECKING:
+    from fedmosaic.federation.secagg.server import SecureAggregation  # Flower's protocol code: a secure run's only
 
 
 class Federation:

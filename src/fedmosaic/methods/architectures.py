@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
-from torch import nn
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.registry import Registry
 from fedmosaic.user_code import load_callable
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class OwnModel(BaseModel):
             Naming ``model.factory``: it cannot be imported or called, or does not map a
             batch of ``example`` inputs to ``(batch, output_dim)``.
         """
+        import torch
+        from torch import nn
+
         build = load_callable(self.factory, "model.factory")
         try:
             module = build(input_shape=example, output_dim=output_dim, **inputs, **(self.args or {}))
@@ -110,6 +114,8 @@ class OwnModel(BaseModel):
         image (``shape`` of more than one dimension) gets them back in that
         shape before the factory's module.
         """
+        from torch import nn
+
         module = self.build(shape, output_dim, **inputs)
         return nn.Sequential(nn.Unflatten(1, shape), module) if len(shape) > 1 else module
 
@@ -123,22 +129,3 @@ def own_model_entries(**parts: OwnModel | None) -> dict[str, dict[str, Any]]:
     {'model': {'factory': 'nets:encoder'}}
     """
     return {key: part.model_dump(mode="json", exclude_none=True) for key, part in parts.items() if part is not None}
-
-
-class LeadingDims(nn.Module):
-    """A module of ``(batch, features)`` inputs applied to inputs of any leading dimensions (``(samples, rows, features)``).
-
-    Examples
-    --------
-    >>> LeadingDims(nn.Linear(3, 2))(torch.zeros(4, 5, 3)).shape
-    torch.Size([4, 5, 2])
-    """
-
-    def __init__(self, module: nn.Module) -> None:
-        super().__init__()
-        self.module = module
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``module`` on the rows of ``x`` flattened, its outputs given back ``x``'s leading dimensions."""
-        out: torch.Tensor = self.module(x.flatten(0, -2)).unflatten(0, x.shape[:-1])
-        return out

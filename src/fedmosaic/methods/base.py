@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
 from fedmosaic.errors import ConfigError
-from fedmosaic.federation import ClientLogic, ServerLogic
 
-Built = tuple[ServerLogic, Callable[[int], ClientLogic]]
+if TYPE_CHECKING:
+    from fedmosaic.federation import ClientLogic, ServerLogic
+
+Built: TypeAlias = "tuple[ServerLogic, Callable[[int], ClientLogic]]"
+"""What a builder returns: the server logic and a factory of client logic by client id (a type for annotations)."""
 TaskKind = Literal["classification", "concepts", "vertical"]
 
 

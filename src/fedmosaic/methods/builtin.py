@@ -1,30 +1,25 @@
 """fedmosaic's own methods, registered through its ``fedmosaic.methods`` entry point as a plugin's are.
 
 ``pyproject.toml`` names :data:`METHODS` under ``[project.entry-points."fedmosaic.methods"]``;
-:data:`fedmosaic.methods.registry.METHODS` loads it first, then every installed plugin's.
+:data:`fedmosaic.methods.registry.METHODS` loads it first, then every installed plugin's. Each builder is
+:class:`~fedmosaic.deferred.Deferred`: listing the methods or validating their parameters imports no
+PyTorch, which loads when a run builds a method.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from fedmosaic.deferred import Deferred
 from fedmosaic.methods.base import Capabilities, Method
-from fedmosaic.methods.concepts.build import build_fcm
 from fedmosaic.methods.concepts.params import FCMParams
-from fedmosaic.methods.horizontal.decoder_matched.build import build_decoder_matched
 from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedParams
-from fedmosaic.methods.horizontal.fedavg.build import build_fedavg, build_fedprox
 from fedmosaic.methods.horizontal.fedavg.params import FedAvgParams, FedProxParams
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, FedCFAReferenceParams, build_fedcfa
-from fedmosaic.methods.horizontal.fedmix.build import build_fedmix
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams, FedCFAReferenceParams
 from fedmosaic.methods.horizontal.fedmix.params import FedMixParams, NaiveMixParams
-from fedmosaic.methods.horizontal.scaffold.build import build_scaffold
 from fedmosaic.methods.horizontal.scaffold.params import ScaffoldParams
-from fedmosaic.methods.vertical.false_vfl.build import build_false_vfl
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
-from fedmosaic.methods.vertical.fedhssl.build import build_fedhssl
 from fedmosaic.methods.vertical.fedhssl.params import FedHSSLParams
-from fedmosaic.methods.vertical.split.build import build_laser, build_local, build_plug, build_vanilla
 from fedmosaic.methods.vertical.split.params import LaserVFLParams, PlugVFLParams, SplitVFLParams
 
 MODEL_UPDATES = Capabilities(client_dp=True, robust_aggregation=True, update_attacks=True, secure_aggregation=True)
@@ -38,7 +33,7 @@ METHODS: tuple[Method, ...] = (
         "FedAvg: example-weighted average of full models",
         "classification",
         FedAvgParams,
-        build_fedavg,
+        Deferred("fedmosaic.methods.horizontal.fedavg.build:build_fedavg"),
         replace(MODEL_UPDATES, dp_sgd=True),
     ),
     Method(
@@ -46,7 +41,7 @@ METHODS: tuple[Method, ...] = (
         "FedProx: FedAvg with a proximal term mu",
         "classification",
         FedProxParams,
-        build_fedprox,
+        Deferred("fedmosaic.methods.horizontal.fedavg.build:build_fedprox"),
         MODEL_UPDATES,
     ),
     Method(
@@ -54,7 +49,7 @@ METHODS: tuple[Method, ...] = (
         "FedAvg with the decoder's step raised to FedCFA's (decoder gradient x 11): the step-size control for FedCFA",
         "classification",
         DecoderMatchedParams,
-        build_decoder_matched,
+        Deferred("fedmosaic.methods.horizontal.decoder_matched.build:build_decoder_matched"),
         MODEL_UPDATES,
     ),
     Method(
@@ -62,7 +57,7 @@ METHODS: tuple[Method, ...] = (
         "SCAFFOLD: local steps corrected by server and client control variates",
         "classification",
         ScaffoldParams,
-        build_scaffold,
+        Deferred("fedmosaic.methods.horizontal.scaffold.build:build_scaffold"),
         # the control variates bypass the rule and the noise; secure aggregation sums them unweighted
         Capabilities(update_attacks=True, secure_aggregation=True),
     ),
@@ -71,7 +66,7 @@ METHODS: tuple[Method, ...] = (
         "FedCFA: counterfactual samples from global chunk means and factor decorrelation",
         "classification",
         FedCFAParams,
-        build_fedcfa,
+        Deferred("fedmosaic.methods.horizontal.fedcfa.build:build_fedcfa"),
         replace(MODEL_AND_MEANS, secure_aggregation=True),  # the chunk means stay in the clear
     ),
     Method(
@@ -80,7 +75,7 @@ METHODS: tuple[Method, ...] = (
         "last round's chunk means with the remainder, SGD momentum carried across rounds",
         "classification",
         FedCFAReferenceParams,
-        build_fedcfa,
+        Deferred("fedmosaic.methods.horizontal.fedcfa.build:build_fedcfa"),
         replace(MODEL_AND_MEANS, secure_aggregation=True),  # the chunk means stay in the clear
     ),
     Method(
@@ -88,7 +83,7 @@ METHODS: tuple[Method, ...] = (
         "FedMix: global mixup approximated with shared mean inputs and labels (double backward)",
         "classification",
         FedMixParams,
-        build_fedmix,
+        Deferred("fedmosaic.methods.horizontal.fedmix.build:build_fedmix"),
         replace(MODEL_AND_MEANS, secure_aggregation=True),  # the shared means stay in the clear
     ),
     Method(
@@ -96,7 +91,7 @@ METHODS: tuple[Method, ...] = (
         "NaiveMix: local data mixed with other clients' shared means",
         "classification",
         NaiveMixParams,
-        build_fedmix,
+        Deferred("fedmosaic.methods.horizontal.fedmix.build:build_fedmix"),
         replace(MODEL_AND_MEANS, dp_sgd=True, secure_aggregation=True),  # the shared means stay in the clear
     ),
     Method(
@@ -104,7 +99,7 @@ METHODS: tuple[Method, ...] = (
         "F-CMs: concept-based models that grow with their clients (and static, reinit, full-model variants)",
         "concepts",
         FCMParams,
-        build_fcm,
+        Deferred("fedmosaic.methods.concepts.build:build_fcm"),
         replace(MODEL_UPDATES, dp_sgd=True, graph_attacks=True, kept_optimizer=True),
     ),
     Method(
@@ -112,36 +107,42 @@ METHODS: tuple[Method, ...] = (
         "FALSE-VFL: latent variable model over any alignment, IWAE pretraining, frozen-generative classifier",
         "vertical",
         FalseVFLParams,
-        build_false_vfl,
+        Deferred("fedmosaic.methods.vertical.false_vfl.build:build_false_vfl"),
     ),
-    Method("vfl-local", "Local: the active party alone on its labeled rows", "vertical", SplitVFLParams, build_local),
+    Method(
+        "vfl-local",
+        "Local: the active party alone on its labeled rows",
+        "vertical",
+        SplitVFLParams,
+        Deferred("fedmosaic.methods.vertical.split.build:build_local"),
+    ),
     Method(
         "vanilla-vfl",
         "Vanilla VFL: split network on fully aligned labeled rows, absent blocks zero-filled at test",
         "vertical",
         SplitVFLParams,
-        build_vanilla,
+        Deferred("fedmosaic.methods.vertical.split.build:build_vanilla"),
     ),
     Method(
         "plug-vfl",
         "PlugVFL: split network on every labeled row, party-wise dropout, absent parties as zero embeddings",
         "vertical",
         PlugVFLParams,
-        build_plug,
+        Deferred("fedmosaic.methods.vertical.split.build:build_plug"),
     ),
     Method(
         "laser-vfl",
         "LASER-VFL: a head per party over mean embeddings of sampled party subsets",
         "vertical",
         LaserVFLParams,
-        build_laser,
+        Deferred("fedmosaic.methods.vertical.split.build:build_laser"),
     ),
     Method(
         "fedhssl",
         "FedHSSL: cross-party and local SimSiam pre-training, averaged top layers, then Vanilla VFL fine-tuning",
         "vertical",
         FedHSSLParams,
-        build_fedhssl,
+        Deferred("fedmosaic.methods.vertical.fedhssl.build:build_fedhssl"),
     ),
 )
 """The built-in methods, in the order ``fedmosaic presets`` lists them."""

@@ -17,7 +17,7 @@ from fedmosaic.methods.base import Method, MethodParams
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask, LabeledConcepts
 from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.horizontal.task import HorizontalTask
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 from fedmosaic.methods.vertical.task import VerticalTask
 from fedmosaic.testing.tiny_worlds import (
     CARDINALITIES,

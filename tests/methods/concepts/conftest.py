@@ -18,7 +18,7 @@ from fedmosaic.methods.concepts.models import ConceptModelParams
 from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.server import FCMServer
 from fedmosaic.methods.concepts.task import ConceptClientData, ConceptTask
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 from fedmosaic.testing.tiny_worlds import CARDINALITIES, EDGES, INPUT_DIM, NODES, TASK, client_data
 from fedmosaic.testing.tiny_worlds import labeled as _labeled
 from fedmosaic.testing.tiny_worlds import sample_concepts as _sample

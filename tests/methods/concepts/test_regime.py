@@ -22,7 +22,7 @@ from fedmosaic.experiments.workloads import ConceptWorkload, prepare_workload
 from fedmosaic.federation import Federation, InProcessGrid
 from fedmosaic.methods.concepts.oscillation import alternating_rounds, oscillates
 from fedmosaic.methods.registry import METHODS
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 SOURCE: dict[str, Any] = {
     "name": "regime",

@@ -11,7 +11,7 @@ from fedmosaic.methods.arrays import model_to_arrays
 from fedmosaic.methods.concepts.client import TRAIN, FCMClient
 from fedmosaic.methods.concepts.models import ConceptGraph, build_concept_model
 from fedmosaic.methods.concepts.task import ConceptTask, encode_graph
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 GRAPH = ConceptGraph(("a", "b", "c", "y"), "y", {"a": 2, "b": 3, "c": 2, "y": 2}, {"b": ("a",), "y": ("b", "c")})
 #: Clients of different sizes (one shorter than a batch) labeling different nodes (client 2 without the task).

@@ -12,7 +12,7 @@ from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedPa
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 from fedmosaic.methods.registry import get_method
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 def _factory():

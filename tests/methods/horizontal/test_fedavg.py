@@ -18,7 +18,7 @@ from fedmosaic.methods.arrays import model_to_arrays
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
 from fedmosaic.methods.horizontal.fedavg.server import FedAvgServer
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 def _blobs(n: int, seed: int) -> ArrayDataset:

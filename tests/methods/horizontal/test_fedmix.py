@@ -33,7 +33,7 @@ from fedmosaic.methods.horizontal.fedmix.params import FedMixParams, NaiveMixPar
 from fedmosaic.methods.horizontal.fedmix.server import FedMixServer, MeanRelay
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 from fedmosaic.methods.horizontal.task import HorizontalTask
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 SHAPE = (2, 2)
 CLASSES = 3

@@ -7,11 +7,12 @@ import torch
 
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.federation import Federation, InProcessGrid, Schedule
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, build_fedcfa
+from fedmosaic.methods.horizontal.fedcfa.build import build_fedcfa
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
 from fedmosaic.methods.horizontal.fedcfa.split import default_split, split_model
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 from fedmosaic.methods.horizontal.task import HorizontalTask
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 def test_it_has_the_published_cifar_resnet18_s_parameters_and_feature_maps() -> None:

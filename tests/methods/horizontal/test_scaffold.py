@@ -15,7 +15,7 @@ from fedmosaic.methods.horizontal.scaffold.messages import CONTROL, CONTROL_DELT
 from fedmosaic.methods.horizontal.scaffold.params import ScaffoldParams
 from fedmosaic.methods.horizontal.task import HorizontalTask
 from fedmosaic.methods.registry import get_method
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 LR = 0.1
 TRAIN = TrainParams(epochs=2, batch_size=4, lr=LR)

@@ -20,14 +20,8 @@ from fedmosaic.data.tables.ids import check_unique_ids
 from fedmosaic.data.tables.read import FEATURE_LIMIT
 from fedmosaic.errors import ConfigError
 
-SUFFIX = ".npz"
 ARRAYS = ("x", "y")
 """The arrays a site's ``.npz`` holds: ``x`` (a row per example, any shape after it) and ``y`` (a label per row)."""
-
-
-def is_npz(file: str) -> bool:
-    """Whether ``file`` names a ``.npz`` file (by its suffix)."""
-    return Path(file).suffix.lower() == SUFFIX
 
 
 def read_npz_site(file: str, field: str, classes: list[str]) -> ArrayDataset:

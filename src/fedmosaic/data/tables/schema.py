@@ -18,9 +18,16 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge
 from pydantic import BaseModel, ConfigDict, Field
 
-from fedmosaic.data.tables.npz import is_npz
 from fedmosaic.errors import ConfigError
 from fedmosaic.limits import Samples
+
+NPZ_SUFFIX = ".npz"
+"""The suffix of a site's own arrays (:mod:`fedmosaic.data.tables.npz`) rather than a table."""
+
+
+def is_npz(file: str) -> bool:
+    """Whether ``file`` names a ``.npz`` file of arrays (by its suffix) rather than a table."""
+    return Path(file).suffix.lower() == NPZ_SUFFIX
 
 
 class _Strict(BaseModel):

@@ -10,7 +10,7 @@ from typing import Any
 
 from fedmosaic.data.tables.schema import resolve_paths
 from fedmosaic.errors import ConfigError
-from fedmosaic.experiments.config import read_toml
+from fedmosaic.experiments.overrides import read_toml
 from fedmosaic.user_code import OWN_PARTS, resolve_beside
 
 _PACKAGE = __name__

@@ -20,7 +20,8 @@ from fedmosaic.methods.concepts.params import FCMParams
 from fedmosaic.methods.concepts.privacy import randomized_response
 from fedmosaic.methods.concepts.stacked import LocalFit, stackable, train_stacked
 from fedmosaic.methods.concepts.task import ConceptClientData, decode_graph
-from fedmosaic.methods.training import DP_SGD_EPSILON, TrainParams, dp_sgd_epsilon, train_epochs
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import DP_SGD_EPSILON, dp_sgd_epsilon, train_epochs
 
 REGISTER = "query.register"
 TRAIN = "train"

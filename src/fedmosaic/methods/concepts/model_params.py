@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from torch import nn
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.limits import MAX_LAYERS, Width
 from fedmosaic.methods.architectures import MODELS, OwnModel
-from fedmosaic.methods.concepts.slots import leaky_mlp
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 class ConceptModelParams(BaseModel):
@@ -115,7 +115,11 @@ class ConceptModelParams(BaseModel):
         """
         hidden = self.encoder_hidden
         if self.factory is None and self.backbone is None:
+            from fedmosaic.methods.concepts.slots import leaky_mlp  # PyTorch's: loaded when a run builds
+
             return leaky_mlp([input_dim, hidden, hidden], activate_output=True)
+        from torch import nn
+
         shape = (input_dim,) if self.input_shape is None else tuple(self.input_shape)
         if math.prod(shape) != input_dim:
             raise ConfigError(
@@ -129,6 +133,9 @@ class ConceptModelParams(BaseModel):
 
     def _backbone(self, shape: tuple[int, ...]) -> nn.Module:
         """The registered architecture ``backbone`` with ``encoder_hidden`` outputs on inputs of ``shape``, a LeakyReLU after it."""
+        import torch
+        from torch import nn
+
         architecture = MODELS.get(str(self.backbone), field="model.backbone")
         with torch.no_grad(), torch.random.fork_rng():
             try:

@@ -11,7 +11,7 @@ from typing_extensions import override
 
 from fedmosaic.limits import MAX_ROUNDS
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.concepts.models import ConceptModelParams
+from fedmosaic.methods.concepts.model_params import ConceptModelParams
 
 
 class FCMParams(MethodParams):

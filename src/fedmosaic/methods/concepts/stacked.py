@@ -37,7 +37,8 @@ from torch import Tensor, nn
 from fedmosaic.methods.concepts.models import ConceptModel
 from fedmosaic.methods.concepts.objective import Objective
 from fedmosaic.methods.kept_optimizer import keep_optimizer, restore_optimizer
-from fedmosaic.methods.training import TrainParams, batch_indices, make_optimizer
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import batch_indices, make_optimizer
 
 ADAM_DEFAULTS = inspect.signature(torch.optim.Adam).parameters
 """The defaults of the :class:`torch.optim.Adam` that :func:`~fedmosaic.methods.training.make_optimizer` builds (betas, eps)."""

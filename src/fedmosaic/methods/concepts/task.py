@@ -9,7 +9,7 @@ import numpy as np
 
 from fedmosaic.data.confidence import ConfidenceMatrix
 from fedmosaic.methods.concepts.models import ConceptGraph
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,17 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
-from torch import nn
 
+from fedmosaic.deferred import Deferred
 from fedmosaic.errors import ConfigError
 from fedmosaic.limits import MAX_LAYERS, Width
 from fedmosaic.methods.architectures import MODELS, ModelArchitecture
-from fedmosaic.methods.horizontal.resnet import resnet18
 from fedmosaic.user_code import check_accepts, load_callable
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 class ModelParams(BaseModel):
@@ -144,6 +145,8 @@ class Classifier:
 
 def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: list[int]) -> nn.Sequential:
     """Flatten, then fully connected layers of widths ``hidden`` with ReLU, then ``num_classes`` logits."""
+    from torch import nn
+
     layers: list[nn.Module] = [nn.Flatten()]
     width, outputs = math.prod(input_shape), num_classes
     for size in hidden:
@@ -155,6 +158,8 @@ def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: list[int]) -> nn
 
 def cnn(input_shape: tuple[int, ...], num_classes: int, channels: Sequence[int] = (32, 64)) -> nn.Sequential:
     """3x3 convolution blocks of ``channels`` with ReLU and 2x2 max-pooling, then a linear layer to the logits."""
+    from torch import nn
+
     outputs = num_classes
     if len(input_shape) != 3:
         raise ValueError(f"model.kind 'cnn' needs image inputs (C, H, W), got shape {input_shape}")
@@ -179,7 +184,9 @@ BUILTIN_MODELS: tuple[ModelArchitecture, ...] = (
         ("channels",),
     ),
     ModelArchitecture(
-        "resnet18", "ResNet-18, CIFAR variant (3x3 stem, no max-pooling); FedCFA cuts it after layer1", resnet18
+        "resnet18",
+        "ResNet-18, CIFAR variant (3x3 stem, no max-pooling); FedCFA cuts it after layer1",
+        Deferred("fedmosaic.methods.horizontal.resnet:resnet18"),
     ),
 )
 """fedmosaic's own architectures, registered through its ``fedmosaic.models`` entry point."""
@@ -223,6 +230,9 @@ def check_classifier(params: ModelParams, input_shape: tuple[int, ...], num_clas
     ...
     fedmosaic.errors.ConfigError: model.kind: cnn cannot be built for inputs of shape (3,) and 2 classes: ValueError: model.kind 'cnn' needs image inputs (C, H, W), got shape (3,)
     """
+    import torch
+    from torch import nn
+
     named = params.factory or params.kind
     with torch.random.fork_rng(), torch.no_grad():
         try:

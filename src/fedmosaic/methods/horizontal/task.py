@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fedmosaic.data.arrays import ArrayDataset
 from fedmosaic.methods.horizontal.models import Classifier, ModelParams
 from fedmosaic.methods.horizontal.probes import Probe
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 @dataclass(frozen=True)

@@ -223,3 +223,22 @@ class PartyModel(nn.Module):
         logit = self.mask(stand_in).squeeze(-1)
         mask_term = torch.where(present[None, :], F.logsigmoid(-logit), F.logsigmoid(logit))
         return observed + mask_term
+
+
+class LeadingDims(nn.Module):
+    """A module of ``(batch, features)`` inputs applied to inputs of any leading dimensions (``(samples, rows, features)``).
+
+    Examples
+    --------
+    >>> LeadingDims(nn.Linear(3, 2))(torch.zeros(4, 5, 3)).shape
+    torch.Size([4, 5, 2])
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``module`` on the rows of ``x`` flattened, its outputs given back ``x``'s leading dimensions."""
+        out: Tensor = self.module(x.flatten(0, -2)).unflatten(0, x.shape[:-1])
+        return out

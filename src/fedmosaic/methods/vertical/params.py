@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
 from fedmosaic.limits import MAX_LR, BatchSize, Rounds, Width
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
+
+if TYPE_CHECKING:
+    from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 
 
 class VerticalParams(MethodParams):
@@ -33,4 +37,6 @@ class VerticalParams(MethodParams):
 
     def optimizer_spec(self) -> OptimizerSpec:
         """Every party's optimizer: Adam with ``lr``."""
+        from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec  # PyTorch's: loaded by a run only
+
         return OptimizerSpec("adam", self.lr)

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from fedmosaic.data.arrays import ArrayDataset
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
 from fedmosaic.methods.horizontal.models import ModelParams
 from fedmosaic.methods.horizontal.task import HorizontalTask
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 CENTRES = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 2.0]])
 #: Client sizes of the 3-client federation: 40 // 16, 37 // 16 and 21 // 16 chunks.

@@ -7,10 +7,11 @@ import torch
 from fedmosaic.federation import ClientContext, ClientState, Message, derive_rng
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, seeded
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient
-from fedmosaic.methods.horizontal.fedcfa import FedCFAClient
 from fedmosaic.methods.horizontal.fedcfa.average_dataset import chunk_indices
+from fedmosaic.methods.horizontal.fedcfa.client import FedCFAClient
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
-from fedmosaic.methods.training import TrainParams, train_epochs
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import train_epochs
 
 TRAIN = TrainParams(epochs=2, batch_size=8, lr=0.1)
 SPLIT = 3

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedmosaic.methods.horizontal.fedcfa import factor_decorrelation
-from fedmosaic.methods.horizontal.fedcfa.decorrelation import VARIANCE_EPS
+from fedmosaic.methods.horizontal.fedcfa.decorrelation import VARIANCE_EPS, factor_decorrelation
 
 
 def _mean_abs_pearson(factors: np.ndarray, floor: float = VARIANCE_EPS) -> float:

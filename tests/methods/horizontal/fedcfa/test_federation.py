@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from fedmosaic.federation import Federation, InProcessGrid, RoundRecord, Schedule
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, FedCFAReferenceParams, FedCFAServer, build_fedcfa
+from fedmosaic.methods.horizontal.fedcfa.build import build_fedcfa
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams, FedCFAReferenceParams
+from fedmosaic.methods.horizontal.fedcfa.server import FedCFAServer
 from fedmosaic.methods.horizontal.models import ModelParams
 
 

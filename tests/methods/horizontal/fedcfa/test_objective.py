@@ -8,8 +8,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, factor_decorrelation, split_model
+from fedmosaic.methods.horizontal.fedcfa.decorrelation import factor_decorrelation
 from fedmosaic.methods.horizontal.fedcfa.objective import CounterfactualObjective, frozen_copy
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 SPLIT = 3  # after the first hidden layer's ReLU: 8 factors

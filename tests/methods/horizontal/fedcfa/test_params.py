@@ -6,8 +6,7 @@ from pydantic import ValidationError
 from fedmosaic.errors import ConfigError
 from fedmosaic.experiments.config import load_config
 from fedmosaic.experiments.reference import describe_default, describe_type, parameter_docs
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams
-from fedmosaic.methods.horizontal.fedcfa.counterfactual import SELECTION_RULES
+from fedmosaic.methods.horizontal.fedcfa.params import SELECTION_RULES, FedCFAParams
 
 
 def test_defaults_follow_the_reference_except_k_chosen_on_validation_data() -> None:

@@ -26,8 +26,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from fedmosaic.methods.arrays import seeded
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, split_model
 from fedmosaic.methods.horizontal.fedcfa.objective import CounterfactualObjective, frozen_copy
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 SPLIT = 3  # Flatten, Linear, ReLU | Linear, ReLU, Linear: 64 factors

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from fedmosaic.federation import Message, RoundContext
-from fedmosaic.methods.horizontal.fedcfa import FedCFAParams, FedCFAServer
+from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
+from fedmosaic.methods.horizontal.fedcfa.server import FedCFAServer
 from fedmosaic.methods.horizontal.models import ModelParams, build_model
 
 

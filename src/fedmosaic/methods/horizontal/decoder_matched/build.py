@@ -30,7 +30,7 @@ def build_decoder_matched(task: HorizontalTask, params: DecoderMatchedParams) ->
     >>> from fedmosaic.data.arrays import ArrayDataset
     >>> from fedmosaic.methods.horizontal.models import ModelParams
     >>> from fedmosaic.methods.horizontal.task import HorizontalTask
-    >>> from fedmosaic.methods.training import TrainParams
+    >>> from fedmosaic.methods.train_params import TrainParams
     >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
     >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())
     >>> server, clients = build_decoder_matched(task, DecoderMatchedParams())

@@ -10,7 +10,7 @@ from fedmosaic.methods.horizontal.decoder_matched.params import DecoderMatchedPa
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient, ModelFactory
 from fedmosaic.methods.horizontal.fedcfa.split import split_model
 from fedmosaic.methods.horizontal.gradients import gradient_hooks
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 class DecoderMatchedClient(FedAvgClient):

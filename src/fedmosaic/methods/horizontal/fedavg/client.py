@@ -14,14 +14,8 @@ from fedmosaic.devices import to_device
 from fedmosaic.federation import ClientContext, ClientLogic, ClientState, Message
 from fedmosaic.federation.message import as_int
 from fedmosaic.methods.arrays import load_arrays, model_to_arrays, to_tensor
-from fedmosaic.methods.training import (
-    DP_SGD_EPSILON,
-    LossFn,
-    TrainParams,
-    cross_entropy_loss,
-    dp_sgd_epsilon,
-    train_epochs,
-)
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import DP_SGD_EPSILON, LossFn, cross_entropy_loss, dp_sgd_epsilon, train_epochs
 
 ModelFactory = Callable[[], nn.Module]
 

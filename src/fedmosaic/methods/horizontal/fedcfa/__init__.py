@@ -7,20 +7,3 @@ on their samples plus counterfactual ones, whose least (positive) or most
 (negative) label-relevant factors are replaced by those of a global mean, with
 a factor decorrelation penalty; the server averages the models as FedAvg does.
 """
-
-from fedmosaic.methods.horizontal.fedcfa.build import build_fedcfa
-from fedmosaic.methods.horizontal.fedcfa.client import FedCFAClient
-from fedmosaic.methods.horizontal.fedcfa.decorrelation import factor_decorrelation
-from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams, FedCFAReferenceParams
-from fedmosaic.methods.horizontal.fedcfa.server import FedCFAServer
-from fedmosaic.methods.horizontal.fedcfa.split import split_model
-
-__all__ = [
-    "FedCFAClient",
-    "FedCFAParams",
-    "FedCFAReferenceParams",
-    "FedCFAServer",
-    "build_fedcfa",
-    "factor_decorrelation",
-    "split_model",
-]

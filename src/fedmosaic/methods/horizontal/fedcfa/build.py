@@ -48,7 +48,7 @@ def build_fedcfa(task: HorizontalTask, params: FedCFAParams) -> Built:
     >>> from fedmosaic.data.arrays import ArrayDataset
     >>> from fedmosaic.methods.horizontal.models import ModelParams
     >>> from fedmosaic.methods.horizontal.task import HorizontalTask
-    >>> from fedmosaic.methods.training import TrainParams
+    >>> from fedmosaic.methods.train_params import TrainParams
     >>> data = ArrayDataset(np.zeros((4, 3), np.float32), np.array([0, 1, 0, 1]), num_classes=2)
     >>> task = HorizontalTask([data, data], data, ModelParams(hidden=[4]), TrainParams())
     >>> server, clients = build_fedcfa(task, FedCFAParams(k=2))

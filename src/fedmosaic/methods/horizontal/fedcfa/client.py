@@ -17,7 +17,8 @@ from fedmosaic.methods.horizontal.fedcfa.carried_sgd import carried_sgd, momentu
 from fedmosaic.methods.horizontal.fedcfa.objective import CounterfactualObjective, frozen_copy
 from fedmosaic.methods.horizontal.fedcfa.params import FedCFAParams
 from fedmosaic.methods.horizontal.fedcfa.split import split_model
-from fedmosaic.methods.training import LossFn, TrainParams, cross_entropy_loss
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import LossFn, cross_entropy_loss
 
 
 class FedCFAClient(FedAvgClient):

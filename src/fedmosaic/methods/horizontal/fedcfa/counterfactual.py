@@ -7,27 +7,18 @@ sample from these scores; replaced by a drawn global mean's factors they make
 a *positive* sample (same label) or a *negative* sample (soft label moved
 toward the mean's label). The reference picks the ``k`` smallest signed scores
 for the positive sample and the ``k`` largest for the negative one; here each
-sample has its own rule (:data:`SelectionRule`).
+sample has its own rule (:data:`~fedmosaic.methods.horizontal.fedcfa.params.SelectionRule`).
 """
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, get_args
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-SelectionRule = Literal["signed-smallest", "signed-largest", "magnitude-smallest", "magnitude-largest"]
-"""Which ``k`` factors a counterfactual sample replaces: the smallest or largest scores, signed or absolute.
-
-``signed-smallest`` is the reference's positive rule (the factors whose
-gradient argues hardest against the true class), ``signed-largest`` its
-negative rule (those that argue hardest for it); ``magnitude-smallest`` picks
-the factors the true-class logit is least sensitive to, ``magnitude-largest``
-the most sensitive ones.
-"""
-SELECTION_RULES: tuple[str, ...] = get_args(SelectionRule)
+from fedmosaic.methods.horizontal.fedcfa.params import SelectionRule, clip_k
 
 
 class Counterfactuals(NamedTuple):
@@ -46,24 +37,6 @@ class Counterfactuals(NamedTuple):
     positive: Tensor
     negative: Tensor
     negative_target: Tensor
-
-
-def clip_k(k: int, num_factors: int) -> int:
-    """``k`` clipped to ``num_factors // 2``, so that the smallest and largest ``k`` of a rule never overlap.
-
-    Raises
-    ------
-    ValueError
-        If there are fewer than 2 factors.
-
-    Examples
-    --------
-    >>> clip_k(24, 64), clip_k(24, 10)
-    (24, 5)
-    """
-    if num_factors < 2:
-        raise ValueError(f"FedCFA needs at least 2 factors at the split, got {num_factors}")
-    return min(k, num_factors // 2)
 
 
 def factor_scores(decoder: nn.Module, z: Tensor, y: Tensor) -> Tensor:
@@ -125,6 +98,7 @@ def select_factors(scores: Tensor, k: int, rule: SelectionRule) -> Tensor:
     Examples
     --------
     >>> import torch
+    >>> from fedmosaic.methods.horizontal.fedcfa.params import SELECTION_RULES
     >>> scores = torch.tensor([[0.3, -1.0, 2.0, 0.0]])
     >>> [select_factors(scores, 1, rule).int().tolist() for rule in SELECTION_RULES]
     [[[0, 1, 0, 0]], [[0, 0, 1, 0]], [[0, 0, 0, 1]], [[0, 0, 1, 0]]]

@@ -1,18 +1,44 @@
-"""Parameters of FedCFA."""
+"""Parameters of FedCFA, and the rules and counts they choose from (validated without PyTorch)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, PositiveInt, model_validator
-from torch import nn
 from typing_extensions import override
 
 from fedmosaic.errors import ConfigError
 from fedmosaic.limits import BatchSize, Samples
 from fedmosaic.methods.base import MethodParams
-from fedmosaic.methods.horizontal.fedcfa.counterfactual import SelectionRule, clip_k
-from fedmosaic.methods.horizontal.fedcfa.split import split_model
+
+SelectionRule = Literal["signed-smallest", "signed-largest", "magnitude-smallest", "magnitude-largest"]
+"""Which ``k`` factors a counterfactual sample replaces: the smallest or largest scores, signed or absolute.
+
+``signed-smallest`` is the reference's positive rule (the factors whose
+gradient argues hardest against the true class), ``signed-largest`` its
+negative rule (those that argue hardest for it); ``magnitude-smallest`` picks
+the factors the true-class logit is least sensitive to, ``magnitude-largest``
+the most sensitive ones.
+"""
+SELECTION_RULES: tuple[str, ...] = get_args(SelectionRule)
+
+
+def clip_k(k: int, num_factors: int) -> int:
+    """``k`` clipped to ``num_factors // 2``, so that the smallest and largest ``k`` of a rule never overlap.
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than 2 factors.
+
+    Examples
+    --------
+    >>> clip_k(24, 64), clip_k(24, 10)
+    (24, 5)
+    """
+    if num_factors < 2:
+        raise ValueError(f"FedCFA needs at least 2 factors at the split, got {num_factors}")
+    return min(k, num_factors // 2)
 
 
 class FedCFAParams(MethodParams):
@@ -118,6 +144,10 @@ class FedCFAParams(MethodParams):
     @override
     def check_model(self, model: Any) -> None:
         """FedCFA cuts the classifier at ``split`` (else its default cut): an ``nn.Sequential`` it can be cut into two."""
+        from torch import nn
+
+        from fedmosaic.methods.horizontal.fedcfa.split import split_model
+
         if not isinstance(model, nn.Sequential):
             raise ConfigError(
                 "method",

@@ -12,7 +12,8 @@ from fedmosaic.methods.arrays import to_tensor
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient, ModelFactory
 from fedmosaic.methods.horizontal.fedmix.losses import MixingLoss
 from fedmosaic.methods.horizontal.fedmix.params import FedMixParams
-from fedmosaic.methods.training import LossFn, TrainParams
+from fedmosaic.methods.train_params import TrainParams
+from fedmosaic.methods.training import LossFn
 
 _SHARED = ("global_x", "global_y")
 

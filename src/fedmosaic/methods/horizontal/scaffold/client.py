@@ -15,7 +15,7 @@ from fedmosaic.methods.arrays import to_tensor, unprefixed
 from fedmosaic.methods.horizontal.fedavg.client import FedAvgClient, ModelFactory
 from fedmosaic.methods.horizontal.gradients import GradientMap, gradient_hooks
 from fedmosaic.methods.horizontal.scaffold.messages import CONTROL, CONTROL_DELTA, LOCAL_CONTROL
-from fedmosaic.methods.training import TrainParams
+from fedmosaic.methods.train_params import TrainParams
 
 
 class ScaffoldClient(FedAvgClient):

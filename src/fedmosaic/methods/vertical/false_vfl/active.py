@@ -8,9 +8,8 @@ import torch
 from torch import Tensor, nn
 
 from fedmosaic.data.vertical_data import Likelihood, Shape
-from fedmosaic.methods.architectures import LeadingDims
 from fedmosaic.methods.vertical.false_vfl.params import FalseVFLParams
-from fedmosaic.methods.vertical.networks import GaussianEncoder, PartyModel, gaussian_log_prob, mlp
+from fedmosaic.methods.vertical.networks import GaussianEncoder, LeadingDims, PartyModel, gaussian_log_prob, mlp
 
 
 def party_model(shape: Shape, params: FalseVFLParams, likelihood: Likelihood, party: int) -> PartyModel:

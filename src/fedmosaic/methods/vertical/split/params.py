@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 from typing_extensions import override
 
 from fedmosaic.limits import MAX_LAYERS, Epochs, Width
 from fedmosaic.methods.architectures import OwnModel
-from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 from fedmosaic.methods.vertical.params import VerticalParams
+
+if TYPE_CHECKING:
+    from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec
 
 
 class SplitVFLParams(VerticalParams):
@@ -80,6 +82,8 @@ class SplitVFLParams(VerticalParams):
 
     def optimizer_spec(self) -> OptimizerSpec:
         """Every party's optimizer of the split networks."""
+        from fedmosaic.methods.vertical.optimizer_state import OptimizerSpec  # PyTorch's: loaded by a run only
+
         return OptimizerSpec(self.optimizer, self.lr, self.momentum, self.weight_decay)
 
 
