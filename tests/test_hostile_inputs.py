@@ -814,7 +814,7 @@ def _one_class_horizontal(folder: Path) -> str:
         ),
         (
             _one_class_vertical,
-            "error: tables.parties.0.file: the active party's labels ('diagnosis') hold one class ('benign')",
+            "error: tables.parties.0.file: the active party's labels (column 'diagnosis') hold one class ('benign')",
         ),
     ],
     ids=["horizontal", "concepts", "vertical"],
