@@ -13,7 +13,7 @@ current cluster: a simulation given no address still starts its own Ray.
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -55,3 +55,22 @@ def ray_address() -> Iterator[str]:
         yield address
     finally:
         head.communicate(timeout=120)  # closes its standard input: Ray stops
+
+
+Command = Callable[..., tuple[object, str, str]]
+"""``fedmosaic`` with these arguments, run in the test's process: its exit code, standard output and standard error."""
+
+
+@pytest.fixture
+def command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Command:
+    """The command's entry point called in this process (see :data:`Command`)."""
+    from fedmosaic.cli import main
+
+    def run(*args: str) -> tuple[object, str, str]:
+        monkeypatch.setattr(sys, "argv", ["fedmosaic", *args])
+        with pytest.raises(SystemExit) as exited:
+            main()
+        captured = capsys.readouterr()
+        return exited.value.code, captured.out, captured.err
+
+    return run

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fedmosaic.cli import main
 from fedmosaic.errors import ConfigError
 from fedmosaic.examples import copy_examples
 from fedmosaic.experiments.config import load_config
@@ -18,14 +17,8 @@ from fedmosaic.experiments.runner import run_experiment
 from fedmosaic.experiments.workloads import prepare_workload
 from fedmosaic.testing.tiny_worlds import NODES, sample_concepts
 
-
-def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[object, str, str]:
-    """The command's entry point in this process: exit code, standard output and standard error."""
-    monkeypatch.setattr(sys, "argv", ["fedmosaic", *args])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    captured = capsys.readouterr()
-    return exited.value.code, captured.out, captured.err
+Command = Callable[..., tuple[object, str, str]]
+"""The ``command`` fixture (``tests/experiments/conftest.py``): ``fedmosaic`` run in this process."""
 
 
 @pytest.fixture
@@ -36,14 +29,12 @@ def images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "images"
 
 
-def test_the_tutorial_trains_the_own_cnn_and_predicts_only_with_trust_code(
-    images: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_tutorial_trains_the_own_cnn_and_predicts_only_with_trust_code(images: Path, command: Command) -> None:
     # Execute: as docs/own-model.md runs it, with fewer rounds
-    ran = _main(monkeypatch, capsys, "run", "images.toml", "--quiet", "--set", "federation.rounds=4")
-    refused = _main(monkeypatch, capsys, "predict", "runs/images/model/00-fedavg", "new-images.npy")
-    predicted = _main(monkeypatch, capsys, "predict", "runs/images/model/00-fedavg", "new-images.npy", "--trust-code")
-    from_npz = _main(monkeypatch, capsys, "predict", "runs/images/model/00-fedavg", "test.npz", "--trust-code")
+    ran = command("run", "images.toml", "--quiet", "--set", "federation.rounds=4")
+    refused = command("predict", "runs/images/model/00-fedavg", "new-images.npy")
+    predicted = command("predict", "runs/images/model/00-fedavg", "new-images.npy", "--trust-code")
+    from_npz = command("predict", "runs/images/model/00-fedavg", "test.npz", "--trust-code")
 
     # Assert: ten digits, chance 10%; both federated runs well above it
     assert ran[0] in (None, 0)
@@ -87,13 +78,13 @@ def test_the_tutorial_trains_the_own_cnn_and_predicts_only_with_trust_code(
     ],
 )
 def test_a_bad_npz_file_is_one_line_exit_2_and_nothing_written(
-    images: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], change, expected: str
+    images: Path, command: Command, change, expected: str
 ) -> None:
     # Prepare
     change(images)
 
     # Execute
-    code, _, error = _main(monkeypatch, capsys, "run", "images.toml", "--quiet")
+    code, _, error = command("run", "images.toml", "--quiet")
 
     # Assert
     assert code == 2
@@ -102,12 +93,10 @@ def test_a_bad_npz_file_is_one_line_exit_2_and_nothing_written(
     assert not (images / "runs").exists()
 
 
-def test_npz_sites_mixed_with_tables_or_declared_as_another_task_are_refused(
-    images: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_npz_sites_mixed_with_tables_or_declared_as_another_task_are_refused(images: Path, command: Command) -> None:
     # Execute
-    mixed = _main(monkeypatch, capsys, "run", "images.toml", "--set", "tables.test=test.csv")
-    concepts = _main(monkeypatch, capsys, "run", "images.toml", "--set", "tables.kind=concepts")
+    mixed = command("run", "images.toml", "--set", "tables.test=test.csv")
+    concepts = command("run", "images.toml", "--set", "tables.kind=concepts")
 
     # Assert
     assert mixed[0] == concepts[0] == 2

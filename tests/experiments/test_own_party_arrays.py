@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fedmosaic.cli import main
 from fedmosaic.examples import copy_examples
 
-
-def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[object, str, str]:
-    """The command's entry point in this process: exit code, standard output and standard error."""
-    monkeypatch.setattr(sys, "argv", ["fedmosaic", *args])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    captured = capsys.readouterr()
-    return exited.value.code, captured.out, captured.err
+Command = Callable[..., tuple[object, str, str]]
+"""The ``command`` fixture (``tests/experiments/conftest.py``): ``fedmosaic`` run in this process."""
 
 
 @pytest.fixture
@@ -42,14 +35,14 @@ CUT_DOWN = [
 
 
 def test_cameras_own_views_train_with_their_own_cnns_and_predict_from_their_files(
-    views: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    views: Path, command: Command
 ) -> None:
     # Execute: the example cut down to 8 rounds
-    ran = _main(monkeypatch, capsys, "run", "views.toml", "--quiet", *CUT_DOWN)
+    ran = command("run", "views.toml", "--quiet", *CUT_DOWN)
     model = "runs/views/model/00-false-vfl-cnn"
     cameras = [f"camera-{k}.npz" for k in range(3)]
-    refused = _main(monkeypatch, capsys, "predict", model, *cameras)
-    predicted = _main(monkeypatch, capsys, "predict", model, *reversed(cameras), "--trust-code")
+    refused = command("predict", model, *cameras)
+    predicted = command("predict", model, *reversed(cameras), "--trust-code")
 
     # Assert: ten digits, chance 10%; both federated runs use the other cameras' views
     assert ran[0] in (None, 0)
@@ -102,13 +95,13 @@ def test_cameras_own_views_train_with_their_own_cnns_and_predict_from_their_file
     ],
 )
 def test_a_bad_party_npz_is_one_line_exit_2_and_nothing_written(
-    views: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], change, expected: str
+    views: Path, command: Command, change, expected: str
 ) -> None:
     # Prepare
     change(views)
 
     # Execute
-    code, _, error = _main(monkeypatch, capsys, "run", "views.toml", "--quiet")
+    code, _, error = command("run", "views.toml", "--quiet")
 
     # Assert
     assert code == 2
@@ -135,14 +128,14 @@ def test_a_bad_party_npz_is_one_line_exit_2_and_nothing_written(
     ],
 )
 def test_a_party_schema_that_does_not_fit_its_file_kind_is_one_line(
-    views: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], old: str, new: str, expected: str
+    views: Path, command: Command, old: str, new: str, expected: str
 ) -> None:
     # Prepare
     experiment = views / "views.toml"
     experiment.write_text(experiment.read_text().replace(old, new))
 
     # Execute
-    code, _, error = _main(monkeypatch, capsys, "run", "views.toml", "--quiet")
+    code, _, error = command("run", "views.toml", "--quiet")
 
     # Assert
     assert code == 2
@@ -151,9 +144,7 @@ def test_a_party_schema_that_does_not_fit_its_file_kind_is_one_line(
 
 
 @pytest.mark.slow
-def test_on_flower_s_simulation_the_views_give_the_in_process_numbers(
-    views: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_on_flower_s_simulation_the_views_give_the_in_process_numbers(views: Path, command: Command) -> None:
     # Prepare
     one_run = [
         "--set",
@@ -164,10 +155,8 @@ def test_on_flower_s_simulation_the_views_give_the_in_process_numbers(
     ]
 
     # Execute
-    simulated = _main(
-        monkeypatch, capsys, "run", "views.toml", "--quiet", "--engine", "flower-simulation", "--out", "sim", *one_run
-    )
-    in_process = _main(monkeypatch, capsys, "run", "views.toml", "--quiet", "--out", "local", *one_run)
+    simulated = command("run", "views.toml", "--quiet", "--engine", "flower-simulation", "--out", "sim", *one_run)
+    in_process = command("run", "views.toml", "--quiet", "--out", "local", *one_run)
 
     # Assert
     assert simulated[0] in (None, 0), simulated[2]
